@@ -1,0 +1,542 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
+)
+
+// DefaultRateLimit is the least time between two cycles.
+const DefaultRateLimit = 30 * time.Second
+
+// DefaultTick is the period of cycles when no event asks for one; it keeps
+// time-based priorities (Tiresias) moving.
+const DefaultTick = 60 * time.Second
+
+// ActionKind says what an action does to a job.
+type ActionKind int
+
+// Action kinds, in the order a plan applies them.
+const (
+	Halt ActionKind = iota
+	Shrink
+	Migrate
+	Start
+	Grow
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case Halt:
+		return "halt"
+	case Shrink:
+		return "shrink"
+	case Migrate:
+		return "migrate"
+	case Start:
+		return "start"
+	case Grow:
+		return "grow"
+	}
+	return fmt.Sprintf("action(%d)", int(k))
+}
+
+// Action changes one job from one placement to another.
+type Action struct {
+	Kind ActionKind
+	Job  string
+	From model.JobPlacement
+	To   model.JobPlacement
+	// Moved is the number of workers that change node.
+	Moved int
+}
+
+// Port applies actions to a cluster: Kubernetes in production, simulated
+// state in the simulator.
+type Port interface {
+	Apply(ctx context.Context, a Action) error
+}
+
+// Config configures a Core.
+type Config struct {
+	GPUType   string
+	Allocator algorithm.Allocator
+	Placer    placement.Placer
+	Port      Port
+	// RateLimit is the least time between two cycles (DefaultRateLimit if
+	// zero; negative means none).
+	RateLimit time.Duration
+	// Tick is the period of cycles without events (DefaultTick if zero;
+	// negative disables it).
+	Tick   time.Duration
+	Logger *slog.Logger
+}
+
+// CycleReport describes one cycle.
+type CycleReport struct {
+	Time         time.Time
+	Jobs         int
+	GPUs         int
+	Allocated    int
+	QueueChanges int
+	Actions      []Action
+	Unplaced     []placement.Unplaced
+	// Migrated is the number of workers that changed node.
+	Migrated int
+	// FailedActions counts actions the port could not apply; they are
+	// retried next cycle.
+	FailedActions int
+}
+
+type jobEntry struct {
+	job model.Job
+}
+
+// Core is one GPU type's scheduler state and cycle. It is not safe for
+// concurrent use; Loop serialises access for the live system.
+type Core struct {
+	cfg       Config
+	log       *slog.Logger
+	jobs      map[string]*jobEntry
+	nodes     map[string]model.Node
+	nextIndex int
+	dirty     bool
+	cycled    bool
+	lastCycle time.Time
+	advanced  time.Time
+}
+
+// NewCore returns a core with no jobs and no nodes.
+func NewCore(cfg Config) (*Core, error) {
+	if cfg.Allocator == nil || cfg.Placer == nil || cfg.Port == nil {
+		return nil, errors.New("scheduler: allocator, placer and port are required")
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = DefaultTick
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Core{
+		cfg:   cfg,
+		log:   log.With("gpuType", cfg.GPUType),
+		jobs:  map[string]*jobEntry{},
+		nodes: map[string]model.Node{},
+	}, nil
+}
+
+// SetAllocator switches the algorithm; the next cycle uses it.
+func (c *Core) SetAllocator(a algorithm.Allocator) {
+	c.cfg.Allocator = a
+	c.dirty = true
+}
+
+// Allocator returns the current algorithm.
+func (c *Core) Allocator() algorithm.Allocator { return c.cfg.Allocator }
+
+// SetRateLimit changes the least time between two cycles.
+func (c *Core) SetRateLimit(d time.Duration) { c.cfg.RateLimit = d }
+
+// RateLimit returns the least time between two cycles.
+func (c *Core) RateLimit() time.Duration { return c.cfg.RateLimit }
+
+// Dirty reports whether an event is waiting for a cycle.
+func (c *Core) Dirty() bool { return c.dirty }
+
+// Due returns when the next cycle should run: as soon as the rate limit
+// allows after an event, else one tick after the last cycle. ok is false
+// when nothing is due (no event and no tick).
+func (c *Core) Due() (at time.Time, ok bool) {
+	if c.dirty {
+		if !c.cycled || c.cfg.RateLimit < 0 {
+			return c.advanced, true
+		}
+		return c.lastCycle.Add(c.cfg.RateLimit), true
+	}
+	if c.cfg.Tick > 0 && c.cycled && len(c.jobs) > 0 {
+		return c.lastCycle.Add(c.cfg.Tick), true
+	}
+	return time.Time{}, false
+}
+
+// Advance accrues attained service for running jobs up to now. Every
+// method that takes a time calls it first; time never goes backwards.
+func (c *Core) Advance(now time.Time) {
+	if c.advanced.IsZero() {
+		c.advanced = now
+		return
+	}
+	dt := now.Sub(c.advanced).Seconds()
+	if dt <= 0 {
+		return
+	}
+	for _, e := range c.jobs {
+		st := &e.job.State
+		if st.GPUs > 0 {
+			st.AttainedService += float64(st.GPUs) * dt
+			st.QueueService += float64(st.GPUs) * dt
+			st.QueueRunSeconds += dt
+		}
+	}
+	c.advanced = now
+}
+
+// ErrUnknownJob is returned for events about a job the core does not hold.
+var ErrUnknownJob = errors.New("unknown job")
+
+// ErrDuplicateJob is returned when a job name is submitted twice.
+var ErrDuplicateJob = errors.New("job already exists")
+
+// Submit adds a job in Waiting state, in queue 0.
+func (c *Core) Submit(now time.Time, spec model.JobSpec) error {
+	c.Advance(now)
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("submit job %s: %w", spec.Name, err)
+	}
+	if _, ok := c.jobs[spec.Name]; ok {
+		return fmt.Errorf("submit job %s: %w", spec.Name, ErrDuplicateJob)
+	}
+	if spec.SubmitTime.IsZero() {
+		spec.SubmitTime = now
+	}
+	c.jobs[spec.Name] = &jobEntry{job: model.Job{
+		Spec: spec,
+		State: model.JobState{
+			Status:       model.StatusWaiting,
+			QueueSince:   spec.SubmitTime,
+			WaitingSince: now,
+		},
+		Est: model.Estimates{RemainingSeconds: -1},
+	}}
+	c.dirty = true
+	return nil
+}
+
+// Restore adds a job with its saved state, for recovery after a restart.
+func (c *Core) Restore(job model.Job) error {
+	if err := job.Spec.Validate(); err != nil {
+		return fmt.Errorf("restore job %s: %w", job.Spec.Name, err)
+	}
+	if _, ok := c.jobs[job.Spec.Name]; ok {
+		return fmt.Errorf("restore job %s: %w", job.Spec.Name, ErrDuplicateJob)
+	}
+	job.State.Placement = job.State.Placement.Clone()
+	c.jobs[job.Spec.Name] = &jobEntry{job: job}
+	c.dirty = true
+	return nil
+}
+
+// Finish removes a job that completed, failed or was deleted, freeing its
+// GPUs, and returns its last state.
+func (c *Core) Finish(now time.Time, name string, status model.Status) (model.Job, error) {
+	c.Advance(now)
+	e, ok := c.jobs[name]
+	if !ok {
+		return model.Job{}, fmt.Errorf("finish job %s: %w", name, ErrUnknownJob)
+	}
+	delete(c.jobs, name)
+	e.job.State.Status = status
+	c.dirty = true
+	return e.job, nil
+}
+
+// SetPriority changes a job's user priority.
+func (c *Core) SetPriority(now time.Time, name string, priority int) error {
+	c.Advance(now)
+	e, ok := c.jobs[name]
+	if !ok {
+		return fmt.Errorf("set priority of job %s: %w", name, ErrUnknownJob)
+	}
+	if priority < 0 {
+		return fmt.Errorf("set priority of job %s: priority %d must not be negative", name, priority)
+	}
+	if e.job.Spec.Priority != priority {
+		e.job.Spec.Priority = priority
+		c.dirty = true
+	}
+	return nil
+}
+
+// SetEstimates updates a job's performance estimates. It does not trigger
+// a cycle by itself.
+func (c *Core) SetEstimates(name string, est model.Estimates) error {
+	e, ok := c.jobs[name]
+	if !ok {
+		return fmt.Errorf("set estimates of job %s: %w", name, ErrUnknownJob)
+	}
+	est.Speedup = append([]float64(nil), est.Speedup...)
+	e.job.Est = est
+	return nil
+}
+
+// AddNode adds or updates a node. A node keeps its index across updates.
+func (c *Core) AddNode(now time.Time, n model.Node) error {
+	c.Advance(now)
+	if n.Name == "" || n.GPUs < 0 {
+		return fmt.Errorf("add node %q: need a name and a non-negative GPU count", n.Name)
+	}
+	if old, ok := c.nodes[n.Name]; ok {
+		n.Index = old.Index
+	} else {
+		n.Index = c.nextIndex
+		c.nextIndex++
+	}
+	c.nodes[n.Name] = n
+	c.dirty = true
+	return nil
+}
+
+// RemoveNode removes a node; jobs with workers there lose them and are
+// re-placed next cycle.
+func (c *Core) RemoveNode(now time.Time, name string) error {
+	c.Advance(now)
+	if _, ok := c.nodes[name]; !ok {
+		return fmt.Errorf("remove node %s: unknown node", name)
+	}
+	delete(c.nodes, name)
+	for _, e := range c.sortedJobs() {
+		st := &e.job.State
+		var kept model.JobPlacement
+		for _, nw := range st.Placement {
+			if nw.Node != name {
+				kept = append(kept, nw)
+			}
+		}
+		if len(kept) != len(st.Placement) {
+			st.Placement = kept
+			st.GPUs = kept.Workers()
+			if st.GPUs == 0 {
+				st.Status = model.StatusWaiting
+				st.WaitingSince = now
+				st.Placement = nil
+			}
+		}
+	}
+	c.dirty = true
+	return nil
+}
+
+// Job returns a copy of a job's current view.
+func (c *Core) Job(name string) (model.Job, bool) {
+	e, ok := c.jobs[name]
+	if !ok {
+		return model.Job{}, false
+	}
+	j := e.job
+	j.State.Placement = j.State.Placement.Clone()
+	j.Est.Speedup = append([]float64(nil), j.Est.Speedup...)
+	return j, true
+}
+
+// Len returns the number of live jobs.
+func (c *Core) Len() int { return len(c.jobs) }
+
+func (c *Core) sortedJobs() []*jobEntry {
+	out := make([]*jobEntry, 0, len(c.jobs))
+	for _, e := range c.jobs {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return model.Before(&out[i].job, &out[j].job) })
+	return out
+}
+
+// Snapshot returns the cycle input as of now (after Advance).
+func (c *Core) Snapshot(now time.Time) *model.Snapshot {
+	c.Advance(now)
+	snap := &model.Snapshot{Now: now, GPUType: c.cfg.GPUType}
+	snap.Nodes = make([]model.Node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Index < snap.Nodes[j].Index })
+	entries := c.sortedJobs()
+	snap.Jobs = make([]model.Job, len(entries))
+	for i, e := range entries {
+		j := e.job
+		j.State.Placement = j.State.Placement.Clone()
+		j.Est.Speedup = append([]float64(nil), j.Est.Speedup...)
+		snap.Jobs[i] = j
+	}
+	return snap
+}
+
+// Cycle runs one scheduling cycle at now and applies its decisions.
+func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
+	// 1. Snapshot.
+	snap := c.Snapshot(now)
+	rep := CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
+	c.dirty = false
+	c.cycled = true
+	c.lastCycle = now
+
+	// 2. Requeue: multi-level algorithms move jobs between queues first.
+	if pr, ok := c.cfg.Allocator.(algorithm.Prioritizer); ok {
+		changes := pr.Requeue(snap)
+		for _, ch := range changes {
+			e, ok := c.jobs[ch.Job]
+			if !ok {
+				return rep, fmt.Errorf("cycle: requeue: job %s: %w", ch.Job, ErrUnknownJob)
+			}
+			st := &e.job.State
+			st.Queue = ch.Queue
+			st.QueueSince = now
+			if ch.Queue == 0 {
+				st.QueueService = 0
+				st.QueueRunSeconds = 0
+			}
+		}
+		if len(changes) > 0 {
+			rep.QueueChanges = len(changes)
+			snap = c.Snapshot(now)
+		}
+	}
+
+	// 3. Allocate and check the invariants before anything is applied.
+	alloc, err := c.cfg.Allocator.Allocate(snap)
+	if err != nil {
+		return rep, fmt.Errorf("cycle: allocate with %s: %w", c.cfg.Allocator.Name(), err)
+	}
+	if err := model.CheckAllocation(snap, alloc); err != nil {
+		return rep, fmt.Errorf("cycle: %s: %w", c.cfg.Allocator.Name(), err)
+	}
+	if alloc.Order == nil || len(alloc.Order) != len(snap.Jobs) {
+		alloc.Order = completeOrder(snap, alloc.Order)
+	}
+	rep.Allocated = alloc.Total()
+
+	// 4. Place.
+	res, err := c.cfg.Placer.Place(snap, alloc)
+	if err != nil {
+		return rep, fmt.Errorf("cycle: place with %s: %w", c.cfg.Placer.Name(), err)
+	}
+	if err := placement.Check(snap, alloc, res); err != nil {
+		return rep, fmt.Errorf("cycle: placement by %s: %w", c.cfg.Placer.Name(), err)
+	}
+	rep.Unplaced = res.Unplaced
+	for _, u := range res.Unplaced {
+		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
+	}
+
+	// 5. Diff and apply: halt -> shrink -> migrate -> start -> grow.
+	rep.Actions = diff(snap, res.Placement)
+	for _, a := range rep.Actions {
+		if err := c.cfg.Port.Apply(ctx, a); err != nil {
+			rep.FailedActions++
+			c.dirty = true
+			c.log.Error("apply action", "action", a.Kind.String(), "job", a.Job, "err", err)
+			continue
+		}
+		c.record(now, a)
+		rep.Migrated += a.Moved
+	}
+	return rep, nil
+}
+
+// completeOrder appends jobs an allocator left out of its order, in
+// snapshot order, so placers always see every job.
+func completeOrder(snap *model.Snapshot, order []string) []string {
+	seen := make(map[string]bool, len(order))
+	out := make([]string, 0, len(snap.Jobs))
+	for _, n := range order {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for i := range snap.Jobs {
+		if n := snap.Jobs[i].Spec.Name; !seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// record updates a job's state after its action was applied.
+func (c *Core) record(now time.Time, a Action) {
+	e, ok := c.jobs[a.Job]
+	if !ok {
+		return
+	}
+	st := &e.job.State
+	st.Placement = a.To.Clone()
+	st.GPUs = a.To.Workers()
+	st.LastChange = now
+	if st.GPUs == 0 {
+		st.Status = model.StatusWaiting
+		st.WaitingSince = now
+		st.Placement = nil
+		return
+	}
+	if st.FirstStart.IsZero() {
+		st.FirstStart = now
+	} else {
+		st.Restarts++
+	}
+	st.Status = model.StatusRunning
+	st.WaitingSince = time.Time{}
+}
+
+// diff turns the change from the snapshot's placements to the new ones
+// into actions, in apply order.
+func diff(snap *model.Snapshot, next model.Placement) []Action {
+	var buckets [Grow + 1][]Action
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		from := j.State.Placement
+		to := next[j.Spec.Name]
+		if from.Equal(to) || (from.Workers() == 0 && to.Workers() == 0) {
+			continue
+		}
+		a := Action{Job: j.Spec.Name, From: from.Clone(), To: to.Clone(), Moved: moved(from, to)}
+		switch f, t := from.Workers(), to.Workers(); {
+		case t == 0:
+			a.Kind = Halt
+		case f == 0:
+			a.Kind = Start
+		case t < f:
+			a.Kind = Shrink
+		case t > f:
+			a.Kind = Grow
+		default:
+			a.Kind = Migrate
+		}
+		buckets[a.Kind] = append(buckets[a.Kind], a)
+	}
+	var out []Action
+	for _, b := range buckets {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// moved counts workers that change node: workers placed on a node beyond
+// what the job had there, less the growth of the job.
+func moved(from, to model.JobPlacement) int {
+	if from.Workers() == 0 || to.Workers() == 0 {
+		return 0
+	}
+	old := map[string]int{}
+	for _, nw := range from {
+		old[nw.Node] += nw.Workers
+	}
+	next := map[string]int{}
+	for _, nw := range to {
+		next[nw.Node] += nw.Workers
+	}
+	added := 0
+	for node, w := range next {
+		added += max(0, w-old[node])
+	}
+	return max(0, added-max(0, to.Workers()-from.Workers()))
+}
