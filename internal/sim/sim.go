@@ -1,0 +1,588 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/scheduler"
+	"github.com/vodascheduler/voda/internal/sim/perfmodel"
+	"github.com/vodascheduler/voda/internal/sim/report"
+	"github.com/vodascheduler/voda/internal/sim/workload"
+)
+
+// GPUType is the GPU type of the simulated cluster.
+const GPUType = "sim-gpu"
+
+// epoch0 is virtual time zero.
+var epoch0 = time.Unix(0, 0).UTC()
+
+func at(sec float64) time.Time { return epoch0.Add(time.Duration(math.Round(sec * 1e9))) }
+
+// Options configure one simulation run.
+type Options struct {
+	Nodes       int
+	GPUsPerNode int
+	// Interval > 0 runs in fixed-interval mode; 0 is event-driven.
+	Interval time.Duration
+	// RateLimit and Tick configure the core in event-driven mode
+	// (scheduler defaults when zero).
+	RateLimit time.Duration
+	Tick      time.Duration
+	// RestartCost is the time a job makes no progress after every new
+	// placement; negative means none, zero means 30 s.
+	RestartCost time.Duration
+	// Oracle gives allocators the true speedup and remaining time instead
+	// of online estimates.
+	Oracle    bool
+	Allocator algorithm.Allocator
+	Placer    placement.Placer
+	Models    *perfmodel.Set
+	// MaxTime stops the run at this simulated time (default 365 days).
+	MaxTime time.Duration
+	// Progress, if set, is called with the fraction of jobs finished.
+	Progress func(fraction float64)
+	// Workload names the workload in the report.
+	Workload string
+}
+
+// DefaultRestartCost is the time a re-placed job spends restarting.
+const DefaultRestartCost = 30 * time.Second
+
+type simJob struct {
+	w         workload.Job
+	m         perfmodel.Model
+	batch     int
+	epochs    int
+	perEpoch  float64 // progress per epoch for duration jobs; 0 = model's
+	submitted bool
+	done      bool
+	dropped   bool
+
+	epoch    int
+	progress float64
+	rescale  float64
+	place    []int
+	nodes    int
+	rate     float64
+	rateOK   bool
+
+	start, end float64
+	restarts   int
+	migrations int
+	gpuSeconds float64
+
+	// observed since the last estimate.
+	obsSeconds, obsWork float64
+}
+
+func (j *simJob) workers() int { return sumInts(j.place) }
+
+func (j *simJob) epochProgress(e int) float64 {
+	if j.perEpoch > 0 {
+		return float64(e) * j.perEpoch
+	}
+	return j.m.EpochProgress(e)
+}
+
+func (j *simJob) currentRate() (float64, error) {
+	if j.rateOK {
+		return j.rate, nil
+	}
+	r, err := j.m.Rate(j.place, j.batch, j.epoch)
+	if err != nil {
+		return 0, fmt.Errorf("job %s: %w", j.w.Name, err)
+	}
+	if !(r > 0) {
+		return 0, fmt.Errorf("job %s: model %s gives rate %g on %v", j.w.Name, j.m.Name(), r, j.place)
+	}
+	j.rate, j.rateOK = r, true
+	return r, nil
+}
+
+// step advances a running job by dt seconds from now. With round set,
+// epoch boundaries fall on whole seconds as in the Pollux artifact.
+func (j *simJob) step(now, dt float64, round bool) error {
+	k := float64(j.workers())
+	if k == 0 || j.done {
+		return nil
+	}
+	delay := math.Min(j.rescale, dt)
+	j.gpuSeconds += delay * k
+	j.rescale -= delay
+	dt -= delay
+	now += delay
+	for dt > 0 && !j.done {
+		rate, err := j.currentRate()
+		if err != nil {
+			return err
+		}
+		next := j.epochProgress(j.epoch + 1)
+		if j.progress+rate*dt < next {
+			j.progress += rate * dt
+			j.gpuSeconds += dt * k
+			j.obsSeconds += dt
+			j.obsWork += rate * dt
+			now += dt
+			dt = 0
+			break
+		}
+		delta := (next - j.progress) / rate
+		if round {
+			delta = math.RoundToEven(delta)
+		}
+		delta = math.Min(delta, dt)
+		j.obsSeconds += delta
+		j.obsWork += next - j.progress
+		j.epoch++
+		j.rateOK = false
+		j.progress = next
+		now += delta
+		j.gpuSeconds += delta * k
+		dt -= delta
+		if j.epoch >= j.epochs {
+			j.done = true
+			j.end = now
+		}
+	}
+	return nil
+}
+
+// finishIn returns the seconds until the job completes if nothing changes.
+func (j *simJob) finishIn() (float64, error) {
+	if j.workers() == 0 || j.done {
+		return math.Inf(1), nil
+	}
+	t := j.rescale
+	p := j.progress
+	for e := j.epoch; e < j.epochs; e++ {
+		r, err := j.m.Rate(j.place, j.batch, e)
+		if err != nil {
+			return 0, fmt.Errorf("job %s: %w", j.w.Name, err)
+		}
+		t += (j.epochProgress(e+1) - p) / r
+		p = j.epochProgress(e + 1)
+	}
+	return t, nil
+}
+
+// cluster is the simulator's port: it applies the core's actions to the
+// simulated jobs.
+type cluster struct {
+	jobs        map[string]*simJob
+	nodeIndex   map[string]int
+	now         float64
+	restartCost float64
+	changes     []report.Change
+}
+
+func (c *cluster) Apply(_ context.Context, a scheduler.Action) error {
+	j, ok := c.jobs[a.Job]
+	if !ok {
+		return fmt.Errorf("simulated cluster: unknown job %s", a.Job)
+	}
+	j.place = j.place[:0]
+	for _, nw := range a.To {
+		if _, ok := c.nodeIndex[nw.Node]; !ok {
+			return fmt.Errorf("simulated cluster: job %s: unknown node %s", a.Job, nw.Node)
+		}
+		j.place = append(j.place, nw.Workers)
+	}
+	j.nodes = len(a.To)
+	j.rateOK = false
+	j.migrations += a.Moved
+	if len(j.place) > 0 {
+		if j.start < 0 {
+			j.start = c.now
+		} else {
+			j.restarts++
+		}
+		j.rescale = c.restartCost
+	}
+	c.changes = append(c.changes, report.Change{Time: c.now, Job: a.Job, GPUs: j.workers()})
+	return nil
+}
+
+// Run simulates the workload and returns its record.
+func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, error) {
+	wallStart := time.Now()
+	if opts.Nodes < 1 || opts.GPUsPerNode < 1 {
+		return nil, fmt.Errorf("simulate: need at least one node with one GPU (got %d x %d)", opts.Nodes, opts.GPUsPerNode)
+	}
+	if opts.Allocator == nil || opts.Placer == nil || opts.Models == nil {
+		return nil, errors.New("simulate: allocator, placer and models are required")
+	}
+	if len(jobs) == 0 {
+		return nil, errors.New("simulate: empty workload")
+	}
+	restart := opts.RestartCost
+	if restart == 0 {
+		restart = DefaultRestartCost
+	}
+	maxTime := opts.MaxTime
+	if maxTime <= 0 {
+		maxTime = 365 * 24 * time.Hour
+	}
+	totalGPUs := opts.Nodes * opts.GPUsPerNode
+
+	cl := &cluster{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: math.Max(restart.Seconds(), 0)}
+	sjobs := make([]*simJob, len(jobs))
+	for i, w := range jobs {
+		j, err := newSimJob(w, opts, totalGPUs)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := cl.jobs[w.Name]; dup {
+			return nil, fmt.Errorf("simulate: job %s appears twice", w.Name)
+		}
+		sjobs[i] = j
+		cl.jobs[w.Name] = j
+	}
+
+	cfg := scheduler.Config{
+		GPUType:   GPUType,
+		Allocator: opts.Allocator,
+		Placer:    opts.Placer,
+		Port:      cl,
+		RateLimit: opts.RateLimit,
+		Tick:      opts.Tick,
+	}
+	core, err := scheduler.NewCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < opts.Nodes; i++ {
+		name := fmt.Sprintf("node-%03d", i)
+		cl.nodeIndex[name] = i
+		if err := core.AddNode(epoch0, model.Node{Name: name, GPUs: opts.GPUsPerNode}); err != nil {
+			return nil, err
+		}
+	}
+
+	e := &engine{opts: opts, core: core, cl: cl, jobs: sjobs, col: collector.New(), round: opts.Interval > 0}
+	if opts.Interval > 0 {
+		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
+	} else {
+		err = e.runEvents(ctx, maxTime.Seconds())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.record(time.Since(wallStart).Seconds(), totalGPUs), nil
+}
+
+func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
+	m, err := opts.Models.Get(w.App)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: job %s: %w", w.Name, err)
+	}
+	j := &simJob{w: w, m: m, batch: w.BatchSize, epochs: w.Epochs, start: -1, end: -1}
+	if j.batch <= 0 {
+		j.batch = m.DefaultBatch()
+	}
+	if j.epochs <= 0 {
+		j.epochs = m.DefaultEpochs()
+	}
+	if w.Duration > 0 {
+		// Work such that the job takes Duration at its requested count
+		// packed onto as few nodes as possible (restarts excluded).
+		r, err := m.Rate(packed(w.Requested, opts.GPUsPerNode), j.batch, 0)
+		if err != nil || !(r > 0) {
+			return nil, fmt.Errorf("simulate: job %s: no rate for %d workers: %v", w.Name, w.Requested, err)
+		}
+		j.perEpoch = w.Duration * r / float64(j.epochs)
+	}
+	// Widen the range to what the model supports: gradient accumulation
+	// keeps the global batch at any count up to the model's limit.
+	if mw := min(m.MaxWorkers(j.batch), totalGPUs); mw > j.w.MaxWorkers {
+		j.w.MaxWorkers = mw
+	}
+	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
+	return j, nil
+}
+
+func packed(k, perNode int) []int {
+	var p []int
+	for k > 0 {
+		n := min(k, perNode)
+		p = append(p, n)
+		k -= n
+	}
+	return p
+}
+
+type engine struct {
+	opts     Options
+	core     *scheduler.Core
+	cl       *cluster
+	jobs     []*simJob // in workload order
+	col      *collector.Collector
+	round    bool
+	next     int // next job to arrive
+	finished int
+	now      float64
+}
+
+func (e *engine) spec(j *simJob) model.JobSpec {
+	return model.JobSpec{
+		Name:             j.w.Name,
+		GPUType:          GPUType,
+		MinWorkers:       j.w.MinWorkers,
+		MaxWorkers:       j.w.MaxWorkers,
+		RequestedWorkers: j.w.Requested,
+		Priority:         j.w.Priority,
+		Epochs:           j.epochs,
+		SubmitTime:       at(j.w.Submit),
+	}
+}
+
+// advance moves every running job from e.now to t.
+func (e *engine) advance(t float64) error {
+	dt := t - e.now
+	if dt < 0 {
+		return fmt.Errorf("simulate: time went backwards from %g to %g", e.now, t)
+	}
+	for _, j := range e.jobs {
+		if j.submitted && !j.done && !j.dropped {
+			if err := j.step(e.now, dt, e.round); err != nil {
+				return fmt.Errorf("simulate: %w", err)
+			}
+		}
+	}
+	e.now = t
+	e.cl.now = t
+	return nil
+}
+
+// deliver tells the core about completions and arrivals up to now.
+func (e *engine) deliver() error {
+	now := at(e.now)
+	for _, j := range e.jobs {
+		if j.submitted && j.done && !j.dropped {
+			j.dropped = true
+			e.finished++
+			if _, err := e.core.Finish(now, j.w.Name, model.StatusCompleted); err != nil {
+				return err
+			}
+			e.cl.changes = append(e.cl.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
+			e.col.Forget(j.w.Name)
+		}
+	}
+	for e.next < len(e.jobs) && e.jobs[e.next].w.Submit <= e.now {
+		j := e.jobs[e.next]
+		e.next++
+		j.submitted = true
+		if err := e.core.Submit(now, e.spec(j)); err != nil {
+			return fmt.Errorf("simulate: %w", err)
+		}
+	}
+	if e.opts.Progress != nil {
+		e.opts.Progress(float64(e.finished) / float64(len(e.jobs)))
+	}
+	return nil
+}
+
+// estimate hands every live job's estimates to the core.
+func (e *engine) estimate() error {
+	for _, j := range e.jobs {
+		if !j.submitted || j.dropped {
+			continue
+		}
+		remaining := j.epochProgress(j.epochs) - j.progress
+		var est model.Estimates
+		if e.opts.Oracle {
+			var err error
+			if est, err = e.oracle(j, remaining); err != nil {
+				return err
+			}
+		} else {
+			if j.obsSeconds > 0 {
+				e.col.Observe(j.w.Name, j.w.App, j.workers(), j.obsSeconds, j.obsWork)
+			}
+			est = e.col.Estimate(j.w.Name, j.w.App, remaining, j.w.MaxWorkers)
+		}
+		j.obsSeconds, j.obsWork = 0, 0
+		if err := e.core.SetEstimates(j.w.Name, est); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// oracle returns the true speedup curve (workers packed onto as few nodes
+// as possible) and remaining time on one GPU for the job's current epoch.
+func (e *engine) oracle(j *simJob, remaining float64) (model.Estimates, error) {
+	r1, err := j.m.Rate([]int{1}, j.batch, j.epoch)
+	if err != nil {
+		return model.Estimates{}, err
+	}
+	est := model.Estimates{RemainingSeconds: remaining / r1, Speedup: make([]float64, j.w.MaxWorkers+1)}
+	for k := 1; k <= j.w.MaxWorkers; k++ {
+		r, err := j.m.Rate(packed(k, e.opts.GPUsPerNode), j.batch, j.epoch)
+		if err != nil {
+			return model.Estimates{}, err
+		}
+		est.Speedup[k] = r / r1
+	}
+	return est, nil
+}
+
+func (e *engine) cycle(ctx context.Context) error {
+	if e.core.Len() == 0 {
+		return nil
+	}
+	if err := e.estimate(); err != nil {
+		return err
+	}
+	if _, err := e.core.Cycle(ctx, at(e.now)); err != nil {
+		return fmt.Errorf("simulate at %.0f s: %w", e.now, err)
+	}
+	return nil
+}
+
+func (e *engine) allDone() bool { return e.finished == len(e.jobs) }
+
+// stuck reports whether nothing can change any more: no arrivals left, no
+// job running, and the last cycle placed nothing.
+func (e *engine) stuck() bool {
+	if e.next < len(e.jobs) {
+		return false
+	}
+	for _, j := range e.jobs {
+		if j.submitted && !j.dropped && j.workers() > 0 {
+			return false
+		}
+	}
+	return !e.core.Dirty()
+}
+
+func (e *engine) runInterval(ctx context.Context, interval, maxTime float64) error {
+	for !e.allDone() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if e.now >= maxTime {
+			break
+		}
+		if err := e.advance(e.now + interval); err != nil {
+			return err
+		}
+		if err := e.deliver(); err != nil {
+			return err
+		}
+		if err := e.cycle(ctx); err != nil {
+			return err
+		}
+		if e.stuck() && !e.allDone() {
+			break
+		}
+	}
+	return nil
+}
+
+func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
+	if err := e.deliver(); err != nil {
+		return err
+	}
+	for !e.allDone() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		next := math.Inf(1)
+		if e.next < len(e.jobs) {
+			next = e.jobs[e.next].w.Submit
+		}
+		for _, j := range e.jobs {
+			if j.submitted && !j.dropped && j.workers() > 0 {
+				d, err := j.finishIn()
+				if err != nil {
+					return fmt.Errorf("simulate: %w", err)
+				}
+				next = math.Min(next, e.now+d)
+			}
+		}
+		if due, ok := e.core.Due(); ok {
+			next = math.Min(next, math.Max(due.Sub(epoch0).Seconds(), e.now))
+		}
+		if math.IsInf(next, 1) || next >= maxTime {
+			break
+		}
+		if err := e.advance(next); err != nil {
+			return err
+		}
+		// A completion predicted for now may miss by rounding error.
+		for _, j := range e.jobs {
+			if j.submitted && !j.done && j.workers() > 0 && j.rescale <= 0 {
+				if left := j.epochProgress(j.epochs) - j.progress; left <= 1e-9*math.Max(1, j.epochProgress(j.epochs)) {
+					j.done, j.end = true, e.now
+				}
+			}
+		}
+		if err := e.deliver(); err != nil {
+			return err
+		}
+		if due, ok := e.core.Due(); ok && !due.After(at(e.now)) {
+			if err := e.cycle(ctx); err != nil {
+				return err
+			}
+		}
+		if e.stuck() && !e.allDone() {
+			if _, ok := e.core.Due(); !ok {
+				break
+			}
+			// Only the tick is left: if the last cycle could not start
+			// anything, nothing will change.
+			if e.noneCanRun() {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// noneCanRun reports whether every waiting job needs more GPUs than the
+// cluster has.
+func (e *engine) noneCanRun() bool {
+	total := e.opts.Nodes * e.opts.GPUsPerNode
+	for _, j := range e.jobs {
+		if j.submitted && !j.dropped && j.w.MinWorkers <= total {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) record(wall float64, gpus int) *report.Run {
+	run := &report.Run{
+		Algorithm:   e.opts.Allocator.Name(),
+		Workload:    e.opts.Workload,
+		GPUs:        gpus,
+		Changes:     e.cl.changes,
+		EndTime:     e.now,
+		WallSeconds: wall,
+	}
+	for _, j := range e.jobs {
+		r := report.JobResult{
+			Name: j.w.Name, App: j.w.App,
+			Submit: j.w.Submit, Start: j.start, End: j.end, Done: j.done,
+			MinWorkers: j.w.MinWorkers, MaxWorkers: j.w.MaxWorkers, Requested: j.w.Requested,
+			Restarts: j.restarts, Migrations: j.migrations, GPUSeconds: j.gpuSeconds,
+		}
+		run.Jobs = append(run.Jobs, r)
+	}
+	return run
+}
+
+func sumInts(p []int) int {
+	s := 0
+	for _, v := range p {
+		s += v
+	}
+	return s
+}
