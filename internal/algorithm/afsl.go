@@ -25,8 +25,8 @@
 // jobs as a tournament in length order is our reading (the original Voda
 // compared candidates in submit order and measured length as remaining
 // time at the current share). A job whose next GPU has no positive gain is
-// not a candidate, so such GPUs stay idle. Unusable speedup curves
-// (non-finite or non-positive values) count as unknown, that is linear.
+// not a candidate, so such GPUs stay idle. Unusable speedup curves (see
+// speedups in input.go) count as unknown, that is linear.
 //
 // The tournament is computed exactly but fast: candidates sit in a
 // max-segment-tree of challenger gains over their length rank, so the next
@@ -64,7 +64,7 @@ func (*AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpRemaining)
+	order := sortedIndices(snap, byRemaining)
 	return buildAllocation(snap, order, afslTournament(snap, order, speedups(snap), total)), nil
 }
 
@@ -116,16 +116,23 @@ func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, to
 	})
 	z := 0
 
+	// A job that stops being a candidate never becomes one again (its
+	// count no longer changes, and free GPUs only decrease), so the first
+	// candidate only moves right.
+	head := 0
 	for free > 0 {
 		for ; z < n && minAt(zeros[z]) > free; z++ {
 			if p := zeros[z]; cnt[p] == 0 {
 				tree.set(p, math.Inf(-1))
 			}
 		}
-		w := tree.firstAbove(0, math.Inf(-1))
-		if w < 0 {
+		for head < n && tree.leaf(head) == math.Inf(-1) {
+			head++
+		}
+		if head == n {
 			break
 		}
+		w := head
 		for !math.IsInf(asShorter[w], 1) {
 			c := tree.firstAbove(w+1, asShorter[w])
 			if c < 0 {
@@ -182,22 +189,32 @@ func (t maxTree) set(p int, x float64) {
 	}
 }
 
-// firstAbove returns the first position >= from whose value is > bar, or
-// -1 if there is none.
-func (t maxTree) firstAbove(from int, bar float64) int {
-	return t.first(1, 0, t.size, from, bar)
-}
+func (t maxTree) leaf(p int) float64 { return t.v[t.size+p] }
 
-func (t maxTree) first(node, lo, hi, from int, bar float64) int {
-	if hi <= from || !(t.v[node] > bar) {
+// firstAbove returns the first position >= from whose value is > bar, or
+// -1 if there is none. It climbs from the leaf until a subtree to the
+// right holds a value above bar, then descends into its leftmost such
+// leaf: O(log n).
+func (t maxTree) firstAbove(from int, bar float64) int {
+	if from >= t.size {
 		return -1
 	}
-	if hi-lo == 1 {
-		return lo
+	p := from + t.size
+	for !(t.v[p] > bar) {
+		// Go up while p is a right child, then over to the right sibling.
+		for p&1 == 1 {
+			p >>= 1
+			if p <= 1 {
+				return -1
+			}
+		}
+		p++
 	}
-	mid := (lo + hi) / 2
-	if p := t.first(2*node, lo, mid, from, bar); p >= 0 {
-		return p
+	for p < t.size {
+		p <<= 1
+		if !(t.v[p] > bar) {
+			p++
+		}
 	}
-	return t.first(2*node+1, mid, hi, from, bar)
+	return p - t.size
 }

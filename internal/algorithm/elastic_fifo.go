@@ -38,7 +38,7 @@ func (*ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpArrival)
+	order := sortedIndices(snap, byArrival)
 	return buildAllocation(snap, order, minThenRoundRobin(snap, order, total)), nil
 }
 

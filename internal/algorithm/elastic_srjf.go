@@ -36,6 +36,6 @@ func (*ElasticSRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpRemaining)
+	order := sortedIndices(snap, byRemaining)
 	return buildAllocation(snap, order, minThenRoundRobin(snap, order, total)), nil
 }

@@ -19,8 +19,8 @@
 //
 // Deviations: a GPU is handed out only for a positive gain, so spare GPUs
 // that would speed no job up stay idle instead of costing a resize;
-// unusable speedup curves (non-finite or non-positive values) count as
-// unknown, that is linear. A heap makes step 3 O((N + G) log N).
+// unusable speedup curves (see speedups in input.go) count as unknown,
+// that is linear. A heap makes step 3 O((N + G) log N).
 
 package algorithm
 
@@ -81,7 +81,7 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpQueue)
+	order := sortedIndices(snap, byQueue)
 	gpus, spare := firstFit(snap, order, total, minimum)
 	if spare == 0 {
 		return buildAllocation(snap, order, gpus), nil

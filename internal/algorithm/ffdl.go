@@ -7,22 +7,23 @@
 // subject to sum_j g_j <= G, the cluster's GPUs.
 //
 // Exact dynamic programming over the jobs in arrival order (model.Before),
-// as in the paper, when the table is small: jobs x (C+1) x (choices per
-// job) <= 4e6 cells, C = min(G, sum_j min(max_j, G)). Among optimal
-// answers the reconstruction (latest job first) gives each job the fewest
-// GPUs that keep the optimum, which leaves ties to earlier jobs.
+// as the original Voda does, when the table is small: jobs x (C+1) x
+// (choices per job) <= 4e6 cells, C = min(G, sum_j min(max_j, G)). Among
+// optimal answers the reconstruction (latest job first) gives each job the
+// fewest GPUs that keep the optimum, which leaves ties to earlier jobs and
+// hands out no GPU that adds nothing.
 //
 // Deviation: above that size the DP is too slow (the original took 46.5 s
 // at 10,000 jobs and 8,000 GPUs), so a greedy auction on marginal gains
 // takes over: the spare GPU goes to the step with the largest gain per GPU,
 // S(g+1) - S(g) for a running job and S(min)/min for a job at 0, which
-// takes its min at once if that many GPUs are free; ties by arrival. This
-// is optimal when every curve is concave and min = 1 (a test checks it
-// against the DP), and an approximation otherwise. Both paths hand out a
-// GPU only for a positive gain (the DP never adds a GPU that does not raise
-// the objective), and count unusable speedup curves (non-finite or
-// non-positive values) as unknown, that is linear. The original ignored
-// min; here a job gets 0 or at least its min.
+// takes its min at once if that many GPUs are free; ties by arrival; only
+// positive gains. This is optimal when every curve is concave and min = 1
+// (a test checks it against the DP) and an approximation otherwise.
+//
+// Both paths count unusable speedup curves (see speedups in input.go) as
+// unknown, that is linear. The original ignored min; here a job gets 0 or
+// at least its min.
 
 package algorithm
 
@@ -51,7 +52,7 @@ func (*FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpArrival)
+	order := sortedIndices(snap, byArrival)
 	est := speedups(snap)
 	var gpus []int
 	if capacity, ok := ffdlDPSize(snap, total); ok {
@@ -104,15 +105,21 @@ func ffdlDP(snap *model.Snapshot, order []int, est []model.Estimates, capacity i
 		for g := lo; g <= hi; g++ {
 			sv = append(sv, est[i].SpeedupAt(g))
 		}
+		// g = 0 first, then g ascending, keeping a count only when it is
+		// strictly better: each cell ends with the fewest GPUs that reach
+		// its best value.
 		row := choice[k*w : (k+1)*w]
-		for c := range w {
-			best, bg := prev[c], 0
-			for g := lo; g <= min(hi, c); g++ {
-				if v := prev[c-g] + sv[g-lo]; v > best {
-					best, bg = v, g
+		copy(cur, prev)
+		clear(row)
+		for g := lo; g <= hi; g++ {
+			sg, g32 := sv[g-lo], int32(g)
+			from, to, rs := prev[:w-g], cur[g:], row[g:]
+			to, rs = to[:len(from)], rs[:len(from)]
+			for c, pv := range from {
+				if v := pv + sg; v > to[c] {
+					to[c], rs[c] = v, g32
 				}
 			}
-			cur[c], row[c] = best, int32(bg)
 		}
 		prev, cur = cur, prev
 	}

@@ -31,7 +31,7 @@ func (*FIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpArrival)
+	order := sortedIndices(snap, byArrival)
 	gpus, _ := firstFit(snap, order, total, requested)
 	return buildAllocation(snap, order, gpus), nil
 }

@@ -1,11 +1,13 @@
 package algorithm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -51,12 +53,54 @@ func checkSnapshot(snap *model.Snapshot) (int, error) {
 	return total, nil
 }
 
-// cmpArrival orders jobs as model.Before does: submit time, then name.
-func cmpArrival(a, b *model.Job) int {
-	if c := a.Spec.SubmitTime.Compare(b.Spec.SubmitTime); c != 0 {
+// ordering names a priority order of jobs.
+type ordering int
+
+const (
+	// byArrival is model.Before: submit time, then name.
+	byArrival ordering = iota
+	// byRemaining is Est.RemainingSeconds ascending, unknown (negative or
+	// NaN) last, ties by arrival.
+	byRemaining
+	// byQueue is State.Queue ascending, then State.QueueSince, then arrival.
+	byQueue
+)
+
+// orderKey is the part of a job an ordering looks at, copied out of the
+// snapshot so that sorting touches compact data rather than whole jobs.
+type orderKey struct {
+	group  int       // byQueue: the queue; byRemaining: 1 if unknown
+	rem    float64   // byRemaining: the remaining time when known
+	since  time.Time // byQueue: when the job entered its queue
+	submit time.Time
+	name   string
+}
+
+// cmpKeys compares every field in turn; fields an ordering does not use
+// are zero in all keys. Times compare as time.Time.Compare does, so the
+// arrival part agrees with model.Before exactly.
+func cmpKeys(a, b *orderKey) int {
+	if a.group != b.group {
+		return cmp.Compare(a.group, b.group)
+	}
+	if a.rem != b.rem {
+		return cmp.Compare(a.rem, b.rem)
+	}
+	if c := a.since.Compare(b.since); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Spec.Name, b.Spec.Name)
+	if c := a.submit.Compare(b.submit); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// sortItem is what the sort moves: a job index and a float that decides
+// most comparisons on its own. The float never contradicts cmpKeys (a
+// smaller float means an earlier key); equal floats fall back to it.
+type sortItem struct {
+	fast float64
+	idx  int32
 }
 
 // remaining returns a job's estimated remaining time at one GPU and
@@ -69,34 +113,43 @@ func remaining(j *model.Job) (float64, bool) {
 	return r, true
 }
 
-// cmpRemaining orders jobs by remaining time, shortest first, unknown
-// last, ties by arrival.
-func cmpRemaining(a, b *model.Job) int {
-	ra, ka := remaining(a)
-	rb, kb := remaining(b)
-	switch {
-	case ka && !kb:
-		return -1
-	case !ka && kb:
-		return 1
-	case ka && kb && ra < rb:
-		return -1
-	case ka && kb && ra > rb:
-		return 1
+// sortedIndices returns the indices of snap.Jobs in the given order,
+// leaving snap.Jobs untouched. Names are unique (checkSnapshot), so the
+// order is total and does not depend on how the snapshot lists its jobs.
+func sortedIndices(snap *model.Snapshot, by ordering) []int {
+	keys := make([]orderKey, len(snap.Jobs))
+	items := make([]sortItem, len(snap.Jobs))
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		k := orderKey{submit: j.Spec.SubmitTime, name: j.Spec.Name}
+		fast := 0.0
+		switch by {
+		case byRemaining:
+			if r, ok := remaining(j); ok {
+				k.rem, fast = r, r
+			} else {
+				k.group, fast = 1, math.Inf(1)
+			}
+		case byQueue:
+			k.group, k.since = j.State.Queue, j.State.QueueSince
+			fast = float64(k.group)
+		}
+		keys[i] = k
+		items[i] = sortItem{fast: fast, idx: int32(i)}
 	}
-	return cmpArrival(a, b)
-}
-
-// sortedIndices returns the indices of snap.Jobs sorted by cmp, leaving
-// snap.Jobs untouched. cmp must be a total order (names are unique, so any
-// comparator ending in cmpArrival is), which makes the result independent
-// of the snapshot's job order.
-func sortedIndices(snap *model.Snapshot, cmp func(a, b *model.Job) int) []int {
-	idx := make([]int, len(snap.Jobs))
-	for i := range idx {
-		idx[i] = i
+	slices.SortFunc(items, func(a, b sortItem) int {
+		if a.fast < b.fast { // never NaN
+			return -1
+		}
+		if a.fast > b.fast {
+			return 1
+		}
+		return cmpKeys(&keys[a.idx], &keys[b.idx])
+	})
+	idx := make([]int, len(items))
+	for i, it := range items {
+		idx[i] = int(it.idx)
 	}
-	slices.SortFunc(idx, func(i, j int) int { return cmp(&snap.Jobs[i], &snap.Jobs[j]) })
 	return idx
 }
 

@@ -31,7 +31,7 @@ func refMinThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
 }
 
 func refElasticTiresias(snap *model.Snapshot, total, pendingLimit int) []int {
-	order := sortedIndices(snap, cmpQueue)
+	order := sortedIndices(snap, byQueue)
 	est := speedups(snap)
 	gpus, spare := firstFit(snap, order, total, minimum)
 	pending := 0
@@ -77,7 +77,7 @@ func refElasticTiresias(snap *model.Snapshot, total, pendingLimit int) []int {
 
 // refAFSL is the tournament of afsl.go's comment, one full scan per GPU.
 func refAFSL(snap *model.Snapshot, total int) []int {
-	order := sortedIndices(snap, cmpRemaining)
+	order := sortedIndices(snap, byRemaining)
 	est := speedups(snap)
 	gpus := make([]int, len(snap.Jobs))
 	free := total
@@ -149,8 +149,8 @@ func TestFastMatchesReference(t *testing.T) {
 				t.Fatalf("snapshot %d: %s differs from the reference (-want,+got):\n%s", n, name, d)
 			}
 		}
-		check(NameElasticFIFO, &ElasticFIFO{}, refMinThenRoundRobin(snap, sortedIndices(snap, cmpArrival), total))
-		check(NameElasticSRJF, &ElasticSRJF{}, refMinThenRoundRobin(snap, sortedIndices(snap, cmpRemaining), total))
+		check(NameElasticFIFO, &ElasticFIFO{}, refMinThenRoundRobin(snap, sortedIndices(snap, byArrival), total))
+		check(NameElasticSRJF, &ElasticSRJF{}, refMinThenRoundRobin(snap, sortedIndices(snap, byRemaining), total))
 		check(NameAFSL, &AFSL{}, refAFSL(snap, total))
 		for _, limit := range []int{0, 2, 10} {
 			et := &ElasticTiresias{las: lasQueues{threshold: 3600, starvation: 8}, pendingLimit: limit}
@@ -217,7 +217,7 @@ func TestFfDLDPIsOptimal(t *testing.T) {
 		if !ok {
 			t.Fatal("tiny snapshot too big for the DP")
 		}
-		gpus := ffdlDP(snap, sortedIndices(snap, cmpArrival), est, capacity)
+		gpus := ffdlDP(snap, sortedIndices(snap, byArrival), est, capacity)
 		validCounts(t, snap, gpus, total)
 		if got, want := objective(snap, est, gpus), bruteForceFfDL(snap, est, total); math.Abs(got-want) > 1e-9*max(1, want) {
 			t.Fatalf("snapshot %d: DP objective %v, optimum %v", n, got, want)
@@ -241,7 +241,7 @@ func TestFfDLGreedyMatchesDPOnConcave(t *testing.T) {
 		}
 		total := snap.TotalGPUs()
 		est := speedups(snap)
-		order := sortedIndices(snap, cmpArrival)
+		order := sortedIndices(snap, byArrival)
 		capacity, ok := ffdlDPSize(snap, total)
 		if !ok {
 			t.Fatal("snapshot too big for the DP")
@@ -263,7 +263,7 @@ func TestFfDLGreedyValid(t *testing.T) {
 		snap := randomSnapshot(r, 30, 5)
 		total := snap.TotalGPUs()
 		est := speedups(snap)
-		order := sortedIndices(snap, cmpArrival)
+		order := sortedIndices(snap, byArrival)
 		greedy := ffdlGreedy(snap, order, est, total)
 		validCounts(t, snap, greedy, total)
 		if capacity, ok := ffdlDPSize(snap, total); ok {
@@ -287,4 +287,39 @@ func concaveCurve(r *rand.Rand, n int) []float64 {
 		c[k] = float64(k) / (1 + a*float64(k-1))
 	}
 	return c
+}
+
+func TestMaxTreeFirstAbove(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for n := range 70 {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(r.IntN(10))
+			if r.IntN(5) == 0 {
+				vals[i] = math.Inf(-1)
+			}
+		}
+		tree := newMaxTree(vals)
+		for range 200 {
+			if n > 0 && r.IntN(2) == 0 {
+				p := r.IntN(n)
+				vals[p] = float64(r.IntN(10))
+				tree.set(p, vals[p])
+			}
+			from, bar := r.IntN(n+2), float64(r.IntN(11))-0.5
+			if r.IntN(4) == 0 {
+				bar = math.Inf(-1)
+			}
+			want := -1
+			for p := from; p < n; p++ {
+				if vals[p] > bar {
+					want = p
+					break
+				}
+			}
+			if got := tree.firstAbove(from, bar); got != want {
+				t.Fatalf("n=%d firstAbove(%d, %v) = %d, want %d (values %v)", n, from, bar, got, want, vals)
+			}
+		}
+	}
 }

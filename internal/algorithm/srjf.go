@@ -34,7 +34,7 @@ func (*SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpRemaining)
+	order := sortedIndices(snap, byRemaining)
 	gpus, _ := firstFit(snap, order, total, requested)
 	return buildAllocation(snap, order, gpus), nil
 }

@@ -75,7 +75,7 @@ func (*Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, cmpQueue)
+	order := sortedIndices(snap, byQueue)
 	gpus, _ := firstFit(snap, order, total, requested)
 	return buildAllocation(snap, order, gpus), nil
 }
@@ -136,19 +136,4 @@ func checkQueuedSnapshot(snap *model.Snapshot) (int, error) {
 		}
 	}
 	return total, nil
-}
-
-// cmpQueue orders jobs by queue (0 first), then by when they entered it,
-// then by arrival.
-func cmpQueue(a, b *model.Job) int {
-	if a.State.Queue != b.State.Queue {
-		if a.State.Queue < b.State.Queue {
-			return -1
-		}
-		return 1
-	}
-	if c := a.State.QueueSince.Compare(b.State.QueueSince); c != 0 {
-		return c
-	}
-	return cmpArrival(a, b)
 }

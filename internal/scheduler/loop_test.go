@@ -15,7 +15,7 @@ import (
 
 // A burst of thousands of events inside one rate-limit window must neither
 // deadlock nor lose events (the original deadlocked past 100).
-func TestLoopBurstLosesNothing(t *testing.T) {
+func TestDefect_BurstOfEventsNoDeadlockNoLoss(t *testing.T) {
 	alloc := &fixedAlloc{}
 	c, _ := newTestCore(t, alloc, 4)
 	clk := testingclock.NewFakeClock(t0)
@@ -66,7 +66,7 @@ func TestLoopBurstLosesNothing(t *testing.T) {
 }
 
 // Without events and before the tick the loop sleeps: no cycles run.
-func TestLoopSleepsUntilDue(t *testing.T) {
+func TestDefect_NoBusyWaitSleepsUntilDue(t *testing.T) {
 	alloc := &fixedAlloc{gpus: map[string]int{"a": 1}}
 	c, _ := newTestCore(t, alloc, 1)
 	clk := testingclock.NewFakeClock(t0)

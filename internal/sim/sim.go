@@ -434,9 +434,6 @@ func (e *engine) oracle(j *simJob, remaining float64) (model.Estimates, error) {
 }
 
 func (e *engine) cycle(ctx context.Context) error {
-	if e.core.Len() == 0 {
-		return nil
-	}
 	if err := e.estimate(); err != nil {
 		return err
 	}

@@ -40,14 +40,16 @@ type delaunay struct {
 	free  []int32
 
 	// Per-insertion scratch.
-	stamp    []int32
-	conflict []bool
-	cur      int32
-	cavity   []int32
-	boundary []face
-	stack    []int32
-	edges    map[[2]int32]edgeSlot
-	created  []int32
+	stamp     []int32
+	conflict  []bool
+	cur       int32
+	cavity    []int32
+	boundary  []face
+	stack     []int32
+	halfEdges []halfEdge
+	paired    []bool
+	table     []int32
+	created   []int32
 
 	// rng drives the face order of the visibility walk (deterministic).
 	rng  uint32
@@ -59,16 +61,19 @@ type face struct {
 	idx int8
 }
 
-type edgeSlot struct {
-	tet int32
-	idx int8
+// halfEdge records that face idx of new tetrahedron tet contains the
+// inserted point and the edge (a, b).
+type halfEdge struct {
+	a, b int32
+	tet  int32
+	idx  int8
 }
 
-// buildDelaunay triangulates pts (which must be pairwise distinct), inserting
-// them in the given order after an initial non-degenerate tetrahedron made
-// from the first four points that span 3-D.
+// buildDelaunay triangulates pts (which must be pairwise distinct). It starts
+// from the first four points (in input order) that span 3-D and inserts the
+// others in a fixed pseudo-random order, so the result is deterministic.
 func buildDelaunay(pts []vec3) (*delaunay, error) {
-	d := &delaunay{pts: pts, rng: 0x9e3779b9, edges: make(map[[2]int32]edgeSlot)}
+	d := &delaunay{pts: pts, rng: 0x9e3779b9}
 	init, err := d.initialSimplex()
 	if err != nil {
 		return nil, err
@@ -78,11 +83,22 @@ func buildDelaunay(pts []vec3) (*delaunay, error) {
 	for _, i := range init {
 		used[i] = true
 	}
+	order := make([]int32, 0, len(pts))
 	for i := range pts {
-		if used[i] {
-			continue
+		if !used[i] {
+			order = append(order, int32(i))
 		}
-		if err := d.insert(int32(i)); err != nil {
+	}
+	// Insert in a pseudo-random but fixed order. Sorted input (the job
+	// model's points come sorted by nodes, replicas and batch size) would
+	// put every new point outside the current hull, facing a large part of
+	// it, and make cavities large.
+	for i := len(order) - 1; i > 0; i-- {
+		j := int(uint64(d.nextRand()) * uint64(i+1) >> 16)
+		order[i], order[j] = order[j], order[i]
+	}
+	for _, i := range order {
+		if err := d.insert(i); err != nil {
 			return nil, err
 		}
 	}
@@ -411,10 +427,12 @@ func (d *delaunay) insert(pi int32) error {
 		}
 	}
 
-	// Create one tetrahedron per boundary face, linking it to the outside
-	// neighbour and, through the edges of the face, to its new siblings.
-	clear(d.edges)
+	// Create one tetrahedron per boundary face and link it to the outside
+	// neighbour. Its other three faces contain pi and one edge of the
+	// boundary face each; two new tetrahedra sharing such an edge are
+	// neighbours: pairHalfEdges matches them up.
 	d.created = d.created[:0]
+	d.halfEdges = d.halfEdges[:0]
 	for _, f := range d.boundary {
 		v := d.verts[f.tet]
 		v[f.idx] = pi
@@ -432,8 +450,6 @@ func (d *delaunay) insert(pi int32) error {
 			if j == f.idx {
 				continue
 			}
-			// Face j of nt contains pi and the edge formed by the two
-			// vertices other than pi and v[j].
 			var e [2]int32
 			m := 0
 			for k := int8(0); k < 4; k++ {
@@ -445,16 +461,10 @@ func (d *delaunay) insert(pi int32) error {
 			if e[0] > e[1] {
 				e[0], e[1] = e[1], e[0]
 			}
-			if s, ok := d.edges[e]; ok {
-				d.nbrs[nt][j] = s.tet
-				d.nbrs[s.tet][s.idx] = nt
-				delete(d.edges, e)
-			} else {
-				d.edges[e] = edgeSlot{nt, j}
-			}
+			d.halfEdges = append(d.halfEdges, halfEdge{e[0], e[1], nt, j})
 		}
 	}
-	if len(d.edges) != 0 {
+	if !d.pairHalfEdges() {
 		return fmt.Errorf("interp: internal error: cavity of point %d not closed", pi)
 	}
 	for _, t := range d.cavity {
@@ -469,4 +479,54 @@ func (d *delaunay) insert(pi int32) error {
 		}
 	}
 	return nil
+}
+
+// pairHalfEdges links the new tetrahedra that share an edge of the cavity
+// boundary, using a small open-addressing hash table (a map would be
+// slower here and is not needed: every edge occurs exactly twice). It
+// reports false if some edge does not occur exactly twice.
+func (d *delaunay) pairHalfEdges() bool {
+	h := d.halfEdges
+	size := 16
+	for size < 2*len(h) {
+		size *= 2
+	}
+	if cap(d.table) < size {
+		d.table = make([]int32, size)
+	}
+	table := d.table[:size]
+	for i := range table {
+		table[i] = -1
+	}
+	d.paired = d.paired[:0]
+	for range h {
+		d.paired = append(d.paired, false)
+	}
+	mask := uint32(size - 1)
+	for i := range h {
+		k := (uint32(h[i].a)*0x9e3779b1 ^ uint32(h[i].b)*0x85ebca77) >> 7 & mask
+		for {
+			s := table[k]
+			if s < 0 {
+				table[k] = int32(i)
+				break
+			}
+			if h[s].a == h[i].a && h[s].b == h[i].b {
+				if d.paired[s] {
+					return false
+				}
+				d.paired[s], d.paired[i] = true, true
+				d.nbrs[h[s].tet][h[s].idx] = h[i].tet
+				d.nbrs[h[i].tet][h[i].idx] = h[s].tet
+				break
+			}
+			k = (k + 1) & mask
+		}
+	}
+	for _, p := range d.paired {
+		if !p {
+			return false
+		}
+	}
+	return true
 }

@@ -228,7 +228,8 @@ func signOf(x float64) int {
 
 // orient3d returns the sign of det[a-d; b-d; c-d]: positive when d lies below
 // the plane through a, b, c, where a, b, c appear counterclockwise seen from
-// above (Shewchuk's convention).
+// above (Shewchuk's convention). ar may be nil; the exact stage then takes
+// an arena from a pool.
 func orient3d(ar *arena, a, b, c, d *vec3) int {
 	adx, bdx, cdx := a[0]-d[0], b[0]-d[0], c[0]-d[0]
 	ady, bdy, cdy := a[1]-d[1], b[1]-d[1], c[1]-d[1]
@@ -249,6 +250,13 @@ func orient3d(ar *arena, a, b, c, d *vec3) int {
 	if det > errBound || -det > errBound {
 		return signOf(det)
 	}
+	if s, ok := orient3dInt(a, b, c, d); ok {
+		return s
+	}
+	if ar == nil {
+		ar = arenaPool.Get().(*arena)
+		defer arenaPool.Put(ar)
+	}
 	return orient3dExact(ar, a, b, c, d)
 }
 
@@ -262,6 +270,24 @@ func orient3dExact(ar *arena, a, b, c, d *vec3) int {
 		cd[k] = ar.expDiff(c[k], d[k])
 	}
 	return sign(det3(ar, &ad, &bd, &cd))
+}
+
+// orient3dValue returns det[a-d; b-d; c-d] (see orient3d) to within about
+// one ulp, from its exact expansion.
+func orient3dValue(ar *arena, a, b, c, d *vec3) float64 {
+	mark := ar.off
+	defer func() { ar.off = mark }()
+	var ad, bd, cd [3][]float64
+	for k := 0; k < 3; k++ {
+		ad[k] = ar.expDiff(a[k], d[k])
+		bd[k] = ar.expDiff(b[k], d[k])
+		cd[k] = ar.expDiff(c[k], d[k])
+	}
+	var sum float64
+	for _, x := range det3(ar, &ad, &bd, &cd) {
+		sum += x
+	}
+	return sum
 }
 
 // det3 returns the exact determinant of the 3x3 matrix with rows r0, r1, r2.
@@ -326,6 +352,9 @@ func insphere(ar *arena, a, b, c, d, e *vec3) int {
 	errBound := ispErrBoundA * permanent
 	if det > errBound || -det > errBound {
 		return signOf(det)
+	}
+	if s, ok := insphereInt(a, b, c, d, e); ok {
+		return s
 	}
 	return insphereExact(ar, a, b, c, d, e)
 }

@@ -65,3 +65,18 @@ func FuzzReadDuration(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDetectFormat(f *testing.F) {
+	addSeeds(f,
+		"name,time,application,num_replicas,batch_size\n",
+		"# c\nname,submit,app\n",
+		"job_id,submission_time,duration,num_gpu\n",
+		"\"a\nb\",c\n",
+	)
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := detectFormat(strings.NewReader(in))
+		if err == nil && got != FormatPollux && got != FormatVoda && got != FormatDuration {
+			t.Fatalf("detected %q", got)
+		}
+	})
+}

@@ -216,7 +216,7 @@ func TestRead(t *testing.T) {
 		{path: pollux, format: "pollux", wantLen: 1},
 		{path: voda, format: "VODA", wantLen: 1},
 		{path: dur, format: " Duration ", wantLen: 1},
-		{path: pollux, format: "philly", wantErr: `unknown workload format "philly" (formats: pollux, voda, duration)`},
+		{path: pollux, format: "philly", wantErr: `unknown workload format "philly" (formats: pollux, voda, duration, or auto)`},
 		{path: bad, format: "voda", wantErr: bad + `: line 2: field submit: "x" is not a finite number`},
 		{path: voda, format: "duration", wantErr: voda + ": duration trace: options: App is required"},
 		{path: filepath.Join(dir, "missing.csv"), format: "voda", wantErr: "missing.csv"},
@@ -476,5 +476,53 @@ func TestNormalizeNames(t *testing.T) {
 	}
 	if in[0].Name != "application_1506638472019_10238" {
 		t.Error("NormalizeNames changed its input")
+	}
+}
+
+func TestDetectFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want, wantErr string
+	}{
+		{name: "pollux", in: "name,time,application,num_replicas,batch_size\na,1,b,1,2\n", want: FormatPollux},
+		{name: "pollux reordered upper-case", in: "\ufeffTime,Name,Num_Replicas,Application,Batch_Size\n", want: FormatPollux},
+		{name: "voda with comments", in: "# converted\n\nname,submit,app,max_workers\n", want: FormatVoda},
+		{name: "duration", in: "job_id,submission_time,duration,num_gpu,user\n", want: FormatDuration},
+		{name: "philly raw", in: "timestamp,duration,num_gpus,gpu_time,cluster\n", wantErr: `line 1: cannot tell the workload format from the header "timestamp,duration,num_gpus,gpu_time,cluster"`},
+		{name: "empty", in: "", wantErr: "line 1: missing header"},
+		{name: "comment then junk", in: "#x\nfoo\n", wantErr: "line 2: cannot tell"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := detectFormat(strings.NewReader(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "w.csv")
+	if err := os.WriteFile(p, []byte("job_id,submission_time,duration,num_gpu\na,1,60,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := DetectFormat(p); err != nil || f != FormatDuration {
+		t.Errorf("DetectFormat(%s) = %q, %v", p, f, err)
+	}
+	jobs, err := Read(p, "Auto", Options{Duration: DurationOptions{App: "amdahl"}})
+	if err != nil || len(jobs) != 1 || jobs[0].App != "amdahl" {
+		t.Errorf("Read auto: %+v, %v", jobs, err)
+	}
+	if _, err := DetectFormat(filepath.Join(dir, "nope.csv")); err == nil {
+		t.Error("missing file: no error")
+	}
+	for _, f := range polluxWorkloadsIfAny(t) {
+		if got, err := DetectFormat(f); err != nil || got != FormatPollux {
+			t.Errorf("DetectFormat(%s) = %q, %v; want pollux", f, got, err)
+		}
 	}
 }

@@ -1,0 +1,55 @@
+# Voda's everyday commands. Go is the only prerequisite; everything else
+# comes from the Go module proxy.
+
+GO        ?= go
+BIN       := bin/voda
+SHARED    ?= ../shared
+POLLUX    := $(SHARED)/traces/pollux
+
+.PHONY: all build run test test-short bench fuzz vet fmt fidelity compare-table clean
+
+all: vet test build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/voda
+
+## run: simulate a generated workload with the default algorithm (no external data needed)
+run:
+	$(GO) run ./cmd/voda simulate
+
+## test: every test, with the race detector
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short ./...
+
+## bench: the decision-speed and simulator-speed benchmarks
+bench:
+	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
+	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate' -benchtime 10x
+
+## fuzz: run each parser fuzz target for a short while
+fuzz:
+	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadPollux -fuzztime 30s
+	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadVoda -fuzztime 30s
+	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadDuration -fuzztime 30s
+
+## fidelity: the artifact's Tiresias on Pollux workloads 1-8 (needs ../shared)
+fidelity:
+	$(GO) test ./internal/sim -run Fidelity -v -count=1
+
+## compare-table: all eight algorithms on the 1.0x and 2.0x Pollux workloads
+compare-table: build
+	$(BIN) simulate --workload $(POLLUX)/workloads --profiles $(POLLUX)/traces --interval 60s --compare all --json docs/results/pollux-1.0.json -q
+	$(BIN) simulate --workload $(POLLUX)/workloads-2.0 --profiles $(POLLUX)/traces --interval 60s --compare all --json docs/results/pollux-2.0.json -q
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

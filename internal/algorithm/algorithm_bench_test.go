@@ -1,0 +1,68 @@
+package algorithm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// benchSnapshot builds a synthetic snapshot from a fixed seed: 8-GPU nodes
+// (gpus/8 of them), jobs with min 1, max in {1,2,4,8,16}, requested random
+// in range, concave speedup curves S(k) = k/(1+a(k-1)) of length max+1
+// with a in [0.02, 0.32), random remaining times, a fifth of the jobs in
+// queue 1.
+func benchSnapshot(jobs, gpus int, seed uint64) *model.Snapshot {
+	r := rand.New(rand.NewPCG(seed, 42))
+	s := &model.Snapshot{Now: at(200000), GPUType: "bench"}
+	for i := 0; i*8 < gpus; i++ {
+		s.Nodes = append(s.Nodes, model.Node{Name: fmt.Sprintf("node-%04d", i), GPUs: min(8, gpus-i*8), Index: i})
+	}
+	maxes := []int{1, 2, 4, 8, 16}
+	for i := range jobs {
+		maxW := maxes[r.IntN(len(maxes))]
+		j := model.Job{
+			Spec: model.JobSpec{
+				Name:             fmt.Sprintf("job-%05d", i),
+				MinWorkers:       1,
+				MaxWorkers:       maxW,
+				RequestedWorkers: 1 + r.IntN(maxW),
+				SubmitTime:       at(r.IntN(100000)),
+			},
+			Est: model.Estimates{RemainingSeconds: 60 + r.Float64()*1e5, Speedup: concaveCurve(r, maxW+1)},
+		}
+		j.State.QueueSince = j.Spec.SubmitTime
+		if r.IntN(5) == 0 {
+			j.State.Queue = 1
+			j.State.QueueSince = at(100000 + r.IntN(100000))
+		}
+		s.Jobs = append(s.Jobs, j)
+	}
+	s.Sort()
+	return s
+}
+
+// BenchmarkAllocate/<Algorithm>/jobs=<N>/gpus=<G> times one allocation
+// decision of every built-in algorithm.
+func BenchmarkAllocate(b *testing.B) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		b.Run(name, func(b *testing.B) {
+			for _, jobs := range []int{100, 1000, 10000} {
+				for _, gpus := range []int{64, 800, 8000} {
+					b.Run(fmt.Sprintf("jobs=%d/gpus=%d", jobs, gpus), func(b *testing.B) {
+						a := mustNew(b, name)
+						snap := benchSnapshot(jobs, gpus, 1)
+						b.ReportAllocs()
+						for b.Loop() {
+							if _, err := a.Allocate(snap); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,499 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure sizes.
+const (
+	plotWidth     = 9 * vg.Inch
+	cdfHeight     = 4.5 * vg.Inch
+	gpusHeight    = 3.5 * vg.Inch
+	plotDPI       = 150
+	minPlottedJCT = 1.0 // seconds; the log axis cannot show 0
+)
+
+// PlotJCTCDF writes the cumulative distribution of job completion times,
+// one line per run (algorithm), to path; the format follows the extension
+// (.png, .svg, .pdf, .jpg). x is the JCT in hours, on a log scale when the
+// JCTs span more than a decade; y is the fraction of the run's jobs that
+// completed within x, so a run that did not finish every job stays below 1.
+func PlotJCTCDF(path string, runs []*Run) error {
+	p, err := jctCDFPlot(runs)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return savePlots(path, []*plot.Plot{p}, []vg.Length{cdfHeight})
+}
+
+// PlotGPUsOverTime writes, for one run, the GPUs each job holds over time
+// (from run.Changes) as a stacked area, one colour per job, with the
+// cluster's GPU count as a dashed line; x is simulated time in hours.
+// Jobs are stacked in the order they first got GPUs, the earliest at the
+// bottom, so the long-running jobs form the base.
+func PlotGPUsOverTime(path string, run *Run) error {
+	p, err := gpusPlot(run)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return savePlots(path, []*plot.Plot{p}, []vg.Length{gpusHeight})
+}
+
+// Plot writes one figure with panels stacked vertically: the JCT CDF of
+// all runs on top (see PlotJCTCDF), then the GPUs-over-time panel of each
+// run in the given order (see PlotGPUsOverTime). With one run that is the
+// two panels of that run; with several, the comparison and then one panel
+// per algorithm, so the figure grows taller with the number of runs. The
+// format follows the extension (.png, .svg, .pdf, .jpg).
+func Plot(path string, runs []*Run) error {
+	if len(runs) == 0 {
+		return fmt.Errorf("plot %s: no runs", path)
+	}
+	cdf, err := jctCDFPlot(runs)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	plots := []*plot.Plot{cdf}
+	heights := []vg.Length{cdfHeight}
+	xmax := 0.0
+	for _, r := range runs {
+		g, err := gpusPlot(r)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", path, err)
+		}
+		plots = append(plots, g)
+		heights = append(heights, gpusHeight)
+		xmax = math.Max(xmax, g.X.Max)
+	}
+	for _, g := range plots[1:] {
+		g.X.Max = xmax // one time axis, so the runs line up
+	}
+	return savePlots(path, plots, heights)
+}
+
+// runLabel names a run in legends and titles.
+func runLabel(r *Run, i int) string {
+	if r.Algorithm != "" {
+		return r.Algorithm
+	}
+	return fmt.Sprintf("run %d", i+1)
+}
+
+func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
+	if len(runs) == 0 {
+		return nil, errors.New("no runs")
+	}
+	p := plot.New()
+	p.Title.Text = "Job completion time CDF"
+	p.X.Label.Text = "JCT (hours)"
+	p.Y.Label.Text = "fraction of jobs completed"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = niceTicks{n: 5}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.XOffs = -vg.Points(8)
+	p.Legend.YOffs = vg.Points(8)
+	p.Legend.Padding = vg.Points(2)
+
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, r := range runs {
+		if r == nil {
+			return nil, fmt.Errorf("run %d is nil", i)
+		}
+		jcts := JCTs(r)
+		style := draw.LineStyle{
+			Color:  plotutil.Color(i),
+			Width:  vg.Points(2),
+			Dashes: plotutil.Dashes(i),
+		}
+		label := runLabel(r, i)
+		if len(jcts) == 0 {
+			l := &plotter.Line{LineStyle: style}
+			p.Legend.Add(label+" (no job completed)", l)
+			continue
+		}
+		n := float64(len(r.Jobs))
+		// Empirical CDF as steps: 0 up to the first JCT, then +1/n at each.
+		pts := make(plotter.XYs, 0, len(jcts)+1)
+		pts = append(pts, plotter.XY{X: hours(jcts[0]), Y: 0})
+		for k, j := range jcts {
+			pts = append(pts, plotter.XY{X: hours(j), Y: float64(k+1) / n})
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", label, err)
+		}
+		l.LineStyle = style
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		s := Summarize(r)
+		p.Legend.Add(fmt.Sprintf("%s  (avg %.2f h, %d/%d done)", label, s.AvgJCT/3600, s.Completed, s.Jobs), l)
+		lo, hi = math.Min(lo, pts[0].X), math.Max(hi, pts[len(pts)-1].X)
+	}
+	switch {
+	case math.IsInf(lo, 0): // nothing completed anywhere
+		p.X.Min, p.X.Max = 0, 1
+	case hi/lo > 10:
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = hourTicks{}
+		p.X.Min, p.X.Max = lo/1.2, hi*1.2
+	default:
+		p.X.Min, p.X.Max = 0, hi*1.05
+		p.X.Tick.Marker = niceTicks{n: 10}
+	}
+	return p, nil
+}
+
+// hours converts seconds for the CDF's axis, keeping it positive for the
+// log scale.
+func hours(sec float64) float64 { return math.Max(sec, minPlottedJCT) / 3600 }
+
+// hourTicks labels a log axis in hours with 1-2-5 steps per decade, which
+// reads better than powers of ten alone when JCTs span two or three
+// decades.
+type hourTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		base := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * base
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strings.TrimSuffix(fmt.Sprintf("%.*f", max(0, int(-e)), v), ".")
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+func gpusPlot(run *Run) (*plot.Plot, error) {
+	if run == nil {
+		return nil, errors.New("nil run")
+	}
+	stack, err := newGPUStack(run)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0), err)
+	}
+	p := plot.New()
+	jobs := fmt.Sprintf("%d jobs, one colour each", len(run.Jobs))
+	if len(run.Jobs) == 1 {
+		jobs = "1 job"
+	}
+	p.Title.Text = fmt.Sprintf("GPUs held per job over time: %s (%s)", runLabel(run, 0), jobs)
+	p.X.Label.Text = "time (hours)"
+	p.Y.Label.Text = "GPUs"
+	p.Add(stack)
+	top := float64(stack.peak)
+	if run.GPUs > 0 {
+		line, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(run.GPUs)}, {X: stack.end / 3600, Y: float64(run.GPUs)}})
+		if err != nil {
+			return nil, err
+		}
+		line.Color = color.Black
+		line.Width = vg.Points(1.5)
+		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(line)
+		p.Legend.Add(fmt.Sprintf("cluster: %d GPUs", run.GPUs), line)
+		top = math.Max(top, float64(run.GPUs))
+	}
+	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Legend.YOffs = vg.Points(14) // above the plot area, clear of the stack
+	p.X.Min, p.X.Max = 0, math.Max(stack.end/3600, 1.0/60)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, top*1.08)
+	p.X.Tick.Marker = niceTicks{n: 12}
+	p.Y.Tick.Marker = niceTicks{n: 5, integer: true}
+	return p, nil
+}
+
+// niceTicks places about n labelled ticks at multiples of 1, 2 or 5 times
+// a power of ten, with an unlabelled tick halfway between; gonum's default
+// gives too few labels for reading times off a wide figure.
+type niceTicks struct {
+	n       int
+	integer bool // no fractional steps (GPU counts)
+}
+
+// Ticks implements plot.Ticker.
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / float64(max(t.n, 1))
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	if t.integer {
+		step = math.Max(1, math.Round(step))
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	half := step / 2
+	if t.integer && step < 2 {
+		half = 0
+	}
+	for k := math.Ceil(lo / step); k*step <= hi; k++ {
+		v := k * step
+		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.*f", decimals, v)})
+		if half > 0 && v+half <= hi {
+			ticks = append(ticks, plot.Tick{Value: v + half})
+		}
+	}
+	if half > 0 && lo <= math.Ceil(lo/step)*step-half {
+		ticks = append(ticks, plot.Tick{Value: math.Ceil(lo/step)*step - half})
+	}
+	return ticks
+}
+
+// gpuStack is a plot.Plotter drawing the stacked area: one polygon per
+// stretch of time in which a job holds GPUs without interruption.
+type gpuStack struct {
+	bands []band
+	end   float64 // seconds
+	peak  int
+}
+
+// band is one filled polygon in data coordinates (hours, GPUs).
+type band struct {
+	color color.Color
+	pts   []plotter.XY
+}
+
+// segment is a piece of a job's band with constant bounds.
+type segment struct{ t0, t1, lo, hi float64 }
+
+func newGPUStack(run *Run) (*gpuStack, error) {
+	changes := slices.Clone(run.Changes)
+	for i, c := range changes {
+		if math.IsNaN(c.Time) || math.IsInf(c.Time, 0) || c.Time < 0 {
+			return nil, fmt.Errorf("change %d (job %s): time %v is not a finite time >= 0", i, c.Job, c.Time)
+		}
+		if c.GPUs < 0 {
+			return nil, fmt.Errorf("change %d (job %s): %d GPUs", i, c.Job, c.GPUs)
+		}
+	}
+	slices.SortStableFunc(changes, func(a, b Change) int { return cmp.Compare(a.Time, b.Time) })
+
+	end := run.EndTime
+	if !(end > 0) || math.IsInf(end, 0) {
+		end = 0
+		for _, c := range changes {
+			end = math.Max(end, c.Time)
+		}
+		for _, j := range run.Jobs {
+			if j.Done && j.End > end && !math.IsInf(j.End, 0) {
+				end = j.End
+			}
+		}
+	}
+	s := &gpuStack{end: end}
+
+	// Stack order: by the first time a job holds GPUs, then by name.
+	order := map[string]int{}
+	for _, c := range changes {
+		if _, ok := order[c.Job]; !ok && c.GPUs > 0 {
+			order[c.Job] = len(order)
+		}
+	}
+	held := make([]int, len(order)) // GPUs per job, by stack position
+	open := make([][]segment, len(order))
+	var active []int // stack positions holding GPUs, ascending
+
+	closeBand := func(k int) {
+		segs := open[k]
+		open[k] = nil
+		if len(segs) == 0 {
+			return
+		}
+		pts := make([]plotter.XY, 0, 4*len(segs))
+		for _, g := range segs {
+			pts = append(pts, plotter.XY{X: g.t0 / 3600, Y: g.hi}, plotter.XY{X: g.t1 / 3600, Y: g.hi})
+		}
+		for i := len(segs) - 1; i >= 0; i-- {
+			g := segs[i]
+			pts = append(pts, plotter.XY{X: g.t1 / 3600, Y: g.lo}, plotter.XY{X: g.t0 / 3600, Y: g.lo})
+		}
+		s.bands = append(s.bands, band{color: jobColor(k), pts: pts})
+	}
+	// fill extends every active job's band over [t0, t1) at the current
+	// counts.
+	fill := func(t0, t1 float64) {
+		if t1 <= t0 {
+			return
+		}
+		sum := 0
+		for _, k := range active {
+			lo := float64(sum)
+			sum += held[k]
+			hi := float64(sum)
+			segs := open[k]
+			if n := len(segs); n > 0 && segs[n-1].lo == lo && segs[n-1].hi == hi && segs[n-1].t1 == t0 {
+				segs[n-1].t1 = t1
+			} else {
+				open[k] = append(segs, segment{t0: t0, t1: t1, lo: lo, hi: hi})
+			}
+		}
+		s.peak = max(s.peak, sum)
+	}
+
+	now := 0.0
+	for i := 0; i < len(changes); {
+		t := math.Min(changes[i].Time, end)
+		fill(now, t)
+		now = t
+		// Apply every change at this time before drawing further.
+		for ; i < len(changes) && math.Min(changes[i].Time, end) == t; i++ {
+			c := changes[i]
+			k, ok := order[c.Job]
+			if !ok {
+				continue // never held GPUs
+			}
+			was := held[k]
+			held[k] = c.GPUs
+			switch {
+			case was == 0 && c.GPUs > 0:
+				pos, _ := slices.BinarySearch(active, k)
+				active = slices.Insert(active, pos, k)
+			case was > 0 && c.GPUs == 0:
+				pos, _ := slices.BinarySearch(active, k)
+				active = slices.Delete(active, pos, pos+1)
+				closeBand(k)
+			}
+		}
+	}
+	fill(now, end)
+	for _, k := range slices.Clone(active) {
+		closeBand(k)
+	}
+	return s, nil
+}
+
+// jobColor gives neighbouring stack positions well separated hues (golden
+// ratio steps) with a little variation in lightness, so that adjacent
+// bands are told apart even with hundreds of jobs.
+func jobColor(k int) color.Color {
+	h := math.Mod(float64(k)*0.618033988749895, 1)
+	l := []float64{0.55, 0.68, 0.45}[k%3]
+	return hsl(h, 0.65, l)
+}
+
+func hsl(h, s, l float64) color.RGBA {
+	c := (1 - math.Abs(2*l-1)) * s
+	x := c * (1 - math.Abs(math.Mod(h*6, 2)-1))
+	m := l - c/2
+	var r, g, b float64
+	switch int(h * 6) {
+	case 0:
+		r, g, b = c, x, 0
+	case 1:
+		r, g, b = x, c, 0
+	case 2:
+		r, g, b = 0, c, x
+	case 3:
+		r, g, b = 0, x, c
+	case 4:
+		r, g, b = x, 0, c
+	default:
+		r, g, b = c, 0, x
+	}
+	to := func(v float64) uint8 { return uint8(math.Round(255 * (v + m))) }
+	return color.RGBA{R: to(r), G: to(g), B: to(b), A: 255}
+}
+
+// Plot implements plot.Plotter.
+func (s *gpuStack) Plot(c draw.Canvas, plt *plot.Plot) {
+	tx, ty := plt.Transforms(&c)
+	for _, b := range s.bands {
+		pts := make([]vg.Point, len(b.pts))
+		for i, p := range b.pts {
+			pts[i] = vg.Point{X: tx(p.X), Y: ty(p.Y)}
+		}
+		c.FillPolygon(b.color, c.ClipPolygonXY(pts))
+	}
+}
+
+// DataRange implements plot.DataRanger.
+func (s *gpuStack) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return 0, s.end / 3600, 0, float64(s.peak)
+}
+
+// savePlots draws the plots stacked vertically, each with its height, into
+// one file whose format follows the extension.
+func savePlots(path string, plots []*plot.Plot, heights []vg.Length) error {
+	var total vg.Length
+	for _, h := range heights {
+		total += h
+	}
+	cw, err := newCanvas(path, plotWidth, total)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(cw)
+	// Tiles have equal heights; stack sub-canvases by hand instead.
+	top := dc.Max.Y
+	for i, p := range plots {
+		sub := dc
+		sub.Max.Y = top
+		sub.Min.Y = top - heights[i]
+		top = sub.Min.Y
+		p.Draw(draw.Crop(sub, vg.Points(4), -vg.Points(8), vg.Points(4), -vg.Points(6)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if _, err := cw.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// newCanvas makes an empty canvas for the file's format.
+func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png":
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI))}, nil
+	case ".jpg", ".jpeg":
+		return vgimg.JpegCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI))}, nil
+	case ".svg":
+		return vgsvg.New(w, h), nil
+	case ".pdf":
+		return vgpdf.New(w, h), nil
+	default:
+		return nil, fmt.Errorf("plot %s: unknown image format %q (use .png, .svg, .pdf or .jpg)", path, ext)
+	}
+}

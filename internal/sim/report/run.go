@@ -1,0 +1,45 @@
+package report
+
+// Run is the record of one simulation run, produced by the simulator.
+type Run struct {
+	Algorithm string
+	// Workload names the workload file or generator.
+	Workload string
+	// GPUs is the cluster's GPU count.
+	GPUs int
+	Jobs []JobResult
+	// Changes lists every change of a job's GPU count, in time order.
+	Changes []Change
+	// EndTime is the simulated time when the run stopped, in seconds.
+	EndTime float64
+	// WallSeconds is the real time the run took.
+	WallSeconds float64
+}
+
+// JobResult is one job's outcome.
+type JobResult struct {
+	Name string
+	App  string
+	// Submit, Start and End are simulated times in seconds; Start is the
+	// first time the job got GPUs and End its completion. Done is false for
+	// jobs that did not finish (Start/End then hold -1 where unknown).
+	Submit, Start, End float64
+	Done               bool
+	MinWorkers         int
+	MaxWorkers         int
+	Requested          int
+	// Restarts counts re-placements after the first start.
+	Restarts int
+	// Migrations counts workers moved between nodes while the job's count
+	// did not change, or that had to move on a resize.
+	Migrations int
+	// GPUSeconds is the attained service.
+	GPUSeconds float64
+}
+
+// Change is a job's GPU count changing at a simulated time.
+type Change struct {
+	Time float64
+	Job  string
+	GPUs int
+}

@@ -1,0 +1,156 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// Summary is the headline numbers of one run, as people compare
+// algorithms. Times are simulated seconds except WallSeconds.
+type Summary struct {
+	Algorithm string `json:"algorithm"`
+	Workload  string `json:"workload,omitempty"`
+	// GPUs is the cluster's GPU count.
+	GPUs int `json:"gpus"`
+	// Jobs is the number of jobs in the run, Completed those that finished.
+	Jobs      int `json:"jobs"`
+	Completed int `json:"completed"`
+	// AvgJCT, P50JCT, P99JCT and MaxJCT are over completed jobs, JCT being
+	// End - Submit. Percentiles use the nearest-rank method (see
+	// Percentile).
+	AvgJCT float64 `json:"avg_jct_s"`
+	P50JCT float64 `json:"p50_jct_s"`
+	P99JCT float64 `json:"p99_jct_s"`
+	MaxJCT float64 `json:"max_jct_s"`
+	// Makespan is the last completion minus the first submission, over
+	// completed jobs; 0 if none completed.
+	Makespan float64 `json:"makespan_s"`
+	// AvgQueue is the mean of Start - Submit over jobs that started.
+	AvgQueue float64 `json:"avg_queue_s"`
+	// GPUUtilization is the GPU-seconds of all jobs over GPUs x Makespan,
+	// clamped to [0, 1]; 0 when the makespan or the cluster is empty.
+	GPUUtilization float64 `json:"gpu_utilization"`
+	// Restarts and Migrations are totals over all jobs.
+	Restarts          int     `json:"restarts"`
+	Migrations        int     `json:"migrations"`
+	AvgRestartsPerJob float64 `json:"avg_restarts_per_job"`
+	// WallSeconds is the real time the run took.
+	WallSeconds float64 `json:"wall_s"`
+}
+
+// Summarize computes the summary of a run. A nil run gives a zero Summary.
+func Summarize(run *Run) Summary {
+	if run == nil {
+		return Summary{}
+	}
+	s := Summary{
+		Algorithm:   run.Algorithm,
+		Workload:    run.Workload,
+		GPUs:        run.GPUs,
+		Jobs:        len(run.Jobs),
+		WallSeconds: run.WallSeconds,
+	}
+	jcts := JCTs(run)
+	s.Completed = len(jcts)
+	var gpuSeconds, queue float64
+	started := 0
+	firstSubmit, lastEnd := math.Inf(1), math.Inf(-1)
+	for _, j := range run.Jobs {
+		s.Restarts += j.Restarts
+		s.Migrations += j.Migrations
+		gpuSeconds += j.GPUSeconds
+		if j.Start >= 0 {
+			started++
+			queue += j.Start - j.Submit
+		}
+		if j.Done {
+			firstSubmit = math.Min(firstSubmit, j.Submit)
+			lastEnd = math.Max(lastEnd, j.End)
+		}
+	}
+	if started > 0 {
+		s.AvgQueue = queue / float64(started)
+	}
+	if s.Jobs > 0 {
+		s.AvgRestartsPerJob = float64(s.Restarts) / float64(s.Jobs)
+	}
+	if s.Completed > 0 {
+		s.AvgJCT = mean(jcts)
+		s.P50JCT = Percentile(jcts, 50)
+		s.P99JCT = Percentile(jcts, 99)
+		s.MaxJCT = jcts[len(jcts)-1]
+		s.Makespan = math.Max(0, lastEnd-firstSubmit)
+	}
+	if s.Makespan > 0 && s.GPUs > 0 {
+		s.GPUUtilization = min(1, max(0, gpuSeconds/(float64(s.GPUs)*s.Makespan)))
+	}
+	return s
+}
+
+// JCTs returns the job completion times (End - Submit) of the run's
+// completed jobs, in ascending order.
+func JCTs(run *Run) []float64 {
+	var jcts []float64
+	for _, j := range run.Jobs {
+		if j.Done {
+			jcts = append(jcts, j.End-j.Submit)
+		}
+	}
+	slices.Sort(jcts)
+	return jcts
+}
+
+// Percentile returns the p-th percentile (0 < p <= 100) of ascending
+// values by the nearest-rank method: the smallest value such that at least
+// p % of the values are at or below it, that is sorted[ceil(p/100*n)-1].
+// It is always one of the values (no interpolation), so the p99 of 160 jobs
+// is the 159th smallest. It returns 0 for no values.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	return sorted[min(max(rank, 1), n)-1]
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// WriteJSON writes the summary as indented JSON. Times are rounded to
+// milliseconds and the utilization to 4 decimals, which is all the
+// simulation's precision means; the Summary itself keeps full precision.
+func WriteJSON(w io.Writer, s Summary) error {
+	r := s
+	for _, f := range []*float64{&r.AvgJCT, &r.P50JCT, &r.P99JCT, &r.MaxJCT, &r.Makespan, &r.AvgQueue, &r.WallSeconds} {
+		*f = round(*f, 3)
+	}
+	r.GPUUtilization = round(r.GPUUtilization, 4)
+	r.AvgRestartsPerJob = round(r.AvgRestartsPerJob, 4)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write summary json: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write summary json: %w", err)
+	}
+	return nil
+}
+
+func round(x float64, decimals int) float64 {
+	p := math.Pow10(decimals)
+	r := math.Round(x*p) / p
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return x // let encoding/json report it
+	}
+	return r
+}

@@ -1,0 +1,202 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		{xs, 50, 5},   // ceil(5) = rank 5
+		{xs, 99, 10},  // ceil(9.9) = rank 10
+		{xs, 10, 1},   // rank 1
+		{xs, 11, 2},   // ceil(1.1) = rank 2
+		{xs, 100, 10}, // the maximum
+		{xs, 0, 1},    // rank clamped to 1
+		{[]float64{7}, 50, 7},
+		{nil, 50, 0},
+	} {
+		if got := Percentile(tc.xs, tc.p); got != tc.want {
+			t.Errorf("Percentile(%v, %v) = %v, want %v", tc.xs, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	threeJobs := &Run{
+		Algorithm: "tiresias", Workload: "w1", GPUs: 4, WallSeconds: 2.5, EndTime: 1000,
+		Jobs: []JobResult{
+			// JCT 100, queue 10.
+			{Name: "a", Submit: 0, Start: 10, End: 100, Done: true, Restarts: 1, Migrations: 2, GPUSeconds: 360},
+			// JCT 300, queue 50.
+			{Name: "b", Submit: 100, Start: 150, End: 400, Done: true, Restarts: 3, GPUSeconds: 500},
+			// Started, unfinished: queue 0, counts in GPU-seconds only.
+			{Name: "c", Submit: 200, Start: 200, End: -1, GPUSeconds: 100},
+			// Never started.
+			{Name: "d", Submit: 300, Start: -1, End: -1},
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		run  *Run
+		want Summary
+	}{
+		{
+			name: "mixed",
+			run:  threeJobs,
+			want: Summary{
+				Algorithm: "tiresias", Workload: "w1", GPUs: 4, Jobs: 4, Completed: 2,
+				AvgJCT: 200, P50JCT: 100, P99JCT: 300, MaxJCT: 300,
+				Makespan:       400,          // 400 - 0
+				AvgQueue:       20,           // (10 + 50 + 0) / 3
+				GPUUtilization: 960.0 / 1600, // (360+500+100) / (4*400)
+				Restarts:       4, Migrations: 2, AvgRestartsPerJob: 1, WallSeconds: 2.5,
+			},
+		},
+		{
+			name: "one job",
+			run: &Run{Algorithm: "x", GPUs: 2, Jobs: []JobResult{
+				{Name: "a", Submit: 50, Start: 60, End: 150, Done: true, GPUSeconds: 180},
+			}},
+			want: Summary{Algorithm: "x", GPUs: 2, Jobs: 1, Completed: 1,
+				AvgJCT: 100, P50JCT: 100, P99JCT: 100, MaxJCT: 100, Makespan: 100, AvgQueue: 10,
+				GPUUtilization: 0.9},
+		},
+		{
+			name: "no completed jobs",
+			run: &Run{Algorithm: "stuck", GPUs: 8, Jobs: []JobResult{
+				{Name: "a", Submit: 0, Start: 5, End: -1, GPUSeconds: 1e6, Restarts: 2},
+				{Name: "b", Submit: 0, Start: -1, End: -1},
+			}},
+			want: Summary{Algorithm: "stuck", GPUs: 8, Jobs: 2, AvgQueue: 5, Restarts: 2, AvgRestartsPerJob: 1},
+		},
+		{
+			name: "utilization clamped",
+			run: &Run{GPUs: 1, Jobs: []JobResult{
+				{Name: "a", Submit: 0, Start: 0, End: 10, Done: true, GPUSeconds: 50},
+			}},
+			want: Summary{GPUs: 1, Jobs: 1, Completed: 1, AvgJCT: 10, P50JCT: 10, P99JCT: 10, MaxJCT: 10,
+				Makespan: 10, GPUUtilization: 1},
+		},
+		{name: "empty run", run: &Run{Algorithm: "none"}, want: Summary{Algorithm: "none"}},
+		{name: "nil run", run: nil, want: Summary{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summarize(tc.run)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+				t.Errorf("Summarize (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	s := Summary{Algorithm: "pollux", Jobs: 3, Completed: 2, AvgJCT: 1.0 / 3, GPUUtilization: 2.0 / 3, WallSeconds: 12.34567}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("invalid JSON %s: %v", buf.String(), err)
+	}
+	for _, key := range []string{"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
+		"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("key %q missing from %s", key, buf.String())
+		}
+	}
+	if got["avg_jct_s"] != 0.333 || got["gpu_utilization"] != 0.6667 || got["wall_s"] != 12.346 {
+		t.Errorf("rounding: %s", buf.String())
+	}
+	if s.AvgJCT != 1.0/3 {
+		t.Error("WriteJSON changed the summary")
+	}
+	if err := WriteJSON(&buf, Summary{AvgJCT: math.NaN()}); err == nil {
+		t.Error("NaN: no error")
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	s := Summary{Algorithm: "tiresias", Workload: "workload-1.csv", GPUs: 64, Jobs: 160, Completed: 160,
+		AvgJCT: 4038.2, P50JCT: 1800, P99JCT: 36000, MaxJCT: 40000, Makespan: 90000, AvgQueue: 600,
+		GPUUtilization: 0.713, Restarts: 123, AvgRestartsPerJob: 123.0 / 160, Migrations: 10, WallSeconds: 12.34}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	want := `algorithm    tiresias
+workload     workload-1.csv
+cluster      64 GPUs
+jobs         160 (160 completed)
+avg JCT      4038.2 s (1.12 h)
+p50 JCT      1800.0 s (0.50 h)
+p99 JCT      36000.0 s (10.00 h)
+max JCT      40000.0 s (11.11 h)
+makespan     90000.0 s (25.00 h)
+avg queue    600.0 s (0.17 h)
+GPU util     71.3 %
+restarts     123 (0.77 per job)
+migrations   10
+wall         12.3 s
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("text (-want,+got):\n%s", diff)
+	}
+}
+
+func TestWriteComparison(t *testing.T) {
+	sums := []Summary{
+		{Algorithm: "tiresias", Jobs: 160, Completed: 160, AvgJCT: 4038.25, P50JCT: 1200, P99JCT: 36000.5,
+			Makespan: 90000, AvgQueue: 1500, GPUUtilization: 0.7134, Restarts: 12, Migrations: 3, WallSeconds: 12.3},
+		{Algorithm: "voda-elastic", Jobs: 160, Completed: 158, AvgJCT: 2750, P50JCT: 900, P99JCT: 20000,
+			Makespan: 80000, AvgQueue: 20, GPUUtilization: 0.9, Restarts: 1234, Migrations: 56, WallSeconds: 130},
+	}
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, sums); err != nil {
+		t.Fatal(err)
+	}
+	want := `algorithm        done  avg JCT s  p50 JCT s  p99 JCT s  makespan s  avg queue s  util %  restarts  migrations  wall s
+tiresias      160/160     4038.2     1200.0    36000.5     90000.0       1500.0    71.3        12           3    12.3
+voda-elastic  158/160     2750.0      900.0    20000.0     80000.0         20.0    90.0      1234          56   130.0
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("table (-want,+got):\n%s", diff)
+	}
+	var empty bytes.Buffer
+	if err := WriteComparison(&empty, nil); err != nil || strings.Count(empty.String(), "\n") != 1 {
+		t.Errorf("no summaries: %q, %v; want the header alone", empty.String(), err)
+	}
+}
+
+func TestWriteJobsCSV(t *testing.T) {
+	run := &Run{Jobs: []JobResult{
+		{Name: "a", App: "bert", Submit: 10, Start: 20.5, End: 110.25, Done: true,
+			MinWorkers: 1, MaxWorkers: 8, Requested: 4, Restarts: 2, Migrations: 1, GPUSeconds: 1.0 / 3},
+		{Name: "b,quoted", App: "ncf", Submit: 30, Start: 40, End: -1, MinWorkers: 1, MaxWorkers: 1, Requested: 1},
+		{Name: "c", App: "ncf", Submit: 50, Start: -1, End: -1, MinWorkers: 2, MaxWorkers: 2, Requested: 2},
+	}}
+	var buf bytes.Buffer
+	if err := WriteJobsCSV(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	want := `name,app,submit_s,start_s,end_s,jct_s,queue_s,min_workers,max_workers,requested,restarts,migrations,gpu_seconds,done
+a,bert,10,20.5,110.25,100.25,10.5,1,8,4,2,1,0.333,true
+"b,quoted",ncf,30,40,,,10,1,1,1,0,0,0,false
+c,ncf,50,,,,,2,2,2,0,0,0,false
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("csv (-want,+got):\n%s", diff)
+	}
+}

@@ -1,0 +1,152 @@
+package report
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteText writes the summary for people, one value per line, JCTs in
+// seconds and hours:
+//
+//	algorithm    tiresias
+//	avg JCT      4038.2 s (1.12 h)
+func WriteText(w io.Writer, s Summary) error {
+	bw := bufio.NewWriter(w)
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(bw, "%-12s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	line("algorithm", "%s", s.Algorithm)
+	if s.Workload != "" {
+		line("workload", "%s", s.Workload)
+	}
+	line("cluster", "%d GPUs", s.GPUs)
+	line("jobs", "%d (%d completed)", s.Jobs, s.Completed)
+	line("avg JCT", "%s", secHours(s.AvgJCT))
+	line("p50 JCT", "%s", secHours(s.P50JCT))
+	line("p99 JCT", "%s", secHours(s.P99JCT))
+	line("max JCT", "%s", secHours(s.MaxJCT))
+	line("makespan", "%s", secHours(s.Makespan))
+	line("avg queue", "%s", secHours(s.AvgQueue))
+	line("GPU util", "%.1f %%", 100*s.GPUUtilization)
+	line("restarts", "%d (%.2f per job)", s.Restarts, s.AvgRestartsPerJob)
+	line("migrations", "%d", s.Migrations)
+	line("wall", "%.1f s", s.WallSeconds)
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+func secHours(sec float64) string {
+	return fmt.Sprintf("%.1f s (%.2f h)", sec, sec/3600)
+}
+
+// WriteComparison writes one aligned table with a row per summary, in the
+// given order: algorithm, completed/jobs, avg/p50/p99 JCT, makespan and avg
+// queue (seconds), GPU utilization (%), restarts, migrations and wall time
+// (seconds). The algorithm column is left-aligned, the numbers
+// right-aligned.
+func WriteComparison(w io.Writer, sums []Summary) error {
+	rows := [][]string{{"algorithm", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
+		"makespan s", "avg queue s", "util %", "restarts", "migrations", "wall s"}}
+	for _, s := range sums {
+		rows = append(rows, []string{
+			s.Algorithm,
+			fmt.Sprintf("%d/%d", s.Completed, s.Jobs),
+			fmt.Sprintf("%.1f", s.AvgJCT),
+			fmt.Sprintf("%.1f", s.P50JCT),
+			fmt.Sprintf("%.1f", s.P99JCT),
+			fmt.Sprintf("%.1f", s.Makespan),
+			fmt.Sprintf("%.1f", s.AvgQueue),
+			fmt.Sprintf("%.1f", 100*s.GPUUtilization),
+			strconv.Itoa(s.Restarts),
+			strconv.Itoa(s.Migrations),
+			fmt.Sprintf("%.1f", s.WallSeconds),
+		})
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			default:
+				b.WriteString("  " + pad + c)
+			}
+		}
+		bw.WriteString(strings.TrimRight(b.String(), " ") + "\n")
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// jobsCSVHeader is the header WriteJobsCSV writes.
+var jobsCSVHeader = []string{
+	"name", "app", "submit_s", "start_s", "end_s", "jct_s", "queue_s",
+	"min_workers", "max_workers", "requested", "restarts", "migrations",
+	"gpu_seconds", "done",
+}
+
+// WriteJobsCSV writes one row per job, in the run's order, with the header
+// name,app,submit_s,start_s,end_s,jct_s,queue_s,min_workers,max_workers,
+// requested,restarts,migrations,gpu_seconds,done. Cells that are unknown
+// (start of a job that never ran, end and JCT of an unfinished job) are
+// empty, which CSV tools read as missing rather than as -1.
+func WriteJobsCSV(w io.Writer, run *Run) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(jobsCSVHeader); err != nil {
+		return fmt.Errorf("write jobs csv: %w", err)
+	}
+	if run != nil {
+		for _, j := range run.Jobs {
+			start, queue, end, jct := "", "", "", ""
+			if j.Start >= 0 {
+				start, queue = num(j.Start), num(j.Start-j.Submit)
+			}
+			if j.Done {
+				end, jct = num(j.End), num(j.End-j.Submit)
+			}
+			rec := []string{
+				j.Name, j.App, num(j.Submit), start, end, jct, queue,
+				strconv.Itoa(j.MinWorkers), strconv.Itoa(j.MaxWorkers), strconv.Itoa(j.Requested),
+				strconv.Itoa(j.Restarts), strconv.Itoa(j.Migrations),
+				num(j.GPUSeconds), strconv.FormatBool(j.Done),
+			}
+			if err := cw.Write(rec); err != nil {
+				return fmt.Errorf("write jobs csv: %w", err)
+			}
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write jobs csv: %w", err)
+	}
+	return nil
+}
+
+// num formats a number with at most 3 decimals and no trailing zeros.
+func num(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 3, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}

@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/sim/perfmodel"
+	"github.com/vodascheduler/voda/internal/sim/report"
+	"github.com/vodascheduler/voda/internal/sim/workload"
+)
+
+func parametricSet(t testing.TB) *perfmodel.Set {
+	t.Helper()
+	var ms []perfmodel.Model
+	for _, p := range perfmodel.BuiltinParametric() {
+		ms = append(ms, p)
+	}
+	s, err := perfmodel.NewSet(ms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newAlloc(t testing.TB, name string, params ...string) algorithm.Allocator {
+	t.Helper()
+	p, err := algorithm.ParseParams(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := algorithm.Builtin().New(name, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func run(t testing.TB, jobs []workload.Job, o Options) *report.Run {
+	t.Helper()
+	if o.Nodes == 0 {
+		o.Nodes, o.GPUsPerNode = 4, 4
+	}
+	if o.Placer == nil {
+		o.Placer = placement.NewGreedy()
+	}
+	if o.Models == nil {
+		o.Models = parametricSet(t)
+	}
+	r, err := Run(context.Background(), jobs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// One linear job alone: its JCT is its work divided by its GPUs plus one
+// restart cost, in both modes.
+func TestSingleJobCompletesOnTime(t *testing.T) {
+	jobs := []workload.Job{{Name: "a", App: "linear", Submit: 10, MinWorkers: 4, MaxWorkers: 4, Requested: 4, Epochs: 10}}
+	// linear: 60 s of one-GPU work per epoch, perfect scaling.
+	want := 10*60.0/4 + 30
+	for _, tt := range []struct {
+		name     string
+		interval time.Duration
+	}{{"event-driven", 0}, {"fixed interval", 60 * time.Second}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, jobs, Options{Interval: tt.interval, Allocator: newAlloc(t, "FIFO")})
+			j := r.Jobs[0]
+			if !j.Done {
+				t.Fatal("job did not finish")
+			}
+			// The first cycle after its arrival: the rate limit after the
+			// cycle at time 0, or the next interval.
+			start := 30.0
+			if tt.interval > 0 {
+				start = 60
+			}
+			if j.Start != start {
+				t.Fatalf("started at %v, want %v", j.Start, start)
+			}
+			if got := j.End - start; math.Abs(got-want) > 1e-6 {
+				t.Fatalf("run time %v, want %v", got, want)
+			}
+			if j.Restarts != 0 || j.GPUSeconds != want*4 {
+				t.Fatalf("restarts %d, GPU-seconds %v; want 0 and %v", j.Restarts, j.GPUSeconds, want*4)
+			}
+		})
+	}
+}
+
+// Restart cost: with a preemptive algorithm a job pays it on every new
+// placement.
+func TestRestartCostOnEveryPlacement(t *testing.T) {
+	jobs := []workload.Job{
+		{Name: "long", App: "linear", Submit: 0, MinWorkers: 1, MaxWorkers: 16, Requested: 16, Epochs: 100},
+		{Name: "short", App: "linear", Submit: 100, MinWorkers: 1, MaxWorkers: 16, Requested: 8, Epochs: 2},
+	}
+	r := run(t, jobs, Options{Allocator: newAlloc(t, "ElasticFIFO"), RateLimit: -1})
+	var long report.JobResult
+	for _, j := range r.Jobs {
+		if j.Name == "long" {
+			long = j
+		}
+	}
+	if long.Restarts < 2 {
+		t.Fatalf("long job restarted %d times, want a shrink and a grow back", long.Restarts)
+	}
+	// 100 epochs of 60 s on 16 GPUs is 375 s without restarts and sharing.
+	if long.End-long.Submit <= 375+30*float64(long.Restarts+1) {
+		t.Fatalf("long job took %v s, too fast for %d restarts", long.End-long.Submit, long.Restarts)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	jobs := workload.Generate(workload.GenOptions{Jobs: 60, Seed: 7})
+	for _, name := range algorithm.Builtin().Names() {
+		t.Run(name, func(t *testing.T) {
+			o := Options{Allocator: newAlloc(t, name)}
+			a, b := run(t, jobs, o), run(t, jobs, o)
+			a.WallSeconds, b.WallSeconds = 0, 0
+			if !reflect.DeepEqual(a, b) {
+				t.Fatal("two runs of the same input differ")
+			}
+			for _, j := range a.Jobs {
+				if !j.Done {
+					t.Fatalf("job %s did not finish", j.Name)
+				}
+			}
+		})
+	}
+}
+
+// Oracle and online estimates both finish every job; the oracle must not
+// be worse for SRJF-style algorithms by more than noise on a workload where
+// remaining times matter.
+func TestOracleAndOnlineEstimates(t *testing.T) {
+	jobs := workload.Generate(workload.GenOptions{Jobs: 80, Seed: 3})
+	for _, oracle := range []bool{false, true} {
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "SRJF"), Oracle: oracle})
+		s := report.Summarize(r)
+		if s.Completed != len(jobs) {
+			t.Fatalf("oracle=%v: %d of %d jobs completed", oracle, s.Completed, len(jobs))
+		}
+	}
+}
+
+// A job that can never fit does not hang the simulation: the run stops and
+// reports it unfinished.
+func TestUnrunnableJobStops(t *testing.T) {
+	jobs := []workload.Job{
+		{Name: "ok", App: "linear", Submit: 0, MinWorkers: 1, MaxWorkers: 1, Requested: 1, Epochs: 1},
+		{Name: "huge", App: "linear", Submit: 0, MinWorkers: 100, MaxWorkers: 100, Requested: 100, Epochs: 1},
+	}
+	for _, interval := range []time.Duration{0, time.Minute} {
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "FIFO"), Interval: interval})
+		done := map[string]bool{}
+		for _, j := range r.Jobs {
+			done[j.Name] = j.Done
+		}
+		if !done["ok"] || done["huge"] {
+			t.Fatalf("interval %v: done = %v, want ok finished and huge not", interval, done)
+		}
+	}
+}
+
+func TestDurationJobsTakeTheirDuration(t *testing.T) {
+	jobs := []workload.Job{{Name: "d", App: "amdahl", Submit: 0, MinWorkers: 1, MaxWorkers: 8, Requested: 8, Duration: 3600}}
+	r := run(t, jobs, Options{Allocator: newAlloc(t, "FIFO"), Nodes: 2, GPUsPerNode: 4})
+	// Packed on two nodes as the duration assumes, plus one restart cost.
+	if got := r.Jobs[0].End; math.Abs(got-3630) > 1e-6 {
+		t.Fatalf("duration job ended at %v, want 3630", got)
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	jobs := []workload.Job{{Name: "a", App: "linear", MinWorkers: 1, MaxWorkers: 1, Requested: 1}}
+	a := newAlloc(t, "FIFO")
+	tests := map[string]Options{
+		"no nodes":    {GPUsPerNode: 4, Allocator: a, Placer: placement.NewGreedy(), Models: parametricSet(t)},
+		"no models":   {Nodes: 1, GPUsPerNode: 4, Allocator: a, Placer: placement.NewGreedy()},
+		"unknown app": {Nodes: 1, GPUsPerNode: 4, Allocator: a, Placer: placement.NewGreedy(), Models: parametricSet(t)},
+	}
+	for name, o := range tests {
+		j := jobs
+		if name == "unknown app" {
+			j = []workload.Job{{Name: "a", App: "nope", MinWorkers: 1, MaxWorkers: 1, Requested: 1}}
+		}
+		if _, err := Run(context.Background(), j, o); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Run(context.Background(), nil, Options{Nodes: 1, GPUsPerNode: 1, Allocator: a, Placer: placement.NewGreedy(), Models: parametricSet(t)}); err == nil {
+		t.Error("empty workload: no error")
+	}
+}
