@@ -51,7 +51,8 @@ type delaunay struct {
 	table     []int32
 	created   []int32
 
-	// rng drives the face order of the visibility walk (deterministic).
+	// rng (a fixed-seed LCG) shuffles the insertion order and varies the
+	// face order of the visibility walk, deterministically.
 	rng  uint32
 	last int32
 }

@@ -362,7 +362,7 @@ func (l *Linear) At(x []float64, out []float64) bool {
 			// terms; an exact (and usually cheap) orientation test
 			// confirms that x is outside. Otherwise x is on the face and
 			// the exact walk finds its tetrahedron.
-			if l.orientWith(nil, t, k, &vec3{x0, x1, x2}) < 0 {
+			if xq := exactQuery(x0, x1, x2); l.orientWith(nil, t, k, &xq) < 0 {
 				return false
 			}
 			break
@@ -385,19 +385,25 @@ func (l *Linear) interpolate(t int32, c0, c1, c2, c3 float64, out []float64) {
 	}
 }
 
+// exactQuery returns the query point for the exact predicates, with
+// coordinates below minAbsCoord in magnitude set to zero so that no product
+// underflows; this moves the point by less than 1e-30.
+func exactQuery(x0, x1, x2 float64) vec3 {
+	x := vec3{x0, x1, x2}
+	for k, v := range x {
+		if math.Abs(v) < minAbsCoord {
+			x[k] = 0
+		}
+	}
+	return x
+}
+
 // atExact is the slow path of At: an exact visibility walk decides whether
 // x is in the hull and which tetrahedron contains it.
 func (l *Linear) atExact(x0, x1, x2 float64, start int32, out []float64) bool {
 	ar := arenaPool.Get().(*arena)
 	defer arenaPool.Put(ar)
-	x := vec3{x0, x1, x2}
-	for k, v := range x {
-		// Keep the exact predicates free of underflow; this moves the
-		// query by less than 1e-30.
-		if math.Abs(v) < minAbsCoord {
-			x[k] = 0
-		}
-	}
+	x := exactQuery(x0, x1, x2)
 	t, inside := l.walkExact(ar, &x, start)
 	if !inside {
 		return false
