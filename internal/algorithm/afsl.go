@@ -39,7 +39,6 @@ package algorithm
 
 import (
 	"math"
-	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -60,12 +59,12 @@ func (*AFSL) Name() string { return NameAFSL }
 
 // Allocate implements Allocator.
 func (*AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byRemaining)
-	return buildAllocation(snap, order, afslTournament(snap, order, speedups(snap), total)), nil
+	return in.allocation(order, afslTournament(snap, order, speedups(snap), in.total)), nil
 }
 
 // afslTournament runs the per-GPU tournament. Positions p index order (the
@@ -74,6 +73,7 @@ func (*AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, total int) []int {
 	n := len(order)
 	cnt := make([]int, n)
+	minW := make([]int, n)
 	asLonger := make([]float64, n)
 	asShorter := make([]float64, n)
 	free := total
@@ -81,52 +81,44 @@ func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, to
 
 	eval := func(p int) {
 		i := order[p]
-		s := &snap.Jobs[i].Spec
 		c := cnt[p]
 		asLonger[p] = math.Inf(-1)
 		switch {
 		case c == 0:
-			if s.MinWorkers <= free {
+			if minW[p] <= free {
 				asLonger[p], asShorter[p] = 1, inf
 			}
-		case c < s.MaxWorkers:
+		case c < snap.Jobs[i].Spec.MaxWorkers:
 			s0, s1 := est[i].SpeedupAt(c), est[i].SpeedupAt(c+1)
 			if gain := s1 - s0; gain > 0 {
 				asLonger[p], asShorter[p] = gain/s1, gain/s0
 			}
 		}
 	}
-	for p := range n {
+	for p, i := range order {
+		minW[p] = snap.Jobs[i].Spec.MinWorkers
 		eval(p)
 	}
 	tree := newMaxTree(asLonger)
 
-	// Jobs still at 0 drop out once their min exceeds the free GPUs; free
-	// GPUs only decrease, so visit them by min, largest first.
-	zeros := make([]int, n)
-	for p := range zeros {
-		zeros[p] = p
-	}
-	minAt := func(p int) int { return snap.Jobs[order[p]].Spec.MinWorkers }
-	slices.SortFunc(zeros, func(a, b int) int {
-		if d := minAt(b) - minAt(a); d != 0 {
-			return d
+	// A job at 0 stops being a candidate once its min exceeds the free
+	// GPUs. Rather than track that eagerly, the search drops such a job
+	// from the tree when it meets it, and searches again: each job is
+	// dropped at most once.
+	stale := func(p int) bool {
+		if cnt[p] == 0 && minW[p] > free {
+			tree.set(p, math.Inf(-1))
+			return true
 		}
-		return a - b
-	})
-	z := 0
+		return false
+	}
 
 	// A job that stops being a candidate never becomes one again (its
 	// count no longer changes, and free GPUs only decrease), so the first
 	// candidate only moves right.
 	head := 0
 	for free > 0 {
-		for ; z < n && minAt(zeros[z]) > free; z++ {
-			if p := zeros[z]; cnt[p] == 0 {
-				tree.set(p, math.Inf(-1))
-			}
-		}
-		for head < n && tree.leaf(head) == math.Inf(-1) {
+		for head < n && (tree.leaf(head) == math.Inf(-1) || stale(head)) {
 			head++
 		}
 		if head == n {
@@ -138,11 +130,14 @@ func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, to
 			if c < 0 {
 				break
 			}
+			if stale(c) {
+				continue
+			}
 			w = c
 		}
 		step := 1
 		if cnt[w] == 0 {
-			step = minAt(w)
+			step = minW[w]
 		}
 		cnt[w] += step
 		free -= step

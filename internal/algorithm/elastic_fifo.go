@@ -34,12 +34,12 @@ func (*ElasticFIFO) Name() string { return NameElasticFIFO }
 
 // Allocate implements Allocator.
 func (*ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byArrival)
-	return buildAllocation(snap, order, minThenRoundRobin(snap, order, total)), nil
+	return in.allocation(order, minThenRoundRobin(snap, order, in.total)), nil
 }
 
 // minThenRoundRobin gives each job its min in order if it fits, then hands

@@ -32,10 +32,10 @@ func (*ElasticSRJF) Name() string { return NameElasticSRJF }
 
 // Allocate implements Allocator.
 func (*ElasticSRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byRemaining)
-	return buildAllocation(snap, order, minThenRoundRobin(snap, order, total)), nil
+	return in.allocation(order, minThenRoundRobin(snap, order, in.total)), nil
 }

@@ -77,14 +77,14 @@ func (t *ElasticTiresias) Requeue(snap *model.Snapshot) []model.QueueChange {
 
 // Allocate implements Allocator.
 func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkQueuedSnapshot(snap)
+	in, err := checkQueuedSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byQueue)
-	gpus, spare := firstFit(snap, order, total, minimum)
+	gpus, spare := firstFit(snap, order, in.total, minimum)
 	if spare == 0 {
-		return buildAllocation(snap, order, gpus), nil
+		return in.allocation(order, gpus), nil
 	}
 	pending := 0
 	for _, g := range gpus {
@@ -120,5 +120,5 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 	}
 	h.init()
 	growAuction(h, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
-	return buildAllocation(snap, order, gpus), nil
+	return in.allocation(order, gpus), nil
 }

@@ -48,19 +48,19 @@ func (*FfDL) Name() string { return NameFfDL }
 
 // Allocate implements Allocator.
 func (*FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byArrival)
 	est := speedups(snap)
 	var gpus []int
-	if capacity, ok := ffdlDPSize(snap, total); ok {
+	if capacity, ok := ffdlDPSize(snap, in.total); ok {
 		gpus = ffdlDP(snap, order, est, capacity)
 	} else {
-		gpus = ffdlGreedy(snap, order, est, total)
+		gpus = ffdlGreedy(snap, order, est, in.total)
 	}
-	return buildAllocation(snap, order, gpus), nil
+	return in.allocation(order, gpus), nil
 }
 
 // ffdlDPSize returns the DP's capacity C and whether the table fits the

@@ -27,11 +27,11 @@ func (*FIFO) Name() string { return NameFIFO }
 
 // Allocate implements Allocator. Ties in submit time are broken by name.
 func (*FIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byArrival)
-	gpus, _ := firstFit(snap, order, total, requested)
-	return buildAllocation(snap, order, gpus), nil
+	gpus, _ := firstFit(snap, order, in.total, requested)
+	return in.allocation(order, gpus), nil
 }

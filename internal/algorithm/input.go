@@ -1,7 +1,6 @@
 package algorithm
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -17,40 +16,66 @@ import (
 // one-GPU-at-a-time loops of the elastic algorithms.
 const maxClusterGPUs = 1 << 20
 
-// checkSnapshot rejects input no allocator can answer sensibly and returns
-// the snapshot's GPU count. It checks only what allocators rely on: node
-// GPU counts, unique non-empty job names and 1 <= min <= requested <= max.
-func checkSnapshot(snap *model.Snapshot) (int, error) {
+// input is a snapshot that passed checkSnapshot.
+type input struct {
+	snap  *model.Snapshot
+	total int // the snapshot's GPUs
+	// names holds every job name. Built once for the duplicate check, it
+	// becomes the answer's GPUs map, so a decision builds one map, not two.
+	names map[string]int
+}
+
+// checkSnapshot rejects input no allocator can answer sensibly. It checks
+// only what allocators rely on: node GPU counts, unique non-empty job
+// names and 1 <= min <= requested <= max.
+func checkSnapshot(snap *model.Snapshot) (*input, error) {
 	if snap == nil {
-		return 0, errors.New("nil snapshot")
+		return nil, errors.New("nil snapshot")
 	}
 	total := 0
 	for _, nd := range snap.Nodes {
 		if nd.GPUs < 0 {
-			return 0, fmt.Errorf("node %s: negative GPU count %d", nd.Name, nd.GPUs)
+			return nil, fmt.Errorf("node %s: negative GPU count %d", nd.Name, nd.GPUs)
 		}
 		if nd.GPUs > maxClusterGPUs-total {
-			return 0, fmt.Errorf("snapshot has more than %d GPUs", maxClusterGPUs)
+			return nil, fmt.Errorf("snapshot has more than %d GPUs", maxClusterGPUs)
 		}
 		total += nd.GPUs
 	}
-	seen := make(map[string]struct{}, len(snap.Jobs))
+	names := make(map[string]int, len(snap.Jobs))
 	for i := range snap.Jobs {
 		s := &snap.Jobs[i].Spec
 		if s.Name == "" {
-			return 0, fmt.Errorf("job #%d: empty name", i)
+			return nil, fmt.Errorf("job #%d: empty name", i)
 		}
-		if _, dup := seen[s.Name]; dup {
-			return 0, fmt.Errorf("job %s: name appears twice in the snapshot", s.Name)
+		if _, dup := names[s.Name]; dup {
+			return nil, fmt.Errorf("job %s: name appears twice in the snapshot", s.Name)
 		}
-		seen[s.Name] = struct{}{}
+		names[s.Name] = 0
 		if s.MinWorkers < 1 || s.MinWorkers > s.MaxWorkers ||
 			s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers {
-			return 0, fmt.Errorf("job %s: workers min %d, requested %d, max %d: want 1 <= min <= requested <= max",
+			return nil, fmt.Errorf("job %s: workers min %d, requested %d, max %d: want 1 <= min <= requested <= max",
 				s.Name, s.MinWorkers, s.RequestedWorkers, s.MaxWorkers)
 		}
 	}
-	return total, nil
+	return &input{snap: snap, total: total, names: names}, nil
+}
+
+// allocation turns per-job GPU counts (indexed like snap.Jobs) and a
+// priority order of job indices into the answer. It consumes in.names.
+func (in *input) allocation(order []int, gpus []int) model.Allocation {
+	a := model.Allocation{GPUs: in.names, Order: make([]string, 0, len(order))}
+	in.names = nil
+	for _, i := range order {
+		name := in.snap.Jobs[i].Spec.Name
+		a.Order = append(a.Order, name)
+		if gpus[i] > 0 {
+			a.GPUs[name] = gpus[i]
+		} else {
+			delete(a.GPUs, name)
+		}
+	}
+	return a
 }
 
 // ordering names a priority order of jobs.
@@ -66,41 +91,32 @@ const (
 	byQueue
 )
 
-// orderKey is the part of a job an ordering looks at, copied out of the
-// snapshot so that sorting touches compact data rather than whole jobs.
-type orderKey struct {
-	group  int       // byQueue: the queue; byRemaining: 1 if unknown
-	rem    float64   // byRemaining: the remaining time when known
-	since  time.Time // byQueue: when the job entered its queue
+// sortItem is what the sort moves: a job index and a float that decides
+// most comparisons on its own. The float never contradicts the ordering (a
+// smaller float means an earlier job); equal floats fall back to the full
+// comparison.
+type sortItem struct {
+	fast float64
+	idx  int32
+}
+
+// queueKey holds what byQueue compares after the queue, copied out of the
+// snapshot: queue ties are common, and comparing compact keys beats
+// reading whole jobs at random.
+type queueKey struct {
+	since  time.Time
 	submit time.Time
 	name   string
 }
 
-// cmpKeys compares every field in turn; fields an ordering does not use
-// are zero in all keys. Times compare as time.Time.Compare does, so the
-// arrival part agrees with model.Before exactly.
-func cmpKeys(a, b *orderKey) int {
-	if a.group != b.group {
-		return cmp.Compare(a.group, b.group)
-	}
-	if a.rem != b.rem {
-		return cmp.Compare(a.rem, b.rem)
-	}
-	if c := a.since.Compare(b.since); c != 0 {
+// cmpArrival orders jobs as model.Before does: submit time, then name.
+// time.Time.Compare agrees with Before and Equal, monotonic readings
+// included.
+func cmpArrival(a, b *model.Job) int {
+	if c := a.Spec.SubmitTime.Compare(b.Spec.SubmitTime); c != 0 {
 		return c
 	}
-	if c := a.submit.Compare(b.submit); c != 0 {
-		return c
-	}
-	return strings.Compare(a.name, b.name)
-}
-
-// sortItem is what the sort moves: a job index and a float that decides
-// most comparisons on its own. The float never contradicts cmpKeys (a
-// smaller float means an earlier key); equal floats fall back to it.
-type sortItem struct {
-	fast float64
-	idx  int32
+	return strings.Compare(a.Spec.Name, b.Spec.Name)
 }
 
 // remaining returns a job's estimated remaining time at one GPU and
@@ -117,24 +133,24 @@ func remaining(j *model.Job) (float64, bool) {
 // leaving snap.Jobs untouched. Names are unique (checkSnapshot), so the
 // order is total and does not depend on how the snapshot lists its jobs.
 func sortedIndices(snap *model.Snapshot, by ordering) []int {
-	keys := make([]orderKey, len(snap.Jobs))
 	items := make([]sortItem, len(snap.Jobs))
+	var keys []queueKey
+	if by == byQueue {
+		keys = make([]queueKey, len(snap.Jobs))
+	}
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		k := orderKey{submit: j.Spec.SubmitTime, name: j.Spec.Name}
 		fast := 0.0
 		switch by {
 		case byRemaining:
+			fast = math.Inf(1)
 			if r, ok := remaining(j); ok {
-				k.rem, fast = r, r
-			} else {
-				k.group, fast = 1, math.Inf(1)
+				fast = r
 			}
 		case byQueue:
-			k.group, k.since = j.State.Queue, j.State.QueueSince
-			fast = float64(k.group)
+			fast = float64(j.State.Queue)
+			keys[i] = queueKey{since: j.State.QueueSince, submit: j.Spec.SubmitTime, name: j.Spec.Name}
 		}
-		keys[i] = k
 		items[i] = sortItem{fast: fast, idx: int32(i)}
 	}
 	slices.SortFunc(items, func(a, b sortItem) int {
@@ -144,33 +160,33 @@ func sortedIndices(snap *model.Snapshot, by ordering) []int {
 		if a.fast > b.fast {
 			return 1
 		}
-		return cmpKeys(&keys[a.idx], &keys[b.idx])
+		switch by {
+		case byQueue:
+			ka, kb := &keys[a.idx], &keys[b.idx]
+			if c := ka.since.Compare(kb.since); c != 0 {
+				return c
+			}
+			if c := ka.submit.Compare(kb.submit); c != 0 {
+				return c
+			}
+			return strings.Compare(ka.name, kb.name)
+		case byRemaining: // a known +Inf goes before an unknown
+			_, ka := remaining(&snap.Jobs[a.idx])
+			_, kb := remaining(&snap.Jobs[b.idx])
+			if ka != kb {
+				if ka {
+					return -1
+				}
+				return 1
+			}
+		}
+		return cmpArrival(&snap.Jobs[a.idx], &snap.Jobs[b.idx])
 	})
 	idx := make([]int, len(items))
 	for i, it := range items {
 		idx[i] = int(it.idx)
 	}
 	return idx
-}
-
-// buildAllocation turns per-job GPU counts (indexed like snap.Jobs) and a
-// priority order of job indices into an Allocation.
-func buildAllocation(snap *model.Snapshot, order []int, gpus []int) model.Allocation {
-	n := 0
-	for _, g := range gpus {
-		if g > 0 {
-			n++
-		}
-	}
-	a := model.Allocation{GPUs: make(map[string]int, n), Order: make([]string, 0, len(order))}
-	for _, i := range order {
-		name := snap.Jobs[i].Spec.Name
-		a.Order = append(a.Order, name)
-		if gpus[i] > 0 {
-			a.GPUs[name] = gpus[i]
-		}
-	}
-	return a
 }
 
 // speedups returns every job's estimates with unusable speedup curves

@@ -30,11 +30,11 @@ func (*SRJF) Name() string { return NameSRJF }
 
 // Allocate implements Allocator.
 func (*SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkSnapshot(snap)
+	in, err := checkSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byRemaining)
-	gpus, _ := firstFit(snap, order, total, requested)
-	return buildAllocation(snap, order, gpus), nil
+	gpus, _ := firstFit(snap, order, in.total, requested)
+	return in.allocation(order, gpus), nil
 }

@@ -71,13 +71,13 @@ func (t *Tiresias) Requeue(snap *model.Snapshot) []model.QueueChange { return t.
 
 // Allocate implements Allocator.
 func (*Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	total, err := checkQueuedSnapshot(snap)
+	in, err := checkQueuedSnapshot(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	order := sortedIndices(snap, byQueue)
-	gpus, _ := firstFit(snap, order, total, requested)
-	return buildAllocation(snap, order, gpus), nil
+	gpus, _ := firstFit(snap, order, in.total, requested)
+	return in.allocation(order, gpus), nil
 }
 
 // lasQueues holds the queue rules that Tiresias and ElasticTiresias share.
@@ -125,15 +125,15 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 }
 
 // checkQueuedSnapshot is checkSnapshot plus non-negative queues.
-func checkQueuedSnapshot(snap *model.Snapshot) (int, error) {
-	total, err := checkSnapshot(snap)
+func checkQueuedSnapshot(snap *model.Snapshot) (*input, error) {
+	in, err := checkSnapshot(snap)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for i := range snap.Jobs {
 		if q := snap.Jobs[i].State.Queue; q < 0 {
-			return 0, fmt.Errorf("job %s: negative queue %d", snap.Jobs[i].Spec.Name, q)
+			return nil, fmt.Errorf("job %s: negative queue %d", snap.Jobs[i].Spec.Name, q)
 		}
 	}
-	return total, nil
+	return in, nil
 }

@@ -103,8 +103,9 @@ type Estimates struct {
 	// Negative means unknown.
 	RemainingSeconds float64
 	// Speedup[k] is the estimated speedup on k GPUs over one GPU
-	// (Speedup[0] = 0, Speedup[1] = 1). A nil curve means unknown, taken as
-	// linear. Beyond the end of the curve the speedup stays at its last value.
+	// (Speedup[0] = 0, Speedup[1] = 1). A curve with fewer than two entries
+	// means unknown, taken as linear. Beyond the end of the curve the
+	// speedup stays at its last value.
 	Speedup []float64
 }
 
@@ -113,7 +114,7 @@ func (e Estimates) SpeedupAt(k int) float64 {
 	if k <= 0 {
 		return 0
 	}
-	if len(e.Speedup) == 0 {
+	if len(e.Speedup) < 2 {
 		return float64(k)
 	}
 	if k < len(e.Speedup) {
