@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -212,7 +213,9 @@ func algorithmNames(f *simulateFlags, reg *algorithm.Registry) ([]string, error)
 		if !ok {
 			return nil, fmt.Errorf("--compare: unknown algorithm %q (known: %s)", n, strings.Join(reg.Names(), ", "))
 		}
-		names = append(names, e.Name)
+		if !slices.Contains(names, e.Name) {
+			names = append(names, e.Name)
+		}
 	}
 	if len(names) == 0 {
 		return nil, errors.New("--compare: no algorithm named")
@@ -226,15 +229,22 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if err != nil {
 		return err
 	}
+	if _, err := algorithm.ParseParams(f.params); err != nil {
+		return fmt.Errorf("--param: %w", err)
+	}
+	params, err := paramsPerAlgorithm(reg, algos, f.params)
+	if err != nil {
+		return err
+	}
 	// Build every allocator once up front so bad parameters fail fast.
 	for _, a := range algos {
-		p, err := algorithm.ParseParams(f.params)
-		if err != nil {
-			return fmt.Errorf("--param: %w", err)
-		}
+		p, _ := algorithm.ParseParams(params[a])
 		if _, err := reg.New(a, p); err != nil {
 			return err
 		}
+	}
+	if !strings.EqualFold(f.format, workload.FormatAuto) && !slices.Contains(workload.Formats(), strings.ToLower(f.format)) {
+		return fmt.Errorf("--format: unknown format %q (known: auto, %s)", f.format, strings.Join(workload.Formats(), ", "))
 	}
 	if _, err := placement.Builtin().New(f.placer); err != nil {
 		return fmt.Errorf("--placer: %w", err)
@@ -297,7 +307,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 			defer wg.Done()
 			for i := range ch {
 				t := tasks[i]
-				p, _ := algorithm.ParseParams(f.params)
+				p, _ := algorithm.ParseParams(params[algos[t.algo]])
 				alloc, err := reg.New(algos[t.algo], p)
 				if err != nil {
 					errs[i] = err
@@ -336,6 +346,37 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	return writeResults(stdout, f, inputs, algos, runs)
 }
 
+// paramsPerAlgorithm hands each algorithm the --param settings it
+// declares, so one command line can compare algorithms with different
+// parameters. With a single algorithm every setting goes to it, and an
+// unknown one is its error to report; with several, a setting no compared
+// algorithm declares is an error.
+func paramsPerAlgorithm(reg *algorithm.Registry, algos []string, pairs []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(algos) == 1 {
+		out[algos[0]] = pairs
+		return out, nil
+	}
+	for _, kv := range pairs {
+		name, _, _ := strings.Cut(kv, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		used := false
+		for _, a := range algos {
+			e, _ := reg.Lookup(a)
+			for _, pd := range e.Params {
+				if strings.EqualFold(pd.Name, name) {
+					out[a] = append(out[a], kv)
+					used = true
+				}
+			}
+		}
+		if !used {
+			return nil, fmt.Errorf("--param %s: none of %s takes it (see 'voda algorithms')", name, strings.Join(algos, ", "))
+		}
+	}
+	return out, nil
+}
+
 // restartOrNone maps a zero restart cost to "none" (the simulator reads
 // zero as its default).
 func restartOrNone(d time.Duration) time.Duration {
@@ -346,6 +387,11 @@ func restartOrNone(d time.Duration) time.Duration {
 }
 
 func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, algos []string, runs [][]*report.Run) error {
+	// With --json - stdout carries the JSON alone.
+	text := stdout
+	if f.jsonOut == "-" {
+		text = io.Discard
+	}
 	var summaries []report.Summary
 	var flat []*report.Run
 	for wi := range inputs {
@@ -357,20 +403,20 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 			flat = append(flat, runs[wi][ai])
 		}
 		if len(inputs) > 1 {
-			fmt.Fprintf(stdout, "== %s\n", inputs[wi].name)
+			fmt.Fprintf(text, "== %s\n", inputs[wi].name)
 		}
 		if len(row) == 1 {
-			report.WriteText(stdout, row[0])
+			report.WriteText(text, row[0])
 		} else {
-			report.WriteComparison(stdout, row)
+			report.WriteComparison(text, row)
 		}
 		if len(inputs) > 1 {
-			fmt.Fprintln(stdout)
+			fmt.Fprintln(text)
 		}
 	}
 	if len(inputs) > 1 {
-		fmt.Fprintf(stdout, "== mean over %d workloads\n", len(inputs))
-		report.WriteComparison(stdout, meanSummaries(summaries, len(inputs), algos))
+		fmt.Fprintf(text, "== mean over %d workloads\n", len(inputs))
+		report.WriteComparison(text, meanSummaries(summaries, len(inputs), algos))
 	}
 	if f.jsonOut != "" {
 		var v any = summaries
@@ -386,7 +432,7 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 			path := f.jobsCSV
 			if len(flat) > 1 {
 				ext := filepath.Ext(path)
-				path = fmt.Sprintf("%s-%s-%s%s", strings.TrimSuffix(path, ext), run.Workload, fileSafe(run.Algorithm), ext)
+				path = fmt.Sprintf("%s-%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(run.Workload), fileSafe(run.Algorithm), ext)
 			}
 			if err := writeFile(path, func(w io.Writer) error { return report.WriteJobsCSV(w, run) }); err != nil {
 				return fmt.Errorf("--jobs-csv: %w", err)
@@ -400,7 +446,7 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 			path := f.plot
 			if len(inputs) > 1 {
 				ext := filepath.Ext(path)
-				path = fmt.Sprintf("%s-%s%s", strings.TrimSuffix(path, ext), inputs[wi].name, ext)
+				path = fmt.Sprintf("%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(inputs[wi].name), ext)
 			}
 			if err := report.Plot(path, runs[wi]); err != nil {
 				return fmt.Errorf("--plot: %w", err)

@@ -11,6 +11,13 @@ import (
 // application was seen at two worker counts.
 const DefaultSerial = 0.05
 
+// MinSerial is the least serial fraction a fit may report. Observed rates
+// can look superlinear (fewer accumulation steps, better statistical
+// efficiency later in training), but a curve that is exactly linear ties
+// every allocation for algorithms that maximise total speedup, and the
+// ties then starve later jobs.
+const MinSerial = 0.01
+
 type rateSum struct{ seconds, work float64 }
 
 type history struct {
@@ -41,7 +48,7 @@ func New() *Collector {
 // Observe records that job (of application app) did work in seconds on
 // workers GPUs.
 func (c *Collector) Observe(job, app string, workers int, seconds, work float64) {
-	if workers <= 0 || !(seconds > 0) || work < 0 || math.IsNaN(work) || math.IsInf(work, 0) {
+	if workers <= 0 || !(seconds > 0) || math.IsInf(seconds, 0) || work < 0 || math.IsNaN(work) || math.IsInf(work, 0) {
 		return
 	}
 	for _, h := range []*history{c.job(job, app), c.app(app)} {
@@ -77,8 +84,8 @@ func (c *Collector) app(name string) *history {
 }
 
 // Estimate returns the speedup curve up to maxWorkers and the remaining
-// time on one GPU for remainingWork. Unknown values follow model.Estimates'
-// conventions: RemainingSeconds -1 and a nil (linear) curve.
+// time on one GPU for remainingWork. An unknown remaining time is -1; with
+// nothing known the curve is Amdahl's law with DefaultSerial.
 func (c *Collector) Estimate(job, app string, remainingWork float64, maxWorkers int) model.Estimates {
 	est := model.Estimates{RemainingSeconds: -1}
 	f := fitHistory(c.jobs[job])
@@ -91,9 +98,12 @@ func (c *Collector) Estimate(job, app string, remainingWork float64, maxWorkers 
 		f = refit(c.jobs[job], af.serial)
 	}
 	if !f.ok {
-		return est
+		// Nothing known: Amdahl's law with the default serial fraction is
+		// a safer prior than linear scaling, which would make an unseen
+		// job look better than every measured one.
+		f = fit{serial: DefaultSerial}
 	}
-	if remainingWork >= 0 {
+	if f.ok && remainingWork >= 0 {
 		est.RemainingSeconds = remainingWork / f.rate1
 	}
 	if maxWorkers < 1 {
@@ -146,7 +156,7 @@ func fitHistory(h *history) fit {
 	if !(a > 0) || math.IsNaN(b) {
 		return refit(h, DefaultSerial)
 	}
-	s := math.Min(math.Max(b/a, 0), 1)
+	s := math.Min(math.Max(b/a, MinSerial), 1)
 	return fit{rate1: 1 / a, serial: s, ok: true, counts: len(ks)}
 }
 

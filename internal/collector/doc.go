@@ -7,6 +7,7 @@
 // seen, which gives both the one-GPU rate and the serial fraction s. A job
 // seen at one count only borrows s from other jobs of its application, or
 // assumes DefaultSerial. A job not seen at all borrows its application's
-// fit. Work is in whatever unit the caller uses (epochs, samples,
+// fit; with nothing known at all the curve is Amdahl's law with
+// DefaultSerial and the remaining time is unknown. Work is in whatever unit the caller uses (epochs, samples,
 // simulator progress), as long as remaining work is given in the same unit.
 package collector

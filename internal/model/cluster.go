@@ -141,17 +141,30 @@ func CheckAllocation(s *Snapshot, a Allocation) error {
 	for i := range s.Jobs {
 		known[s.Jobs[i].Spec.Name] = &s.Jobs[i]
 	}
+	// Visit jobs in a fixed order so the first broken rule reported does
+	// not depend on map order: unknown names (sorted), then snapshot order.
+	var unknown []string
+	for name := range a.GPUs {
+		if _, ok := known[name]; !ok {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return &InvariantError{Job: unknown[0], Reason: "not in the snapshot"}
+	}
 	total := 0
-	for name, g := range a.GPUs {
-		j, ok := known[name]
-		if !ok {
-			return &InvariantError{Job: name, Reason: "not in the snapshot"}
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		name := j.Spec.Name
+		g := a.GPUs[name]
+		// Negative first: with MinWorkers >= 1 a negative count is also
+		// outside [min, max], and the more precise reason would never show.
+		if g < 0 {
+			return &InvariantError{Job: name, Reason: fmt.Sprintf("negative GPUs %d", g)}
 		}
 		if g != 0 && (g < j.Spec.MinWorkers || g > j.Spec.MaxWorkers) {
 			return &InvariantError{Job: name, Reason: fmt.Sprintf("%d GPUs outside [%d, %d]", g, j.Spec.MinWorkers, j.Spec.MaxWorkers)}
-		}
-		if g < 0 {
-			return &InvariantError{Job: name, Reason: fmt.Sprintf("negative GPUs %d", g)}
 		}
 		total += g
 	}

@@ -39,7 +39,7 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	res := Result{Placement: make(model.Placement, len(alloc.GPUs))}
 	var pending []string
 	// Pass 1: jobs whose count is unchanged stay where they are.
-	for _, name := range alloc.Order {
+	for _, name := range jobOrder(snap, alloc) {
 		g := alloc.GPUs[name]
 		if g <= 0 {
 			continue

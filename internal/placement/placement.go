@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/vodascheduler/voda/internal/model"
@@ -84,7 +85,21 @@ func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 	for _, u := range res.Unplaced {
 		unplaced[u.Job] = true
 	}
-	for _, name := range alloc.Order {
+	// Every job with GPUs and every job placed, not only the ordered ones:
+	// a job left out of the order must not escape the capacity check.
+	names := jobOrder(snap, alloc)
+	listed := make(map[string]bool, len(names))
+	for _, name := range names {
+		listed[name] = true
+	}
+	var extra []string
+	for name := range res.Placement {
+		if !listed[name] {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	for _, name := range append(names, extra...) {
 		g := alloc.GPUs[name]
 		p, placed := res.Placement[name]
 		switch {
@@ -113,4 +128,35 @@ func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 		}
 	}
 	return nil
+}
+
+// jobOrder lists the jobs a placer must consider, each once: alloc.Order,
+// then the jobs with GPUs it left out in snapshot order, then any other
+// names of alloc.GPUs sorted. The scheduler completes the order before
+// placing, but a Placer must place every job with GPUs whatever the order.
+func jobOrder(snap *model.Snapshot, alloc model.Allocation) []string {
+	seen := make(map[string]bool, len(alloc.Order))
+	out := make([]string, 0, max(len(alloc.Order), len(alloc.GPUs)))
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, name := range alloc.Order {
+		add(name)
+	}
+	for i := range snap.Jobs {
+		if name := snap.Jobs[i].Spec.Name; alloc.GPUs[name] != 0 {
+			add(name)
+		}
+	}
+	var rest []string
+	for name := range alloc.GPUs {
+		if !seen[name] {
+			rest = append(rest, name)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
 }

@@ -84,6 +84,11 @@ type simJob struct {
 
 func (j *simJob) workers() int { return sumInts(j.place) }
 
+// category groups jobs whose history predicts each other's: the same
+// application at the same batch size (the original Voda keys its job
+// information by such a category too).
+func (j *simJob) category() string { return fmt.Sprintf("%s/%d", j.w.App, j.batch) }
+
 func (j *simJob) epochProgress(e int) float64 {
 	if j.perEpoch > 0 {
 		return float64(e) * j.perEpoch
@@ -403,9 +408,9 @@ func (e *engine) estimate() error {
 			}
 		} else {
 			if j.obsSeconds > 0 {
-				e.col.Observe(j.w.Name, j.w.App, j.workers(), j.obsSeconds, j.obsWork)
+				e.col.Observe(j.w.Name, j.category(), j.workers(), j.obsSeconds, j.obsWork)
 			}
-			est = e.col.Estimate(j.w.Name, j.w.App, remaining, j.w.MaxWorkers)
+			est = e.col.Estimate(j.w.Name, j.category(), remaining, j.w.MaxWorkers)
 		}
 		j.obsSeconds, j.obsWork = 0, 0
 		if err := e.core.SetEstimates(j.w.Name, est); err != nil {

@@ -1,0 +1,522 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// run executes the voda command with args and returns what it wrote.
+func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err = cmd.ExecuteContext(t.Context())
+	return out.String(), errOut.String(), err
+}
+
+// mustRun is run for commands that must succeed.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("voda %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return stdout
+}
+
+// requiredSummaryKeys are the JSON keys scripts rely on.
+var requiredSummaryKeys = []string{
+	"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
+	"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s",
+}
+
+// vodaWorkload is a small workload in the Voda format.
+const vodaWorkload = `# three jobs of built-in parametric models
+name,submit,app,min_workers,max_workers,requested_workers,duration
+job-a,0,resnet50,1,4,2,600
+job-b,30,bert,2,8,4,1200
+job-c,60,ncf,1,2,1,300
+`
+
+func writeWorkload(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(vodaWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read --json output: %v", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("parse --json output: %v\n%s", err, b)
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("open --jobs-csv output: %v", err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	return rows
+}
+
+// tableRows returns the first column of each line of a comparison table
+// after its header.
+func tableRows(t *testing.T, out string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	header := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "algorithm ") && strings.Contains(l, "avg JCT s") {
+			if header >= 0 {
+				t.Fatalf("two comparison tables in output:\n%s", out)
+			}
+			header = i
+		}
+	}
+	if header < 0 {
+		t.Fatalf("no comparison table in output:\n%s", out)
+	}
+	var names []string
+	for _, l := range lines[header+1:] {
+		if f := strings.Fields(l); len(f) > 0 {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+func TestSimulateTextSummary(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, err := run(t, "simulate", "--jobs", "30", "-q")
+	if err != nil {
+		t.Fatalf("simulate: %v", err)
+	}
+	for _, re := range []string{
+		`(?m)^algorithm\s+ElasticFIFO$`,
+		`(?m)^workload\s+generated-30-seed1$`,
+		`(?m)^cluster\s+64 GPUs$`, // 16 nodes x 4 GPUs by default
+		`(?m)^jobs\s+30 \(30 completed\)$`,
+		`(?m)^avg JCT\s+\d+\.\d s \(\d+\.\d\d h\)$`,
+		`(?m)^p50 JCT\s+`,
+		`(?m)^p99 JCT\s+`,
+		`(?m)^makespan\s+`,
+		`(?m)^GPU util\s+\d+\.\d %$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("summary does not match %s:\n%s", re, stdout)
+		}
+	}
+	if stderr != "" {
+		t.Errorf("stderr with -q = %q, want empty", stderr)
+	}
+}
+
+func TestSimulateProgressOnStderr(t *testing.T) {
+	t.Parallel()
+	quiet := mustRun(t, "simulate", "--jobs", "30", "-q")
+	stdout, stderr, err := run(t, "simulate", "--jobs", "30")
+	if err != nil {
+		t.Fatalf("simulate: %v", err)
+	}
+	if !strings.Contains(stderr, "simulating") {
+		t.Errorf("stderr without -q = %q, want a progress line", stderr)
+	}
+	// The summary is the same apart from the wall time.
+	wall := regexp.MustCompile(`(?m)^wall .*$`)
+	if diff := cmp.Diff(wall.ReplaceAllString(quiet, ""), wall.ReplaceAllString(stdout, "")); diff != "" {
+		t.Errorf("stdout with progress differs from -q (-want,+got):\n%s", diff)
+	}
+}
+
+func TestSimulateJSON(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "summary.json")
+	stdout := mustRun(t, "simulate", "--jobs", "30", "-q", "--json", path)
+	var got map[string]any
+	readJSON(t, path, &got)
+	for _, k := range requiredSummaryKeys {
+		if _, ok := got[k]; !ok {
+			t.Errorf("JSON summary has no key %q: %v", k, got)
+		}
+	}
+	if got["algorithm"] != "ElasticFIFO" || got["jobs"] != 30.0 || got["completed"] != 30.0 {
+		t.Errorf("algorithm, jobs, completed = %v, %v, %v, want ElasticFIFO, 30, 30", got["algorithm"], got["jobs"], got["completed"])
+	}
+	avg, _ := got["avg_jct_s"].(float64)
+	p50, _ := got["p50_jct_s"].(float64)
+	p99, _ := got["p99_jct_s"].(float64)
+	if !(avg > 0 && p50 > 0 && p50 <= p99) {
+		t.Errorf("avg, p50, p99 JCT = %v, %v, %v, want positive with p50 <= p99", avg, p50, p99)
+	}
+	if u, _ := got["gpu_utilization"].(float64); !(u > 0 && u <= 1) {
+		t.Errorf("gpu_utilization = %v, want in (0, 1]", got["gpu_utilization"])
+	}
+	// The file and the text summary report the same run.
+	if want := regexp.MustCompile(`(?m)^avg JCT\s+` + regexp.QuoteMeta(fmt.Sprintf("%.1f s ", avg))); !want.MatchString(stdout) {
+		t.Errorf("text summary does not show the JSON's avg JCT %.1f:\n%s", avg, stdout)
+	}
+}
+
+func TestSimulateJSONToStdout(t *testing.T) {
+	t.Parallel()
+	stdout := mustRun(t, "simulate", "--jobs", "30", "-q", "--json", "-")
+	i := strings.Index(stdout, "{")
+	if i < 0 {
+		t.Fatalf("no JSON on stdout with --json -:\n%s", stdout)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout[i:]), &got); err != nil {
+		t.Fatalf("JSON after the text summary does not parse: %v\n%s", err, stdout[i:])
+	}
+	if got["jobs"] != 30.0 {
+		t.Errorf("jobs = %v, want 30", got["jobs"])
+	}
+}
+
+func TestSimulateCompare(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		compare string
+		want    []string
+	}{
+		{compare: "FIFO,elasticfifo,afs-l", want: []string{"FIFO", "ElasticFIFO", "AFS-L"}},
+		{compare: " tiresias , , SRJF ", want: []string{"Tiresias", "SRJF"}},
+		{compare: "all", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}},
+		{compare: "ALL", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.compare, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "summary.json")
+			stdout := mustRun(t, "simulate", "--jobs", "30", "-q", "--compare", tc.compare, "--json", path)
+			if diff := cmp.Diff(tc.want, tableRows(t, stdout)); diff != "" {
+				t.Errorf("table rows (-want,+got):\n%s\n%s", diff, stdout)
+			}
+			if n := strings.Count(stdout, "30/30"); n != len(tc.want) {
+				t.Errorf("%d rows show 30/30 done, want %d:\n%s", n, len(tc.want), stdout)
+			}
+			var sums []map[string]any
+			readJSON(t, path, &sums)
+			var names []string
+			for _, s := range sums {
+				names = append(names, s["algorithm"].(string))
+				for _, k := range requiredSummaryKeys {
+					if _, ok := s[k]; !ok {
+						t.Errorf("JSON summary of %v has no key %q", s["algorithm"], k)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("JSON summaries (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSimulateJobsCSV(t *testing.T) {
+	t.Parallel()
+	header := []string{"name", "app", "submit_s", "start_s", "end_s", "jct_s", "queue_s",
+		"min_workers", "max_workers", "requested", "restarts", "migrations", "gpu_seconds", "done"}
+	check := func(t *testing.T, path string) {
+		t.Helper()
+		rows := readCSV(t, path)
+		if len(rows) != 31 {
+			t.Fatalf("%s: %d rows, want a header and 30 jobs", path, len(rows))
+		}
+		if diff := cmp.Diff(header, rows[0]); diff != "" {
+			t.Errorf("%s header (-want,+got):\n%s", path, diff)
+		}
+		for _, r := range rows[1:] {
+			if r[len(r)-1] != "true" {
+				t.Errorf("%s: job %s done = %s, want true", path, r[0], r[len(r)-1])
+			}
+		}
+	}
+
+	t.Run("one run", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		path := filepath.Join(dir, "jobs.csv")
+		mustRun(t, "simulate", "--jobs", "30", "-q", "--jobs-csv", path)
+		check(t, path)
+	})
+	t.Run("one file per run", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mustRun(t, "simulate", "--jobs", "30", "-q", "--compare", "fifo,afs-l", "--jobs-csv", filepath.Join(dir, "jobs.csv"))
+		for _, name := range []string{"jobs-generated-30-seed1-FIFO.csv", "jobs-generated-30-seed1-AFS-L.csv"} {
+			check(t, filepath.Join(dir, name))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "jobs.csv")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("jobs.csv itself: Stat = %v, want not to exist with several runs", err)
+		}
+	})
+}
+
+func TestSimulatePlot(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []string{"png", "svg"} {
+		t.Run(ext, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "x."+ext)
+			mustRun(t, "simulate", "--jobs", "30", "-q", "--compare", "fifo,elasticfifo", "--plot", path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("plot not written: %v", err)
+			}
+			if len(b) == 0 {
+				t.Fatalf("%s is empty", path)
+			}
+			switch ext {
+			case "png":
+				if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+					t.Errorf("%s does not start with the PNG signature", path)
+				}
+			case "svg":
+				if !bytes.Contains(b, []byte("<svg")) {
+					t.Errorf("%s has no <svg element", path)
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	workload := writeWorkload(t, dir, "w.csv")
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		// want are substrings of the error.
+		want []string
+	}{
+		{name: "unknown algorithm", args: []string{"--algorithm", "nope"}, want: []string{"--algorithm", `"nope"`, "ElasticFIFO"}},
+		{name: "unknown compare entry", args: []string{"--compare", "fifo,nope"}, want: []string{"--compare", `"nope"`, "AFS-L"}},
+		{name: "compare names nothing", args: []string{"--compare", " , "}, want: []string{"--compare", "no algorithm"}},
+		{name: "bad parameter value", args: []string{"--algorithm", "Tiresias", "--param", "threshold=abc"}, want: []string{"Tiresias", "threshold", `"abc"`}},
+		{name: "unknown parameter", args: []string{"--param", "bogus=1"}, want: []string{"unknown param", "bogus"}},
+		{name: "parameter for another algorithm", args: []string{"--algorithm", "fifo", "--param", "threshold=10"}, want: []string{"FIFO", "unknown param", "threshold"}},
+		{name: "parameter without value", args: []string{"--param", "novalue"}, want: []string{"--param", "novalue", "name=value"}},
+		{name: "parameter given twice", args: []string{"--algorithm", "tiresias", "--param", "threshold=1", "--param", "THRESHOLD=2"}, want: []string{"--param", "twice"}},
+		{name: "no nodes", args: []string{"--nodes", "0"}, want: []string{"--nodes", "at least 1"}},
+		{name: "no GPUs per node", args: []string{"--gpus-per-node", "0"}, want: []string{"--gpus-per-node", "at least 1"}},
+		{name: "negative interval", args: []string{"--interval", "-1s"}, want: []string{"--interval", "negative"}},
+		{name: "unknown placer", args: []string{"--placer", "nope"}, want: []string{"--placer", `"nope"`, "greedy"}},
+		{name: "missing workload", args: []string{"--workload", filepath.Join(dir, "missing.csv")}, want: []string{"workload", "missing.csv"}},
+		{name: "unknown format", args: []string{"--workload", workload, "--format", "nope"}, want: []string{"--format", `unknown format "nope"`, "voda"}},
+		{name: "wrong format", args: []string{"--workload", workload, "--format", "pollux"}, want: []string{"w.csv"}},
+		{name: "empty workload directory", args: []string{"--workload", empty}, want: []string{"workload", "no *.csv files", empty}},
+		{name: "missing profiles", args: []string{"--profiles", filepath.Join(dir, "nothing-here")}, want: []string{"--profiles"}},
+		{name: "positional argument", args: []string{"extra"}, want: []string{"extra"}},
+		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"--bogus"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"simulate", "-q", "--jobs", "5"}, tc.args...)
+			stdout, _, err := run(t, args...)
+			if err == nil {
+				t.Fatalf("voda %s succeeded, want an error; stdout:\n%s", strings.Join(args, " "), stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(stdout, "avg JCT") {
+				t.Errorf("a summary was printed despite the error:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestSimulateMissingWorkloadIsNotExist(t *testing.T) {
+	t.Parallel()
+	_, _, err := run(t, "simulate", "-q", "--workload", filepath.Join(t.TempDir(), "missing.csv"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error = %v, want one wrapping fs.ErrNotExist", err)
+	}
+}
+
+func TestSimulateWorkloadFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeWorkload(t, dir, "small.csv")
+	for _, format := range []string{"auto", "voda", "VODA"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			stdout := mustRun(t, "simulate", "-q", "--workload", path, "--format", format)
+			for _, re := range []string{`(?m)^workload\s+small$`, `(?m)^jobs\s+3 \(3 completed\)$`} {
+				if !regexp.MustCompile(re).MatchString(stdout) {
+					t.Errorf("summary does not match %s:\n%s", re, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateWorkloadDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeWorkload(t, dir, "b.csv")
+	writeWorkload(t, dir, "a.csv")
+	// Not a workload: only *.csv files are read.
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a workload"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	jsonPath, plot := filepath.Join(out, "s.json"), filepath.Join(out, "jct.svg")
+	stdout := mustRun(t, "simulate", "-q", "--workload", dir, "--compare", "fifo,elasticfifo",
+		"--json", jsonPath, "--jobs-csv", filepath.Join(out, "jobs.csv"), "--plot", plot)
+
+	// Workloads in name order, then the mean.
+	ia, ib, im := strings.Index(stdout, "== a\n"), strings.Index(stdout, "== b\n"), strings.Index(stdout, "== mean over 2 workloads\n")
+	if ia < 0 || ib < 0 || im < 0 || !(ia < ib && ib < im) {
+		t.Errorf("want sections == a, == b, == mean over 2 workloads in that order:\n%s", stdout)
+	}
+	if im >= 0 {
+		if diff := cmp.Diff([]string{"FIFO", "ElasticFIFO"}, tableRows(t, stdout[im:])); diff != "" {
+			t.Errorf("mean table rows (-want,+got):\n%s", diff)
+		}
+		// Both workloads are the same three jobs: the mean counts six.
+		if n := strings.Count(stdout[im:], "6/6"); n != 2 {
+			t.Errorf("mean table shows 6/6 done %d times, want 2:\n%s", n, stdout[im:])
+		}
+	}
+
+	var sums []map[string]any
+	readJSON(t, jsonPath, &sums)
+	var got []string
+	for _, s := range sums {
+		got = append(got, s["workload"].(string)+"/"+s["algorithm"].(string))
+	}
+	if diff := cmp.Diff([]string{"a/FIFO", "a/ElasticFIFO", "b/FIFO", "b/ElasticFIFO"}, got); diff != "" {
+		t.Errorf("JSON summaries (-want,+got):\n%s", diff)
+	}
+	for _, name := range []string{"jobs-a-FIFO.csv", "jobs-a-ElasticFIFO.csv", "jobs-b-FIFO.csv", "jobs-b-ElasticFIFO.csv"} {
+		if rows := readCSV(t, filepath.Join(out, name)); len(rows) != 4 {
+			t.Errorf("%s: %d rows, want a header and 3 jobs", name, len(rows))
+		}
+	}
+	for _, name := range []string{"jct-a.svg", "jct-b.svg"} {
+		if st, err := os.Stat(filepath.Join(out, name)); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v, want a non-empty file", name, err)
+		}
+	}
+}
+
+func TestSimulateHelp(t *testing.T) {
+	t.Parallel()
+	stdout := mustRun(t, "simulate", "--help")
+	for _, flag := range []string{"--workload", "--format", "--profiles", "--algorithm", "--compare",
+		"--param", "--interval", "--json", "--jobs-csv", "--plot"} {
+		if !regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `\b`).MatchString(stdout) {
+			t.Errorf("simulate --help does not list %s:\n%s", flag, stdout)
+		}
+	}
+}
+
+func TestAlgorithmsCommand(t *testing.T) {
+	t.Parallel()
+	stdout := mustRun(t, "algorithms")
+	lines := strings.Split(stdout, "\n")
+	// Algorithm lines start in the first column; parameter lines are
+	// indented under their algorithm.
+	var names []string
+	params := map[string][]string{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+		case !strings.HasPrefix(l, " "):
+			names = append(names, f[0])
+		case len(names) > 0 && f[0] == "--param":
+			name, _, _ := strings.Cut(f[1], "=")
+			params[names[len(names)-1]] = append(params[names[len(names)-1]], name)
+		}
+	}
+	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("algorithms (-want,+got):\n%s\n%s", diff, stdout)
+	}
+	if !strings.HasPrefix(lines[0], "NAME") {
+		t.Errorf("first line = %q, want the NAME header", lines[0])
+	}
+	if diff := cmp.Diff([]string{"threshold", "starvation"}, params["Tiresias"]); diff != "" {
+		t.Errorf("Tiresias params (-want,+got):\n%s\n%s", diff, stdout)
+	}
+	if p := params["FIFO"]; len(p) != 0 {
+		t.Errorf("FIFO params = %v, want none", p)
+	}
+	if !strings.Contains(stdout, "--param threshold=<threshold> (default ") {
+		t.Errorf("algorithms does not show how to set threshold:\n%s", stdout)
+	}
+}
+
+// polluxDir returns the Pollux artifact data beside the repository, or ""
+// when it is absent.
+func polluxDir(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("runtime.Caller failed")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "traces", "pollux")
+	if _, err := os.Stat(filepath.Join(dir, "workloads", "workload-6.csv")); err != nil {
+		t.Skipf("Pollux artifact data not found at %s: put the artifact's simulator/{traces,workloads*} there (see docs/simulator.md, \"Getting the Pollux data\")", dir)
+	}
+	return dir
+}
+
+func TestSimulatePolluxTiresias(t *testing.T) {
+	t.Parallel()
+	dir := polluxDir(t)
+	path := filepath.Join(t.TempDir(), "s.json")
+	mustRun(t, "simulate",
+		"--workload", filepath.Join(dir, "workloads", "workload-6.csv"),
+		"--profiles", filepath.Join(dir, "traces"),
+		"--interval", "60s", "--algorithm", "tiresias",
+		"--param", "threshold=57600", "--param", "starvation=0",
+		"--json", path, "-q")
+	var got map[string]any
+	readJSON(t, path, &got)
+	const want = 3469.69
+	avg, _ := got["avg_jct_s"].(float64)
+	if math.Abs(avg-want) > 0.005*want {
+		t.Errorf("avg_jct_s = %v, want %v within 0.5%%", avg, want)
+	}
+	if got["jobs"] != 160.0 || got["completed"] != 160.0 {
+		t.Errorf("jobs, completed = %v, %v, want 160, 160", got["jobs"], got["completed"])
+	}
+}

@@ -1,0 +1,196 @@
+package placement
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+func TestBuiltinRegistry(t *testing.T) {
+	r := Builtin()
+	if diff := cmp.Diff([]string{GreedyName}, r.Names()); diff != "" {
+		t.Errorf("Builtin().Names() (-want,+got):\n%s", diff)
+	}
+	for _, name := range []string{"greedy", "GREEDY", "Greedy", " greedy "} {
+		p, err := r.New(name)
+		if err != nil {
+			t.Errorf("New(%q) error: %v", name, err)
+			continue
+		}
+		if got := p.Name(); got != GreedyName {
+			t.Errorf("New(%q).Name() = %q, want %q", name, got, GreedyName)
+		}
+	}
+}
+
+func TestRegistryUnknownName(t *testing.T) {
+	r := Builtin()
+	if err := r.Register("spread", func() Placer { return NewGreedy() }); err != nil {
+		t.Fatalf("Register(spread) error: %v", err)
+	}
+	p, err := r.New("nope")
+	if err == nil {
+		t.Fatalf("New(nope) = %v, want an error", p)
+	}
+	for _, want := range []string{`"nope"`, "greedy", "spread"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("New(nope) error = %q, want it to contain %s", err, want)
+		}
+	}
+	if _, err := r.New(""); err == nil {
+		t.Errorf("New(\"\") error = nil, want an error")
+	}
+}
+
+func TestRegistryRegister(t *testing.T) {
+	r := Builtin()
+	for _, dup := range []string{"greedy", "Greedy", "GREEDY"} {
+		if err := r.Register(dup, func() Placer { return NewGreedy() }); err == nil || !strings.Contains(err.Error(), "already registered") {
+			t.Errorf("Register(%q) error = %v, want already registered", dup, err)
+		}
+	}
+	if err := r.Register("Spread", func() Placer { return NewGreedy() }); err != nil {
+		t.Fatalf("Register(Spread) error: %v", err)
+	}
+	if err := r.Register("spread", func() Placer { return NewGreedy() }); err == nil {
+		t.Errorf("second Register(spread) error = nil, want already registered")
+	}
+	if diff := cmp.Diff([]string{"greedy", "Spread"}, r.Names()); diff != "" {
+		t.Errorf("Names() (-want,+got):\n%s", diff)
+	}
+	if _, err := r.New("SPREAD"); err != nil {
+		t.Errorf("New(SPREAD) error: %v", err)
+	}
+	// Names returns a copy.
+	names := r.Names()
+	names[0] = "changed"
+	if got := r.Names()[0]; got != "greedy" {
+		t.Errorf("Names()[0] = %q after changing a returned slice, want greedy", got)
+	}
+	// A fresh Builtin does not see another registry's additions.
+	if _, err := Builtin().New("spread"); err == nil {
+		t.Errorf("Builtin().New(spread) error = nil, want unknown: registries must not share state")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	snap := &model.Snapshot{
+		Nodes: nodes(4, 2),
+		Jobs:  []model.Job{job("a", 0, nil), job("b", 1, nil), job("c", 2, nil)},
+	}
+	alloc := model.Allocation{GPUs: map[string]int{"a": 3, "b": 2, "c": 0}, Order: []string{"a", "b", "c"}}
+	tests := []struct {
+		name  string
+		alloc model.Allocation
+		res   Result
+		// want is a substring of the error; "" means valid.
+		want string
+	}{
+		{
+			name: "valid",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 1), at("n0", 1)}}},
+		},
+		{
+			name: "unplaced job",
+			res: Result{Placement: model.Placement{"a": {at("n0", 3)}},
+				Unplaced: []Unplaced{{Job: "b", GPUs: 2, Reason: "r"}}},
+		},
+		{
+			name: "unplaced job with an empty entry",
+			res: Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": nil},
+				Unplaced: []Unplaced{{Job: "b", GPUs: 2, Reason: "r"}}},
+		},
+		{
+			name: "job without GPUs with an empty entry",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 2)}, "c": {}}},
+		},
+		{
+			name: "over capacity",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n0", 2)}}},
+			want: "node n0: 5 workers on 4 GPUs",
+		},
+		{
+			name: "too few workers",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 2)}, "b": {at("n1", 2)}}},
+			want: "job a: placed 2 workers, allocated 3",
+		},
+		{
+			name: "too many workers",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 4)}, "b": {at("n1", 2)}}},
+			want: "job a: placed 4 workers, allocated 3",
+		},
+		{
+			name: "job dropped silently",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}}},
+			want: "job b: placed 0 workers, allocated 2",
+		},
+		{
+			name: "unknown node",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("gone", 2)}}},
+			want: "job b: unknown node gone",
+		},
+		{
+			name: "zero-worker entry",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3), at("n1", 0)}, "b": {at("n1", 2)}}},
+			want: "job a: 0 workers on node n1",
+		},
+		{
+			name: "negative entry",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 4), at("n1", -1)}, "b": {at("n1", 2)}}},
+			want: "job a: -1 workers on node n1",
+		},
+		{
+			name: "placed without allocation",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 2)}, "c": {at("n0", 1)}}},
+			want: "job c: placed 1 workers without an allocation",
+		},
+		{
+			name: "both placed and unplaced",
+			res: Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 2)}},
+				Unplaced: []Unplaced{{Job: "b", GPUs: 2, Reason: "r"}}},
+			want: "job b: both placed and unplaced",
+		},
+		{
+			name: "placed without allocation, job not in the order",
+			res:  Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 2)}, "ghost": {at("n0", 4)}}},
+			want: "job ghost: placed 4 workers without an allocation",
+		},
+		{
+			name:  "job with GPUs left out of the order and dropped",
+			alloc: model.Allocation{GPUs: map[string]int{"a": 3, "b": 2}, Order: []string{"a"}},
+			res:   Result{Placement: model.Placement{"a": {at("n0", 3)}}},
+			want:  "job b: placed 0 workers, allocated 2",
+		},
+		{
+			name:  "over capacity through a job left out of the order",
+			alloc: model.Allocation{GPUs: map[string]int{"a": 3, "b": 2}, Order: []string{"a"}},
+			res:   Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n0", 2)}}},
+			want:  "node n0: 5 workers on 4 GPUs",
+		},
+		{
+			name:  "a job ordered twice is counted once",
+			alloc: model.Allocation{GPUs: map[string]int{"a": 3, "b": 2}, Order: []string{"a", "b", "a"}},
+			res:   Result{Placement: model.Placement{"a": {at("n0", 3)}, "b": {at("n1", 2)}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.alloc
+			if a.GPUs == nil {
+				a = alloc
+			}
+			err := Check(snap, a, tc.res)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Check() = %v, want nil", err)
+			case tc.want != "" && err == nil:
+				t.Errorf("Check() = nil, want an error containing %q", tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("Check() = %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
