@@ -42,8 +42,10 @@ fidelity:
 
 ## compare-table: all eight algorithms on the 1.0x and 2.0x Pollux workloads
 compare-table: build
-	$(BIN) simulate --workload $(POLLUX)/workloads --profiles $(POLLUX)/traces --interval 60s --compare all --json docs/results/pollux-1.0.json -q
-	$(BIN) simulate --workload $(POLLUX)/workloads-2.0 --profiles $(POLLUX)/traces --interval 60s --compare all --json docs/results/pollux-2.0.json -q
+	@for load in "" -2.0; do for mode in "" --oracle; do \
+	  echo "== workloads$$load $$mode"; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all -q $$mode | tail -10; \
+	done; done
 
 vet:
 	$(GO) vet ./...

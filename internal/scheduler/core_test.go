@@ -318,3 +318,51 @@ func TestMoved(t *testing.T) {
 		}
 	}
 }
+
+// The original leaked the GPUs of a job deleted behind its back; here a
+// deletion event frees them for the next cycle.
+func TestDefect_DeletionFreesGPUs(t *testing.T) {
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 4}}
+	c, _ := newTestCore(t, alloc, 1)
+	c.Submit(t0, spec("a", 4, 4, t0))
+	c.Submit(t0, spec("b", 4, 4, t0.Add(time.Second)))
+	c.Cycle(context.Background(), t0)
+	if err := c.Apply(t0.Add(time.Minute), Event{Kind: JobDeleted, Job: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	alloc.gpus = map[string]int{"b": 4}
+	rep, err := c.Cycle(context.Background(), t0.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Allocated != 4 {
+		t.Fatalf("allocated %d after the deletion, want b's 4", rep.Allocated)
+	}
+	if j, _ := c.Job("b"); j.State.GPUs != 4 {
+		t.Fatalf("b holds %d GPUs, want 4", j.State.GPUs)
+	}
+}
+
+// The original lost queues, attained service and time metrics on restart;
+// a restored job keeps them (durable storage is the job service's part).
+func TestDefect_RestoreKeepsQueueAndService(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{}, 1)
+	j := model.Job{
+		Spec: spec("a", 1, 4, t0),
+		State: model.JobState{Status: model.StatusRunning, GPUs: 2,
+			Placement:       model.JobPlacement{{Node: "n0", Workers: 2}},
+			AttainedService: 7200, Queue: 1, QueueSince: t0.Add(time.Hour),
+			FirstStart: t0, Restarts: 3},
+	}
+	if err := c.Restore(j); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := c.Job("a")
+	if got.State.Queue != 1 || got.State.AttainedService != 7200 || got.State.Restarts != 3 ||
+		!got.State.FirstStart.Equal(t0) || got.State.Placement.Workers() != 2 {
+		t.Fatalf("restored state %+v", got.State)
+	}
+	if err := c.Restore(j); !errors.Is(err, ErrDuplicateJob) {
+		t.Fatalf("second restore: err = %v", err)
+	}
+}

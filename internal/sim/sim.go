@@ -270,7 +270,7 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 		}
 	}
 
-	e := &engine{opts: opts, core: core, cl: cl, jobs: sjobs, col: collector.New(), round: opts.Interval > 0}
+	e := &engine{opts: opts, core: core, cl: cl, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
 	if opts.Interval > 0 {
 		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
 	} else {
@@ -323,15 +323,17 @@ func packed(k, perNode int) []int {
 }
 
 type engine struct {
-	opts     Options
-	core     *scheduler.Core
-	cl       *cluster
-	jobs     []*simJob // in workload order
-	col      *collector.Collector
-	round    bool
-	next     int // next job to arrive
-	finished int
-	now      float64
+	opts  Options
+	core  *scheduler.Core
+	cl    *cluster
+	jobs  []*simJob // in workload order
+	col   *collector.Collector
+	round bool
+	// oracleCache holds true speedup curves for --oracle.
+	oracleCache map[oracleKey]oracleCurve
+	next        int // next job to arrive
+	finished    int
+	now         float64
 }
 
 func (e *engine) spec(j *simJob) model.JobSpec {
@@ -423,19 +425,37 @@ func (e *engine) estimate() error {
 // oracle returns the true speedup curve (workers packed onto as few nodes
 // as possible) and remaining time on one GPU for the job's current epoch.
 func (e *engine) oracle(j *simJob, remaining float64) (model.Estimates, error) {
-	r1, err := j.m.Rate([]int{1}, j.batch, j.epoch)
-	if err != nil {
-		return model.Estimates{}, err
-	}
-	est := model.Estimates{RemainingSeconds: remaining / r1, Speedup: make([]float64, j.w.MaxWorkers+1)}
-	for k := 1; k <= j.w.MaxWorkers; k++ {
-		r, err := j.m.Rate(packed(k, e.opts.GPUsPerNode), j.batch, j.epoch)
+	key := oracleKey{j.m.Name(), j.batch, j.epoch, j.w.MaxWorkers}
+	c, ok := e.oracleCache[key]
+	if !ok {
+		r1, err := j.m.Rate([]int{1}, j.batch, j.epoch)
 		if err != nil {
 			return model.Estimates{}, err
 		}
-		est.Speedup[k] = r / r1
+		c = oracleCurve{rate1: r1, speedup: make([]float64, j.w.MaxWorkers+1)}
+		for k := 1; k <= j.w.MaxWorkers; k++ {
+			r, err := j.m.Rate(packed(k, e.opts.GPUsPerNode), j.batch, j.epoch)
+			if err != nil {
+				return model.Estimates{}, err
+			}
+			c.speedup[k] = r / r1
+		}
+		e.oracleCache[key] = c
 	}
-	return est, nil
+	// The core copies the curve, so sharing it between jobs is safe.
+	return model.Estimates{RemainingSeconds: remaining / c.rate1, Speedup: c.speedup}, nil
+}
+
+// oracleKey identifies a true speedup curve: it depends on the model, the
+// batch size and the epoch (statistical efficiency), and its length.
+type oracleKey struct {
+	model             string
+	batch, epoch, max int
+}
+
+type oracleCurve struct {
+	rate1   float64
+	speedup []float64
 }
 
 func (e *engine) cycle(ctx context.Context) error {

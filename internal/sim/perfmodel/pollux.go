@@ -25,7 +25,7 @@ var polluxEpochs = map[string]int{
 var polluxMaxLocal = map[string]int{"yolov3": 8}
 
 type validation struct {
-	batch                               int
+	batch                                 int
 	progress, iteration, gradSqr, gradVar []float64
 }
 
