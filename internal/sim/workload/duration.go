@@ -54,42 +54,33 @@ func ReadDuration(r io.Reader, opts DurationOptions) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []Job
-	seen := names{}
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	return t.readAll(func(t *table, seen names) (Job, error) {
 		name, err := t.required("job_id")
 		if err != nil {
-			return nil, err
+			return Job{}, err
 		}
 		if err := seen.add(t, "job_id", name); err != nil {
-			return nil, err
+			return Job{}, err
 		}
 		submit, err := t.seconds("submission_time")
 		if err != nil {
-			return nil, err
+			return Job{}, err
 		}
 		dur, err := t.seconds("duration")
 		if err != nil {
-			return nil, err
+			return Job{}, err
 		}
 		if dur == 0 {
-			return nil, t.err("duration", "must be > 0")
+			return Job{}, t.err("duration", "must be > 0")
 		}
 		gpus, err := t.integer("num_gpu", 1)
 		if err != nil {
-			return nil, err
+			return Job{}, err
 		}
 		if gpus > math.MaxInt/factor {
-			return nil, t.err("num_gpu", "%d times MaxFactor %d overflows", gpus, factor)
+			return Job{}, t.err("num_gpu", "%d times MaxFactor %d overflows", gpus, factor)
 		}
-		jobs = append(jobs, Job{
+		return Job{
 			Name:       name,
 			Submit:     submit,
 			App:        opts.App,
@@ -97,11 +88,6 @@ func ReadDuration(r io.Reader, opts DurationOptions) ([]Job, error) {
 			MaxWorkers: gpus * factor,
 			Requested:  gpus,
 			Duration:   dur,
-		})
-	}
-	if len(jobs) == 0 {
-		return nil, t.noJobs()
-	}
-	Sort(jobs)
-	return jobs, nil
+		}, nil
+	})
 }

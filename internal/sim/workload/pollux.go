@@ -19,27 +19,7 @@ func ReadPollux(r io.Reader) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []Job
-	seen := names{}
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		j, err := polluxJob(t, seen)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	if len(jobs) == 0 {
-		return nil, t.noJobs()
-	}
-	Sort(jobs)
-	return jobs, nil
+	return t.readAll(polluxJob)
 }
 
 func polluxJob(t *table, seen names) (Job, error) {

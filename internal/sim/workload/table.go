@@ -224,3 +224,30 @@ func (n names) add(t *table, col, name string) error {
 	n[name] = t.line
 	return nil
 }
+
+// readAll reads every row with row, which also rejects duplicate names
+// through seen, and returns the jobs sorted; a table without rows is an
+// error.
+func (t *table) readAll(row func(*table, names) (Job, error)) ([]Job, error) {
+	var jobs []Job
+	seen := names{}
+	for {
+		ok, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		j, err := row(t, seen)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil, t.noJobs()
+	}
+	Sort(jobs)
+	return jobs, nil
+}
