@@ -117,7 +117,7 @@ with cycles on events under --rate-limit and every --tick, as in production.`,
 	fl.Uint64Var(&f.genSeed, "seed", 1, "seed of the generated workload")
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one row per job to this CSV file")
-	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this .svg, .png or .pdf file")
+	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this .svg, .png or .pdf file (one per workload, suffixed with its name, when --workload is a directory)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }

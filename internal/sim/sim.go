@@ -303,9 +303,10 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 		}
 		j.perEpoch = w.Duration * r / float64(j.epochs)
 	}
-	// Widen the range to what the model supports: gradient accumulation
-	// keeps the global batch at any count up to the model's limit.
-	if mw := min(m.MaxWorkers(j.batch), totalGPUs); mw > j.w.MaxWorkers {
+	// Widen the range to what the model supports when the workload gave
+	// none: gradient accumulation keeps the global batch at any count up
+	// to the model's limit.
+	if mw := min(m.MaxWorkers(j.batch), totalGPUs); j.w.WidenMax && mw > j.w.MaxWorkers {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)

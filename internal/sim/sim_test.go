@@ -198,3 +198,23 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		t.Error("empty workload: no error")
 	}
 }
+
+// A worker range the workload states is kept; only formats without one
+// (WidenMax) get the model's range.
+func TestWorkerRangeWidenedOnlyWhenAsked(t *testing.T) {
+	for _, widen := range []bool{false, true} {
+		jobs := []workload.Job{{Name: "a", App: "linear", MinWorkers: 1, MaxWorkers: 2, Requested: 2, Epochs: 10, WidenMax: widen}}
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "ElasticFIFO")})
+		peak := 0
+		for _, c := range r.Changes {
+			peak = max(peak, c.GPUs)
+		}
+		want := 2
+		if widen {
+			want = 16 // the whole 4 x 4 cluster
+		}
+		if peak != want || r.Jobs[0].MaxWorkers != want {
+			t.Errorf("widen=%v: peak %d GPUs, max %d; want %d", widen, peak, r.Jobs[0].MaxWorkers, want)
+		}
+	}
+}

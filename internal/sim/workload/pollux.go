@@ -54,5 +54,6 @@ func polluxJob(t *table, seen names) (Job, error) {
 		MaxWorkers: replicas,
 		Requested:  replicas,
 		BatchSize:  batch,
+		WidenMax:   true,
 	}, nil
 }

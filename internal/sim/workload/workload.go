@@ -22,4 +22,8 @@ type Job struct {
 	// BatchSize is the global batch size; 0 means the application's
 	// default.
 	BatchSize int
+	// WidenMax lets the simulator raise MaxWorkers to what the
+	// performance model supports for the batch size, for formats that give
+	// no worker range (the Pollux artifact's).
+	WidenMax bool
 }

@@ -61,16 +61,16 @@ func TestReadPollux(t *testing.T) {
 				"cifar10-0,107,cifar10,6,2048\n" +
 				"bert-9,107,bert,2,12\n",
 			want: []Job{
-				{Name: "bert-9", Submit: 107, App: "bert", MinWorkers: 1, MaxWorkers: 2, Requested: 2, BatchSize: 12},
-				{Name: "cifar10-0", Submit: 107, App: "cifar10", MinWorkers: 1, MaxWorkers: 6, Requested: 6, BatchSize: 2048},
-				{Name: "ncf-2", Submit: 135, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, BatchSize: 32768},
+				{Name: "bert-9", Submit: 107, App: "bert", MinWorkers: 1, MaxWorkers: 2, Requested: 2, BatchSize: 12, WidenMax: true},
+				{Name: "cifar10-0", Submit: 107, App: "cifar10", MinWorkers: 1, MaxWorkers: 6, Requested: 6, BatchSize: 2048, WidenMax: true},
+				{Name: "ncf-2", Submit: 135, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, BatchSize: 32768, WidenMax: true},
 			},
 		},
 		{
 			name: "columns by name, extra ignored, float time, CRLF, spaces, BOM",
 			in: "\ufeffbatch_size, Application ,extra,time,num_replicas,name\r\n" +
 				"64, yolov3 ,x,12.5,4.0,yolov3-1\r\n",
-			want: []Job{{Name: "yolov3-1", Submit: 12.5, App: "yolov3", MinWorkers: 1, MaxWorkers: 4, Requested: 4, BatchSize: 64}},
+			want: []Job{{Name: "yolov3-1", Submit: 12.5, App: "yolov3", MinWorkers: 1, MaxWorkers: 4, Requested: 4, BatchSize: 64, WidenMax: true}},
 		},
 		{name: "empty input", in: "", wantErr: "line 1: missing header"},
 		{name: "header only", in: hdr, wantErr: "line 1: no jobs"},
@@ -413,7 +413,13 @@ func TestWriteVodaRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read back: %v", err)
 			}
-			if diff := cmp.Diff(jobs, got); diff != "" {
+			// Written out, a Pollux job's range is explicit: WidenMax is
+			// not carried by our format.
+			want := append([]Job(nil), jobs...)
+			for i := range want {
+				want[i].WidenMax = false
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("round trip (-want,+got):\n%s", diff)
 			}
 		})
