@@ -23,6 +23,8 @@ type rateSum struct{ seconds, work float64 }
 type history struct {
 	app   string
 	rates map[int]*rateSum
+	// fitted caches fitHistory until the next observation.
+	fitted *fit
 }
 
 // fit is Amdahl's law for one job or application.
@@ -59,6 +61,7 @@ func (c *Collector) Observe(job, app string, workers int, seconds, work float64)
 		}
 		r.seconds += seconds
 		r.work += work
+		h.fitted = nil
 	}
 }
 
@@ -133,6 +136,14 @@ func fitHistory(h *history) fit {
 	if h == nil {
 		return fit{}
 	}
+	if h.fitted == nil {
+		f := fitRates(h)
+		h.fitted = &f
+	}
+	return *h.fitted
+}
+
+func fitRates(h *history) fit {
 	ks := counts(h)
 	switch len(ks) {
 	case 0:

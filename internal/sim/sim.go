@@ -61,6 +61,7 @@ type simJob struct {
 	batch     int
 	epochs    int
 	perEpoch  float64 // progress per epoch for duration jobs; 0 = model's
+	cat       string  // estimate category, see category
 	submitted bool
 	done      bool
 	dropped   bool
@@ -87,7 +88,7 @@ func (j *simJob) workers() int { return sumInts(j.place) }
 // category groups jobs whose history predicts each other's: the same
 // application at the same batch size (the original Voda keys its job
 // information by such a category too).
-func (j *simJob) category() string { return fmt.Sprintf("%s/%d", j.w.App, j.batch) }
+func (j *simJob) category() string { return j.cat }
 
 func (j *simJob) epochProgress(e int) float64 {
 	if j.perEpoch > 0 {
@@ -294,6 +295,7 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	if j.epochs <= 0 {
 		j.epochs = m.DefaultEpochs()
 	}
+	j.cat = fmt.Sprintf("%s/%d", w.App, j.batch)
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
 		// packed onto as few nodes as possible (restarts excluded).

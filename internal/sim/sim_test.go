@@ -218,3 +218,14 @@ func TestWorkerRangeWidenedOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSimulateGenerated measures the event-driven simulator on a
+// large generated workload (5,000 jobs, 512 GPUs).
+func BenchmarkSimulateGenerated(b *testing.B) {
+	jobs := workload.Generate(workload.GenOptions{Jobs: 5000, Seed: 1})
+	models := parametricSet(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		run(b, jobs, Options{Nodes: 64, GPUsPerNode: 8, Allocator: newAlloc(b, "ElasticFIFO"), Models: models})
+	}
+}
