@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
 // run executes the voda command with args and returns what it wrote.
@@ -484,20 +484,7 @@ func TestAlgorithmsCommand(t *testing.T) {
 	}
 }
 
-// polluxDir returns the Pollux artifact data beside the repository, or ""
-// when it is absent.
-func polluxDir(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("runtime.Caller failed")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "traces", "pollux")
-	if _, err := os.Stat(filepath.Join(dir, "workloads", "workload-6.csv")); err != nil {
-		t.Skipf("Pollux artifact data not found at %s: put the artifact's simulator/{traces,workloads*} there (see docs/simulator.md, \"Getting the Pollux data\")", dir)
-	}
-	return dir
-}
+func polluxDir(t *testing.T) string { return polluxdata.Dir(t) }
 
 func TestSimulatePolluxTiresias(t *testing.T) {
 	t.Parallel()

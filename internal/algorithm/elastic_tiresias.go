@@ -95,14 +95,7 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 	hold := pending > t.pendingLimit
 
 	est := speedups(snap)
-	next := func(j int) (float64, bool) {
-		g := gpus[j]
-		if g >= snap.Jobs[j].Spec.MaxWorkers {
-			return 0, false
-		}
-		gain := est[j].SpeedupAt(g+1) - est[j].SpeedupAt(g)
-		return gain, gain > 0
-	}
+	next := marginalGain(snap, est, gpus)
 	h := make(gainHeap, 0, len(order))
 	for r, i := range order {
 		if hold && snap.Jobs[i].State.Queue >= 1 {

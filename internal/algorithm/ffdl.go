@@ -143,14 +143,7 @@ func ffdlGreedy(snap *model.Snapshot, order []int, est []model.Estimates, total 
 		}
 	}
 	h.init()
-	next := func(j int) (float64, bool) {
-		g := gpus[j]
-		if g >= snap.Jobs[j].Spec.MaxWorkers {
-			return 0, false
-		}
-		gain := est[j].SpeedupAt(g+1) - est[j].SpeedupAt(g)
-		return gain, gain > 0
-	}
+	next := marginalGain(snap, est, gpus)
 	growAuction(h, gpus, total, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
 	return gpus
 }

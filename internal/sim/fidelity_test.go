@@ -7,27 +7,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
+	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 	"github.com/vodascheduler/voda/internal/sim/workload"
 )
 
-// polluxDir returns the Pollux artifact data beside the repository, or
-// skips the test when it is absent (a fresh clone).
-func polluxDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "traces", "pollux")
-	if _, err := os.Stat(filepath.Join(dir, "traces")); err != nil {
-		t.Skipf("Pollux artifact data not found at %s: put the artifact's simulator/{traces,workloads*,results-jobload} there (see docs/simulator.md)", dir)
-	}
-	return dir
-}
+func polluxDir(t testing.TB) string { return polluxdata.Dir(t) }
 
 func polluxModels(t testing.TB, dir string) *perfmodel.Set {
 	t.Helper()

@@ -9,33 +9,11 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
-// polluxTraces returns <repo root>/../shared/traces/pollux/traces, where the
-// repo root is the nearest directory above the package holding go.mod, or
-// skips the test when the data is not there.
-func polluxTraces(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	traces := filepath.Join(dir, "..", "shared", "traces", "pollux", "traces")
-	if _, err := os.Stat(filepath.Join(traces, "cifar10", "placements.csv")); err != nil {
-		t.Skipf("Pollux traces not found at %s: place the Pollux artifact traces in ../shared/traces/pollux, see docs/simulator.md", traces)
-	}
-	return traces
-}
+func polluxTraces(t testing.TB) string { return polluxdata.Traces(t) }
 
 func readCSV(t testing.TB, path string) [][]string {
 	t.Helper()

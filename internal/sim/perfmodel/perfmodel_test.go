@@ -4,8 +4,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
 func TestCanonical(t *testing.T) {
@@ -81,15 +82,7 @@ func TestSet(t *testing.T) {
 	}
 }
 
-func tracesDir(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "traces", "pollux", "traces")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("Pollux profiles not found at %s: see docs/simulator.md to get them", dir)
-	}
-	return dir
-}
+func tracesDir(t *testing.T) string { return polluxdata.Traces(t) }
 
 func TestPolluxProfiles(t *testing.T) {
 	apps, err := LoadPolluxDir(tracesDir(t))

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
 // readerCase is one input to a reader: want jobs, or an error containing
@@ -255,29 +256,10 @@ func TestRead(t *testing.T) {
 	})
 }
 
-// repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
 // polluxWorkloads returns the artifact's workload files, or skips the test.
 func polluxWorkloads(t *testing.T) []string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "traces", "pollux")
+	dir := polluxdata.Dir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "workloads*", "workload-*.csv"))
 	if len(files) == 0 {
 		t.Skipf("no Pollux workloads in %s: copy the Pollux OSDI'21 artifact's simulator/workloads* into ../shared/traces/pollux, see docs/workloads.md", dir)
@@ -444,7 +426,7 @@ func TestWriteVodaRoundTrip(t *testing.T) {
 }
 
 func polluxWorkloadsIfAny(t *testing.T) []string {
-	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "..", "shared", "traces", "pollux", "workloads", "workload-*.csv"))
+	files, _ := filepath.Glob(filepath.Join(polluxdata.Dir(t), "workloads", "workload-*.csv"))
 	return files
 }
 
