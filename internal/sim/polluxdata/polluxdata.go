@@ -14,17 +14,24 @@ import (
 // Hint tells a user where to get the data.
 const Hint = "put the Pollux artifact's simulator/{traces,workloads*,results-jobload} in ../shared/traces/pollux beside the repository (see docs/simulator.md, \"Getting the Pollux data\")"
 
-// Dir returns <repository>/../shared/traces/pollux, or skips tb when it
-// holds no traces.
-func Dir(tb testing.TB) string {
-	tb.Helper()
+// Find returns <repository>/../shared/traces/pollux and whether it holds
+// the traces.
+func Find() (string, bool) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		tb.Fatal("polluxdata: runtime.Caller failed")
+		return "", false
 	}
 	// This file is internal/sim/polluxdata/polluxdata.go.
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "traces", "pollux")
-	if _, err := os.Stat(filepath.Join(dir, "traces", "cifar10", "placements.csv")); err != nil {
+	_, err := os.Stat(filepath.Join(dir, "traces", "cifar10", "placements.csv"))
+	return dir, err == nil
+}
+
+// Dir returns the data directory, or skips tb when it is absent.
+func Dir(tb testing.TB) string {
+	tb.Helper()
+	dir, ok := Find()
+	if !ok {
 		tb.Skipf("Pollux artifact data not found at %s: %s", dir, Hint)
 	}
 	return dir

@@ -426,7 +426,11 @@ func TestWriteVodaRoundTrip(t *testing.T) {
 }
 
 func polluxWorkloadsIfAny(t *testing.T) []string {
-	files, _ := filepath.Glob(filepath.Join(polluxdata.Dir(t), "workloads", "workload-*.csv"))
+	dir, ok := polluxdata.Find()
+	if !ok {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "workloads", "workload-*.csv"))
 	return files
 }
 
