@@ -246,7 +246,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if !strings.EqualFold(f.format, workload.FormatAuto) && !slices.Contains(workload.Formats(), strings.ToLower(f.format)) {
 		return fmt.Errorf("--format: unknown format %q (known: auto, %s)", f.format, strings.Join(workload.Formats(), ", "))
 	}
-	if _, err := placement.Builtin().New(f.placer); err != nil {
+	if _, err := placement.Builtin().New(f.placer, nil); err != nil {
 		return fmt.Errorf("--placer: %w", err)
 	}
 	if f.nodes < 1 || f.gpusPerNode < 1 {
@@ -313,7 +313,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 					errs[i] = err
 					continue
 				}
-				pl, _ := placement.Builtin().New(f.placer)
+				pl, _ := placement.Builtin().New(f.placer, nil)
 				run, err := sim.Run(ctx, inputs[t.wl].jobs, sim.Options{
 					Nodes: f.nodes, GPUsPerNode: f.gpusPerNode,
 					Interval: f.interval, RateLimit: f.rateLimit, Tick: f.tick,

@@ -97,7 +97,7 @@ func (r *Registry) New(name string, p *Params) (Allocator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("algorithm %s: %w", e.Name, err)
 	}
-	if err := p.checkUnused(); err != nil {
+	if err := p.CheckUnused(); err != nil {
 		return nil, fmt.Errorf("algorithm %s: %w", e.Name, err)
 	}
 	return a, nil
@@ -161,7 +161,9 @@ func (p *Params) Int(name string, def int) (int, error) {
 	return n, nil
 }
 
-func (p *Params) checkUnused() error {
+// CheckUnused reports the parameters no factory read: a misspelt name is
+// an error, not a silent default.
+func (p *Params) CheckUnused() error {
 	var unknown []string
 	for name := range p.values {
 		if !p.used[name] {

@@ -336,110 +336,132 @@ func TestGreedyProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20240611, 7))
 	for c := range cases {
 		snap, alloc := randomCase(rng)
-		if err := model.CheckAllocation(snap, alloc); err != nil {
-			t.Fatalf("case %d: generated an invalid allocation: %v", c, err)
-		}
-		wantSnap, wantAlloc := copySnapshot(snap), copyAllocation(alloc)
 		g := NewGreedy()
-		res, err := g.Place(snap, alloc)
-		if err != nil {
-			t.Fatalf("case %d: Place() error: %v", c, err)
-		}
-		fail := func(format string, args ...any) {
-			t.Helper()
-			t.Fatalf("case %d (%d nodes, %d jobs): %s", c, len(snap.Nodes), len(snap.Jobs), fmt.Sprintf(format, args...))
-		}
-
-		if err := Check(snap, alloc, res); err != nil {
-			fail("Check() = %v, want nil", err)
-		}
-		if !reflect.DeepEqual(wantSnap, snap) {
-			fail("Place() modified the snapshot (-want,+got):\n%s", cmp.Diff(wantSnap, snap))
-		}
-		if !reflect.DeepEqual(wantAlloc, alloc) {
-			fail("Place() modified the allocation (-want,+got):\n%s", cmp.Diff(wantAlloc, alloc))
-		}
-
-		// Capacity, known nodes, no empty entries: checked here
-		// independently of Check.
-		capacity := map[string]int{}
-		for _, nd := range snap.Nodes {
-			capacity[nd.Name] = nd.GPUs
-		}
-		used := map[string]int{}
-		for name, p := range res.Placement {
-			for _, nw := range p {
-				if _, ok := capacity[nw.Node]; !ok {
-					fail("job %s placed on unknown node %s", name, nw.Node)
-				}
-				if nw.Workers <= 0 {
-					fail("job %s has %d workers on %s", name, nw.Workers, nw.Node)
-				}
-				used[nw.Node] += nw.Workers
-			}
-		}
-		for node, u := range used {
-			if u > capacity[node] {
-				fail("node %s: %d workers on %d GPUs", node, u, capacity[node])
-			}
-		}
-
-		// Every job with GPUs gets exactly its count. A valid allocation
-		// always fits: greedy may split a job over any nodes.
-		if len(res.Unplaced) > 0 {
-			fail("unplaced %+v with a valid allocation (%d of %d GPUs)", res.Unplaced, alloc.Total(), snap.TotalGPUs())
-		}
-		for name, p := range res.Placement {
-			if alloc.GPUs[name] == 0 {
-				fail("job %s placed %v without GPUs", name, p)
-			}
-		}
+		res, fail := placeAndCheck(t, c, g, snap, alloc)
+		capacity := capacities(snap)
 		for i := range snap.Jobs {
 			j := &snap.Jobs[i]
 			name, want := j.Spec.Name, alloc.GPUs[j.Spec.Name]
 			got := res.Placement[name]
-			if got.Workers() != want {
-				fail("job %s: placed %d workers (%v), want %d", name, got.Workers(), got, want)
-			}
 			// Unchanged count on surviving nodes: kept exactly.
 			cur := j.State.Placement
 			if want > 0 && cur.Workers() == want && onNodes(cur, capacity) && !got.Equal(cur) {
 				fail("job %s: moved from %v to %v although its count and nodes are unchanged", name, cur, got)
 			}
 		}
-
-		// Deterministic.
-		res2, err := g.Place(snap, alloc)
-		if err != nil || !reflect.DeepEqual(res, res2) {
-			fail("second Place() differs: %v\nfirst  %+v\nsecond %+v", err, res, res2)
-		}
-
 		// Fed back as the current placement with the same allocation,
 		// nothing moves.
-		next := copySnapshot(snap)
-		for i := range next.Jobs {
-			p := res.Placement[next.Jobs[i].Spec.Name].Clone()
-			next.Jobs[i].State.Placement, next.Jobs[i].State.GPUs = p, p.Workers()
-		}
-		res3, err := g.Place(next, alloc)
+		res3, err := g.Place(feedBack(snap, res), alloc)
 		if err != nil {
 			fail("Place() on its own result: %v", err)
 		}
 		if !reflect.DeepEqual(res, res3) {
 			fail("Place() on its own result moved jobs (-first,+second):\n%s", cmp.Diff(res, res3))
 		}
+	}
+}
 
-		// The result shares no memory with the snapshot.
-		for _, p := range res.Placement {
-			for k := range p {
-				p[k].Workers += 100
-				p[k].Node = "scribbled"
+// placeAndCheck places a random case and checks what every placer must
+// guarantee: Check passes, inputs untouched, capacity and known nodes,
+// every job exactly its count (a valid allocation always fits),
+// determinism, and a result that shares no memory with the snapshot. It
+// returns the result and a fail function that names the case.
+func placeAndCheck(t *testing.T, c int, p Placer, snap *model.Snapshot, alloc model.Allocation) (Result, func(string, ...any)) {
+	t.Helper()
+	if err := model.CheckAllocation(snap, alloc); err != nil {
+		t.Fatalf("case %d: generated an invalid allocation: %v", c, err)
+	}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s case %d (%d nodes, %d jobs): %s", p.Name(), c, len(snap.Nodes), len(snap.Jobs), fmt.Sprintf(format, args...))
+	}
+	wantSnap, wantAlloc := copySnapshot(snap), copyAllocation(alloc)
+	res, err := p.Place(snap, alloc)
+	if err != nil {
+		fail("Place() error: %v", err)
+	}
+	if err := Check(snap, alloc, res); err != nil {
+		fail("Check() = %v, want nil", err)
+	}
+	if !reflect.DeepEqual(wantSnap, snap) {
+		fail("Place() modified the snapshot (-want,+got):\n%s", cmp.Diff(wantSnap, snap))
+	}
+	if !reflect.DeepEqual(wantAlloc, alloc) {
+		fail("Place() modified the allocation (-want,+got):\n%s", cmp.Diff(wantAlloc, alloc))
+	}
+
+	// Capacity, known nodes, no empty entries: checked here
+	// independently of Check.
+	capacity := capacities(snap)
+	used := map[string]int{}
+	for name, jp := range res.Placement {
+		for _, nw := range jp {
+			if _, ok := capacity[nw.Node]; !ok {
+				fail("job %s placed on unknown node %s", name, nw.Node)
 			}
-		}
-		if !reflect.DeepEqual(wantSnap, snap) {
-			fail("changing the result changed the snapshot (-want,+got):\n%s", cmp.Diff(wantSnap, snap))
+			if nw.Workers <= 0 {
+				fail("job %s has %d workers on %s", name, nw.Workers, nw.Node)
+			}
+			used[nw.Node] += nw.Workers
 		}
 	}
+	for node, u := range used {
+		if u > capacity[node] {
+			fail("node %s: %d workers on %d GPUs", node, u, capacity[node])
+		}
+	}
+	if len(res.Unplaced) > 0 {
+		fail("unplaced %+v with a valid allocation (%d of %d GPUs)", res.Unplaced, alloc.Total(), snap.TotalGPUs())
+	}
+	for name, jp := range res.Placement {
+		if alloc.GPUs[name] == 0 {
+			fail("job %s placed %v without GPUs", name, jp)
+		}
+	}
+	for i := range snap.Jobs {
+		name := snap.Jobs[i].Spec.Name
+		if got, want := res.Placement[name].Workers(), alloc.GPUs[name]; got != want {
+			fail("job %s: placed %d workers (%v), want %d", name, got, res.Placement[name], want)
+		}
+	}
+
+	// Deterministic.
+	res2, err := p.Place(snap, alloc)
+	if err != nil || !reflect.DeepEqual(res, res2) {
+		fail("second Place() differs: %v\nfirst  %+v\nsecond %+v", err, res, res2)
+	}
+
+	// The result shares no memory with the snapshot.
+	scribbled := Result{Placement: model.Placement{}}
+	for name, jp := range res2.Placement {
+		scribbled.Placement[name] = jp
+		for k := range jp {
+			jp[k].Workers += 100
+			jp[k].Node = "scribbled"
+		}
+	}
+	if !reflect.DeepEqual(wantSnap, snap) {
+		fail("changing the result changed the snapshot (-want,+got):\n%s", cmp.Diff(wantSnap, snap))
+	}
+	return res, fail
+}
+
+func capacities(snap *model.Snapshot) map[string]int {
+	capacity := map[string]int{}
+	for _, nd := range snap.Nodes {
+		capacity[nd.Name] = nd.GPUs
+	}
+	return capacity
+}
+
+// feedBack returns a copy of snap whose jobs run where res put them.
+func feedBack(snap *model.Snapshot, res Result) *model.Snapshot {
+	next := copySnapshot(snap)
+	for i := range next.Jobs {
+		p := res.Placement[next.Jobs[i].Spec.Name].Clone()
+		next.Jobs[i].State.Placement, next.Jobs[i].State.GPUs = p, p.Workers()
+	}
+	return next
 }
 
 func onNodes(p model.JobPlacement, capacity map[string]int) bool {

@@ -6,72 +6,137 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
 )
 
+func greedyEntry(name string) Entry {
+	return Entry{Name: name, New: func(*algorithm.Params) (Placer, error) { return NewGreedy(), nil }}
+}
+
 func TestBuiltinRegistry(t *testing.T) {
 	r := Builtin()
-	if diff := cmp.Diff([]string{GreedyName}, r.Names()); diff != "" {
+	if diff := cmp.Diff([]string{TopologyName, GreedyName}, r.Names()); diff != "" {
 		t.Errorf("Builtin().Names() (-want,+got):\n%s", diff)
 	}
-	for _, name := range []string{"greedy", "GREEDY", "Greedy", " greedy "} {
-		p, err := r.New(name)
+	if _, ok := r.Lookup(DefaultName); !ok {
+		t.Errorf("DefaultName %q is not registered", DefaultName)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"greedy", GreedyName}, {"GREEDY", GreedyName}, {" greedy ", GreedyName},
+		{"topology", TopologyName}, {"Topology", TopologyName},
+	} {
+		p, err := r.New(tc.in, nil)
 		if err != nil {
-			t.Errorf("New(%q) error: %v", name, err)
+			t.Errorf("New(%q) error: %v", tc.in, err)
 			continue
 		}
-		if got := p.Name(); got != GreedyName {
-			t.Errorf("New(%q).Name() = %q, want %q", name, got, GreedyName)
+		if got := p.Name(); got != tc.want {
+			t.Errorf("New(%q).Name() = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
+func TestRegistryParams(t *testing.T) {
+	r := Builtin()
+	params := func(kv ...string) *algorithm.Params {
+		p, err := algorithm.ParseParams(kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pl, err := r.New("topology", params("migration_budget=4", "restart_cost=10", "node_penalty=1.5"))
+	if err != nil {
+		t.Fatalf("New(topology, valid params) error: %v", err)
+	}
+	want := TopologyOptions{MigrationBudget: 4, RestartCost: 10, NodePenalty: 1.5}
+	if got := pl.(*Topology).Options(); got != want {
+		t.Errorf("options = %+v, want %+v", got, want)
+	}
+	if got := mustTopology(t, r, nil).Options(); got != DefaultTopologyOptions() {
+		t.Errorf("default options = %+v, want %+v", got, DefaultTopologyOptions())
+	}
+	for _, tc := range []struct {
+		name string
+		kv   []string
+		want string
+	}{
+		{"topology", []string{"migration_budget=-1"}, "migration_budget -1: must not be negative"},
+		{"topology", []string{"migration_budget=many"}, `param migration_budget: "many" is not an integer`},
+		{"topology", []string{"restart_cost=-3"}, "restart_cost -3: must not be negative"},
+		{"topology", []string{"node_penalty=NaN"}, "node_penalty NaN"},
+		{"topology", []string{"budget=3"}, "unknown param(s) budget"},
+		{"greedy", []string{"migration_budget=3"}, "placer greedy: unknown param(s) migration_budget"},
+	} {
+		_, err := r.New(tc.name, params(tc.kv...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%s, %v) error = %v, want it to contain %q", tc.name, tc.kv, err, tc.want)
+		}
+	}
+}
+
+func mustTopology(t *testing.T, r *Registry, p *algorithm.Params) *Topology {
+	t.Helper()
+	pl, err := r.New(TopologyName, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl.(*Topology)
+}
+
 func TestRegistryUnknownName(t *testing.T) {
 	r := Builtin()
-	if err := r.Register("spread", func() Placer { return NewGreedy() }); err != nil {
+	if err := r.Register(greedyEntry("spread")); err != nil {
 		t.Fatalf("Register(spread) error: %v", err)
 	}
-	p, err := r.New("nope")
+	p, err := r.New("nope", nil)
 	if err == nil {
 		t.Fatalf("New(nope) = %v, want an error", p)
 	}
-	for _, want := range []string{`"nope"`, "greedy", "spread"} {
+	for _, want := range []string{`"nope"`, "greedy", "topology", "spread"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("New(nope) error = %q, want it to contain %s", err, want)
 		}
 	}
-	if _, err := r.New(""); err == nil {
+	if _, err := r.New("", nil); err == nil {
 		t.Errorf("New(\"\") error = nil, want an error")
 	}
 }
 
 func TestRegistryRegister(t *testing.T) {
 	r := Builtin()
-	for _, dup := range []string{"greedy", "Greedy", "GREEDY"} {
-		if err := r.Register(dup, func() Placer { return NewGreedy() }); err == nil || !strings.Contains(err.Error(), "already registered") {
+	for _, dup := range []string{"greedy", "Greedy", "TOPOLOGY"} {
+		if err := r.Register(greedyEntry(dup)); err == nil || !strings.Contains(err.Error(), "already registered") {
 			t.Errorf("Register(%q) error = %v, want already registered", dup, err)
 		}
 	}
-	if err := r.Register("Spread", func() Placer { return NewGreedy() }); err != nil {
+	if err := r.Register(Entry{Name: "nofactory"}); err == nil {
+		t.Errorf("Register without a factory: error = nil")
+	}
+	if err := r.Register(greedyEntry(" ")); err == nil {
+		t.Errorf("Register with a blank name: error = nil")
+	}
+	if err := r.Register(greedyEntry("Spread")); err != nil {
 		t.Fatalf("Register(Spread) error: %v", err)
 	}
-	if err := r.Register("spread", func() Placer { return NewGreedy() }); err == nil {
+	if err := r.Register(greedyEntry("spread")); err == nil {
 		t.Errorf("second Register(spread) error = nil, want already registered")
 	}
-	if diff := cmp.Diff([]string{"greedy", "Spread"}, r.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"topology", "greedy", "Spread"}, r.Names()); diff != "" {
 		t.Errorf("Names() (-want,+got):\n%s", diff)
 	}
-	if _, err := r.New("SPREAD"); err != nil {
+	if _, err := r.New("SPREAD", nil); err != nil {
 		t.Errorf("New(SPREAD) error: %v", err)
 	}
 	// Names returns a copy.
 	names := r.Names()
 	names[0] = "changed"
-	if got := r.Names()[0]; got != "greedy" {
-		t.Errorf("Names()[0] = %q after changing a returned slice, want greedy", got)
+	if got := r.Names()[0]; got != "topology" {
+		t.Errorf("Names()[0] = %q after changing a returned slice, want topology", got)
 	}
 	// A fresh Builtin does not see another registry's additions.
-	if _, err := Builtin().New("spread"); err == nil {
+	if _, err := Builtin().New("spread", nil); err == nil {
 		t.Errorf("Builtin().New(spread) error = nil, want unknown: registries must not share state")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -77,6 +79,11 @@ type Config struct {
 	// negative disables it).
 	Tick   time.Duration
 	Logger *slog.Logger
+	// Stopwatch, if set, times each cycle's placement step (the
+	// PlaceDuration of its report). The core never reads the wall clock
+	// itself; the live system passes clock.RealClock{}, and a simulation
+	// may pass one too, since the duration never feeds a decision.
+	Stopwatch clock.PassiveClock
 }
 
 // CycleReport describes one cycle.
@@ -90,6 +97,12 @@ type CycleReport struct {
 	Unplaced     []placement.Unplaced
 	// Migrated is the number of workers that changed node.
 	Migrated int
+	// Spread is the number of jobs that, once placed, span more nodes
+	// than the fewest that could hold their workers.
+	Spread int
+	// PlaceDuration is the time the placer took (zero without a
+	// Stopwatch).
+	PlaceDuration time.Duration
 	// FailedActions counts actions the port could not apply; they are
 	// retried next cycle.
 	FailedActions int
@@ -135,6 +148,16 @@ func NewCore(cfg Config) (*Core, error) {
 		nodes: map[string]model.Node{},
 	}, nil
 }
+
+// SetPlacer switches the placement policy; the next cycle uses it.
+func (c *Core) SetPlacer(p placement.Placer) {
+	if p != nil {
+		c.cfg.Placer = p
+	}
+}
+
+// Placer returns the current placement policy.
+func (c *Core) Placer() placement.Placer { return c.cfg.Placer }
 
 // SetAllocator switches the algorithm; the next cycle uses it.
 func (c *Core) SetAllocator(a algorithm.Allocator) {
@@ -416,7 +439,14 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
 	rep.Allocated = alloc.Total()
 
 	// 4. Place.
+	var placeStart time.Time
+	if c.cfg.Stopwatch != nil {
+		placeStart = c.cfg.Stopwatch.Now()
+	}
 	res, err := c.cfg.Placer.Place(snap, alloc)
+	if c.cfg.Stopwatch != nil {
+		rep.PlaceDuration = c.cfg.Stopwatch.Since(placeStart)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("cycle: place with %s: %w", c.cfg.Placer.Name(), err)
 	}
@@ -424,6 +454,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
 		return rep, fmt.Errorf("cycle: placement by %s: %w", c.cfg.Placer.Name(), err)
 	}
 	rep.Unplaced = res.Unplaced
+	rep.Spread = placement.Spread(snap.Nodes, res.Placement)
 	for _, u := range res.Unplaced {
 		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
 	}

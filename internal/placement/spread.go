@@ -1,0 +1,54 @@
+package placement
+
+import (
+	"sort"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// Bound answers "how few nodes could hold k workers" for one set of
+// nodes: the k workers packed onto the largest nodes first. It ignores
+// other jobs, so it is the lower bound a job's span is measured against.
+type Bound struct {
+	// prefix[i] is the capacity of the i largest nodes.
+	prefix []int
+}
+
+// NewBound returns the bound for nodes.
+func NewBound(nodes []model.Node) Bound {
+	caps := make([]int, 0, len(nodes))
+	for _, n := range nodes {
+		if n.GPUs > 0 {
+			caps = append(caps, n.GPUs)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(caps)))
+	prefix := make([]int, len(caps)+1)
+	for i, c := range caps {
+		prefix[i+1] = prefix[i] + c
+	}
+	return Bound{prefix: prefix}
+}
+
+// MinNodes returns the fewest nodes whose capacity adds up to workers: 0
+// for no workers, and every node when even all of them are too few.
+func (b Bound) MinNodes(workers int) int {
+	if workers <= 0 {
+		return 0
+	}
+	i := sort.SearchInts(b.prefix, workers)
+	return min(i, len(b.prefix)-1)
+}
+
+// Spread counts the jobs of p that span more nodes than the fewest that
+// could hold their workers: the fragmentation the topology placer fights.
+func Spread(nodes []model.Node, p model.Placement) int {
+	b := NewBound(nodes)
+	n := 0
+	for _, jp := range p {
+		if jp.Nodes() > b.MinNodes(jp.Workers()) {
+			n++
+		}
+	}
+	return n
+}
