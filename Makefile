@@ -6,7 +6,7 @@ BIN       := bin/voda
 SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 
-.PHONY: all build run test test-short bench fuzz vet fmt fidelity compare-table clean
+.PHONY: all build run test test-short bench fuzz vet fmt fidelity compare-table placement-table clean
 
 all: vet test build
 
@@ -46,6 +46,13 @@ compare-table: build
 	  echo "== workloads$$load $$mode"; \
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all -q $$mode | tail -10; \
 	done; done
+
+## placement-table: greedy against topology placement for three elastic algorithms on the 1.0x and 2.0x Pollux workloads
+placement-table: build
+	@for load in "" -2.0; do \
+	  echo "== workloads$$load"; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare ElasticFIFO,ElasticTiresias,AFS-L --placer greedy,topology -q | tail -8; \
+	done
 
 vet:
 	$(GO) vet ./...

@@ -18,6 +18,6 @@ simulator, so you can compare algorithms on your own workload first.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand())
+	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand())
 	return root
 }

@@ -32,6 +32,7 @@ type simulateFlags struct {
 	compare     string
 	params      []string
 	placer      string
+	placerArgs  []string
 	nodes       int
 	gpusPerNode int
 	interval    time.Duration
@@ -59,7 +60,8 @@ Jobs arrive at their submission times, progress according to a performance
 model on the placement the scheduler gives them, pay a restart cost on every
 re-placement and complete. The summary reports average, median and 99th
 percentile job completion time (JCT), makespan, queueing delay, GPU
-utilisation, restarts and migrations.
+utilisation, restarts and migrations, how many jobs span more nodes than
+they need (spread, averaged over cycles) and the time placement took.
 
 Without --workload, a synthetic workload of parametric jobs is generated, so
 the simulator runs with no external data. A directory given to --workload runs
@@ -77,6 +79,14 @@ Performance models: the built-in parametric ones (linear, amdahl, resnet50,
 bert, transformer, ncf) and, with --profiles DIR, one per application
 directory of measured Pollux profiles.
 
+Placement: --placer names the policy that puts each job's workers on nodes
+(see 'voda placers'): topology, the default, keeps workers where they are and
+packs each job onto as few nodes as it can; greedy fills the node with the
+most free GPUs first, as the Pollux artifact's baselines do. A comma-separated
+list, or 'all', runs every algorithm with every placer. --placer-param
+name=value tunes them; with several placers each gets the parameters it
+declares.
+
 Modes: --interval 60s advances the clock in fixed steps with one scheduling
 cycle per step (the Pollux artifact's mode); the default (0) is event-driven,
 with cycles on events under --rate-limit and every --tick, as in production.`,
@@ -91,7 +101,11 @@ with cycles on events under --rate-limit and every --tick, as in production.`,
   # Compare algorithms on all eight workloads and plot the JCT CDFs
   voda simulate --workload ../shared/traces/pollux/workloads \
     --profiles ../shared/traces/pollux/traces --interval 60s \
-    --compare FIFO,ElasticFIFO,Tiresias,AFS-L --plot jct.svg`,
+    --compare FIFO,ElasticFIFO,Tiresias,AFS-L --plot jct.svg
+
+  # Compare placers, with a smaller migration budget for topology
+  voda simulate --compare ElasticFIFO,AFS-L --placer greedy,topology \
+    --placer-param migration_budget=4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -104,7 +118,8 @@ with cycles on events under --rate-limit and every --tick, as in production.`,
 	fl.StringVar(&f.algorithm, "algorithm", "ElasticFIFO", "scheduling algorithm (see 'voda algorithms'; case-insensitive)")
 	fl.StringVar(&f.compare, "compare", "", "comma-separated algorithms to run on the same workload and compare ('all' for every one)")
 	fl.StringArrayVar(&f.params, "param", nil, "algorithm parameter name=value (repeatable; see 'voda algorithms')")
-	fl.StringVar(&f.placer, "placer", placement.GreedyName, "placement policy")
+	fl.StringVar(&f.placer, "placer", placement.DefaultName, "placement policy, or comma-separated policies to compare ('all' for every one; see 'voda placers'; case-insensitive)")
+	fl.StringArrayVar(&f.placerArgs, "placer-param", nil, "placer parameter name=value (repeatable; see 'voda placers')")
 	fl.IntVar(&f.nodes, "nodes", 16, "number of nodes")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 4, "GPUs per node")
 	fl.DurationVar(&f.interval, "interval", 0, "fixed scheduling interval (60s reproduces the Pollux artifact); 0 is event-driven")
@@ -200,27 +215,59 @@ func algorithmNames(f *simulateFlags, reg *algorithm.Registry) ([]string, error)
 		}
 		return []string{f.algorithm}, nil
 	}
-	if strings.EqualFold(strings.TrimSpace(f.compare), "all") {
-		return reg.Names(), nil
+	return pickNames("--compare", "algorithm", "", f.compare, reg.Names(), func(n string) (string, bool) {
+		e, ok := reg.Lookup(n)
+		return e.Name, ok
+	})
+}
+
+// placerNames returns the placers --placer names: one, a comma-separated
+// list or all of them, canonically spelt and without duplicates.
+func placerNames(spec string, reg *placement.Registry) ([]string, error) {
+	return pickNames("--placer", "placer", "; see 'voda placers'", spec, reg.Names(), func(n string) (string, bool) {
+		e, ok := reg.Lookup(n)
+		return e.Name, ok
+	})
+}
+
+// pickNames reads a flag naming one, several (comma-separated) or all of
+// known: canonical spelling (from lookup), no duplicates, at least one.
+func pickNames(flag, kind, hint, spec string, known []string, lookup func(string) (string, bool)) ([]string, error) {
+	if strings.EqualFold(strings.TrimSpace(spec), "all") {
+		return known, nil
 	}
 	var names []string
-	for _, n := range strings.Split(f.compare, ",") {
+	for _, n := range strings.Split(spec, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		e, ok := reg.Lookup(n)
+		name, ok := lookup(n)
 		if !ok {
-			return nil, fmt.Errorf("--compare: unknown algorithm %q (known: %s)", n, strings.Join(reg.Names(), ", "))
+			return nil, fmt.Errorf("%s: unknown %s %q (known: %s%s)", flag, kind, n, strings.Join(known, ", "), hint)
 		}
-		if !slices.Contains(names, e.Name) {
-			names = append(names, e.Name)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
 	if len(names) == 0 {
-		return nil, errors.New("--compare: no algorithm named")
+		return nil, fmt.Errorf("%s: no %s named", flag, kind)
 	}
 	return names, nil
+}
+
+// combo is one algorithm with one placer; every workload runs every combo.
+type combo struct {
+	algorithm, placer string
+}
+
+// label names a combo in file names, with the placer only
+// when several are compared.
+func (c combo) label(withPlacer bool) string {
+	if withPlacer {
+		return c.algorithm + "-" + c.placer
+	}
+	return c.algorithm
 }
 
 func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags) error {
@@ -246,8 +293,27 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if !strings.EqualFold(f.format, workload.FormatAuto) && !slices.Contains(workload.Formats(), strings.ToLower(f.format)) {
 		return fmt.Errorf("--format: unknown format %q (known: auto, %s)", f.format, strings.Join(workload.Formats(), ", "))
 	}
-	if _, err := placement.Builtin().New(f.placer, nil); err != nil {
-		return fmt.Errorf("--placer: %w", err)
+	preg := placement.Builtin()
+	placers, err := placerNames(f.placer, preg)
+	if err != nil {
+		return err
+	}
+	if _, err := algorithm.ParseParams(f.placerArgs); err != nil {
+		return fmt.Errorf("--placer-param: %w", err)
+	}
+	placerParams, err := paramsPerPlacer(preg, placers, f.placerArgs)
+	if err != nil {
+		return err
+	}
+	inheritRestartCost(preg, placerParams, placers, f.restartCost)
+	// Build every placer once up front too, so bad values fail fast; each
+	// run still builds its own, as a placer need not be safe for
+	// concurrent use.
+	for _, name := range placers {
+		p, _ := algorithm.ParseParams(placerParams[name])
+		if _, err := preg.New(name, p); err != nil {
+			return fmt.Errorf("--placer-param: %w", err)
+		}
 	}
 	if f.nodes < 1 || f.gpusPerNode < 1 {
 		return fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d and %d)", f.nodes, f.gpusPerNode)
@@ -264,18 +330,24 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 		return err
 	}
 
+	var combos []combo
+	for _, a := range algos {
+		for _, p := range placers {
+			combos = append(combos, combo{algorithm: a, placer: p})
+		}
+	}
 	type task struct {
-		wl, algo int
+		wl, combo int
 	}
 	var tasks []task
 	for wi := range inputs {
-		for ai := range algos {
-			tasks = append(tasks, task{wi, ai})
+		for ci := range combos {
+			tasks = append(tasks, task{wi, ci})
 		}
 	}
 	runs := make([][]*report.Run, len(inputs))
 	for i := range runs {
-		runs[i] = make([]*report.Run, len(algos))
+		runs[i] = make([]*report.Run, len(combos))
 	}
 	var progress *report.Progress
 	var mu sync.Mutex
@@ -307,13 +379,19 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 			defer wg.Done()
 			for i := range ch {
 				t := tasks[i]
-				p, _ := algorithm.ParseParams(params[algos[t.algo]])
-				alloc, err := reg.New(algos[t.algo], p)
+				c := combos[t.combo]
+				p, _ := algorithm.ParseParams(params[c.algorithm])
+				alloc, err := reg.New(c.algorithm, p)
 				if err != nil {
 					errs[i] = err
 					continue
 				}
-				pl, _ := placement.Builtin().New(f.placer, nil)
+				pp, _ := algorithm.ParseParams(placerParams[c.placer])
+				pl, err := preg.New(c.placer, pp)
+				if err != nil {
+					errs[i] = fmt.Errorf("--placer-param: %w", err)
+					continue
+				}
 				run, err := sim.Run(ctx, inputs[t.wl].jobs, sim.Options{
 					Nodes: f.nodes, GPUsPerNode: f.gpusPerNode,
 					Interval: f.interval, RateLimit: f.rateLimit, Tick: f.tick,
@@ -324,10 +402,10 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 					Progress: func(frac float64) { report1(i, frac) },
 				})
 				if err != nil {
-					errs[i] = fmt.Errorf("%s on %s: %w", algos[t.algo], inputs[t.wl].name, err)
+					errs[i] = fmt.Errorf("%s with placer %s on %s: %w", c.algorithm, c.placer, inputs[t.wl].name, err)
 					continue
 				}
-				runs[t.wl][t.algo] = run
+				runs[t.wl][t.combo] = run
 				report1(i, 1)
 			}
 		}()
@@ -343,7 +421,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return writeResults(stdout, f, inputs, algos, runs)
+	return writeResults(stdout, f, inputs, combos, len(placers) > 1, runs)
 }
 
 // paramsPerAlgorithm hands each algorithm the --param settings it
@@ -352,26 +430,61 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 // unknown one is its error to report; with several, a setting no compared
 // algorithm declares is an error.
 func paramsPerAlgorithm(reg *algorithm.Registry, algos []string, pairs []string) (map[string][]string, error) {
+	return routeParams("--param", "voda algorithms", algos, pairs, func(name string) []algorithm.ParamDoc {
+		e, _ := reg.Lookup(name)
+		return e.Params
+	})
+}
+
+// paramsPerPlacer does for --placer-param and the placers what
+// paramsPerAlgorithm does for --param and the algorithms.
+func paramsPerPlacer(reg *placement.Registry, placers []string, pairs []string) (map[string][]string, error) {
+	return routeParams("--placer-param", "voda placers", placers, pairs, func(name string) []algorithm.ParamDoc {
+		e, _ := reg.Lookup(name)
+		return e.Params
+	})
+}
+
+// inheritRestartCost hands the simulated restart cost to every placer
+// that weighs restarts and was not given its own restart_cost, so that it
+// decides with the cost the simulator charges.
+func inheritRestartCost(reg *placement.Registry, params map[string][]string, placers []string, cost time.Duration) {
+	for _, name := range placers {
+		e, _ := reg.Lookup(name)
+		declared := slices.ContainsFunc(e.Params, func(pd algorithm.ParamDoc) bool { return pd.Name == "restart_cost" })
+		set := slices.ContainsFunc(params[name], func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return strings.EqualFold(strings.TrimSpace(k), "restart_cost")
+		})
+		if declared && !set {
+			params[name] = append(params[name], fmt.Sprintf("restart_cost=%g", max(cost.Seconds(), 0)))
+		}
+	}
+}
+
+// routeParams hands each of names the name=value pairs it declares (see
+// paramsPerAlgorithm). flag and listing name the flag and the command
+// that lists the parameters, for errors.
+func routeParams(flag, listing string, names []string, pairs []string, declared func(name string) []algorithm.ParamDoc) (map[string][]string, error) {
 	out := map[string][]string{}
-	if len(algos) == 1 {
-		out[algos[0]] = pairs
+	if len(names) == 1 {
+		out[names[0]] = pairs
 		return out, nil
 	}
 	for _, kv := range pairs {
-		name, _, _ := strings.Cut(kv, "=")
-		name = strings.ToLower(strings.TrimSpace(name))
+		param, _, _ := strings.Cut(kv, "=")
+		param = strings.ToLower(strings.TrimSpace(param))
 		used := false
-		for _, a := range algos {
-			e, _ := reg.Lookup(a)
-			for _, pd := range e.Params {
-				if strings.EqualFold(pd.Name, name) {
-					out[a] = append(out[a], kv)
+		for _, n := range names {
+			for _, pd := range declared(n) {
+				if strings.EqualFold(pd.Name, param) {
+					out[n] = append(out[n], kv)
 					used = true
 				}
 			}
 		}
 		if !used {
-			return nil, fmt.Errorf("--param %s: none of %s takes it (see 'voda algorithms')", name, strings.Join(algos, ", "))
+			return nil, fmt.Errorf("%s %s: none of %s takes it (see '%s')", flag, param, strings.Join(names, ", "), listing)
 		}
 	}
 	return out, nil
@@ -386,21 +499,27 @@ func restartOrNone(d time.Duration) time.Duration {
 	return d
 }
 
-func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, algos []string, runs [][]*report.Run) error {
+// writeResults writes the summaries of runs[workload][combo]; withPlacer
+// says that several placers ran, so that file names must tell them apart.
+func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, combos []combo, withPlacer bool, runs [][]*report.Run) error {
 	// With --json - stdout carries the JSON alone.
 	text := stdout
 	if f.jsonOut == "-" {
 		text = io.Discard
 	}
 	var summaries []report.Summary
-	var flat []*report.Run
+	type named struct {
+		run   *report.Run
+		combo combo
+	}
+	var flat []named
 	for wi := range inputs {
 		var row []report.Summary
-		for ai := range algos {
-			s := report.Summarize(runs[wi][ai])
+		for ci := range combos {
+			s := report.Summarize(runs[wi][ci])
 			row = append(row, s)
 			summaries = append(summaries, s)
-			flat = append(flat, runs[wi][ai])
+			flat = append(flat, named{runs[wi][ci], combos[ci]})
 		}
 		if len(inputs) > 1 {
 			fmt.Fprintf(text, "== %s\n", inputs[wi].name)
@@ -416,7 +535,7 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 	}
 	if len(inputs) > 1 {
 		fmt.Fprintf(text, "== mean over %d workloads\n", len(inputs))
-		report.WriteComparison(text, meanSummaries(summaries, len(inputs), algos))
+		report.WriteComparison(text, meanSummaries(summaries, len(inputs), len(combos)))
 	}
 	if f.jsonOut != "" {
 		var v any = summaries
@@ -428,20 +547,20 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 		}
 	}
 	if f.jobsCSV != "" {
-		for _, run := range flat {
+		for _, r := range flat {
 			path := f.jobsCSV
 			if len(flat) > 1 {
 				ext := filepath.Ext(path)
-				path = fmt.Sprintf("%s-%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(run.Workload), fileSafe(run.Algorithm), ext)
+				path = fmt.Sprintf("%s-%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(r.run.Workload), fileSafe(r.combo.label(withPlacer)), ext)
 			}
-			if err := writeFile(path, func(w io.Writer) error { return report.WriteJobsCSV(w, run) }); err != nil {
+			if err := writeFile(path, func(w io.Writer) error { return report.WriteJobsCSV(w, r.run) }); err != nil {
 				return fmt.Errorf("--jobs-csv: %w", err)
 			}
 		}
 	}
 	if f.plot != "" {
-		// One figure per workload: JCT CDFs of every algorithm, and GPUs
-		// held per job over time.
+		// One figure per workload: JCT CDFs of every algorithm (and
+		// placer), and GPUs held per job over time.
 		for wi := range inputs {
 			path := f.plot
 			if len(inputs) > 1 {
@@ -456,32 +575,42 @@ func writeResults(stdout io.Writer, f *simulateFlags, inputs []workloadInput, al
 	return nil
 }
 
-// meanSummaries averages per-algorithm summaries over workloads, the way
-// the Pollux artifact reports its means.
-func meanSummaries(all []report.Summary, workloads int, algos []string) []report.Summary {
-	out := make([]report.Summary, len(algos))
-	for ai := range algos {
+// meanSummaries averages the summaries of each (algorithm, placer) combo
+// over workloads, the way the Pollux artifact reports its means. all
+// holds the workloads in order, each with its combos in order. Counts
+// (jobs, restarts, cycles...) add up; maxima take the maximum; averages,
+// per-job and per-cycle figures are means over workloads.
+func meanSummaries(all []report.Summary, workloads, combos int) []report.Summary {
+	out := make([]report.Summary, combos)
+	n := float64(workloads)
+	for ci := range out {
 		var m report.Summary
 		for wi := 0; wi < workloads; wi++ {
-			s := all[wi*len(algos)+ai]
+			s := all[wi*combos+ci]
 			m.Algorithm = s.Algorithm
+			m.Placer = s.Placer
 			m.GPUs = s.GPUs
 			m.MaxJCT = max(m.MaxJCT, s.MaxJCT)
-			m.AvgRestartsPerJob += s.AvgRestartsPerJob / float64(workloads)
+			m.AvgRestartsPerJob += s.AvgRestartsPerJob / n
+			m.MigrationsPerJob += s.MigrationsPerJob / n
+			m.AvgSpreadJobs += s.AvgSpreadJobs / n
 			m.Jobs += s.Jobs
 			m.Completed += s.Completed
-			m.AvgJCT += s.AvgJCT / float64(workloads)
-			m.P50JCT += s.P50JCT / float64(workloads)
-			m.P99JCT += s.P99JCT / float64(workloads)
-			m.Makespan += s.Makespan / float64(workloads)
-			m.AvgQueue += s.AvgQueue / float64(workloads)
-			m.GPUUtilization += s.GPUUtilization / float64(workloads)
+			m.AvgJCT += s.AvgJCT / n
+			m.P50JCT += s.P50JCT / n
+			m.P99JCT += s.P99JCT / n
+			m.Makespan += s.Makespan / n
+			m.AvgQueue += s.AvgQueue / n
+			m.GPUUtilization += s.GPUUtilization / n
 			m.Restarts += s.Restarts
 			m.Migrations += s.Migrations
+			m.Cycles += s.Cycles
+			m.PlaceMsAvg += s.PlaceMsAvg / n
+			m.PlaceMsMax = max(m.PlaceMsMax, s.PlaceMsMax)
 			m.WallSeconds += s.WallSeconds
 		}
 		m.Workload = fmt.Sprintf("mean of %d", workloads)
-		out[ai] = m
+		out[ci] = m
 	}
 	return out
 }

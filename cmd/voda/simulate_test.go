@@ -13,8 +13,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
@@ -44,6 +47,7 @@ func mustRun(t *testing.T, args ...string) string {
 var requiredSummaryKeys = []string{
 	"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
 	"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s",
+	"placer", "migrations_per_job", "avg_spread_jobs", "cycles", "place_ms_avg", "place_ms_max",
 }
 
 // vodaWorkload is a small workload in the Voda format.
@@ -122,6 +126,7 @@ func TestSimulateTextSummary(t *testing.T) {
 	}
 	for _, re := range []string{
 		`(?m)^algorithm\s+ElasticFIFO$`,
+		`(?m)^placer\s+topology$`, // the default
 		`(?m)^workload\s+generated-30-seed1$`,
 		`(?m)^cluster\s+64 GPUs$`, // 16 nodes x 4 GPUs by default
 		`(?m)^jobs\s+30 \(30 completed\)$`,
@@ -130,6 +135,10 @@ func TestSimulateTextSummary(t *testing.T) {
 		`(?m)^p99 JCT\s+`,
 		`(?m)^makespan\s+`,
 		`(?m)^GPU util\s+\d+\.\d %$`,
+		`(?m)^migrations\s+\d+ \(\d+\.\d\d per job\)$`,
+		`(?m)^cycles\s+[1-9]\d*$`,
+		`(?m)^spread\s+\d+\.\d\d jobs per cycle`,
+		`(?m)^placement\s+\d+\.\d{3} ms per cycle \(max \d+\.\d{3} ms\)$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("summary does not match %s:\n%s", re, stdout)
@@ -150,8 +159,8 @@ func TestSimulateProgressOnStderr(t *testing.T) {
 	if !strings.Contains(stderr, "simulating") {
 		t.Errorf("stderr without -q = %q, want a progress line", stderr)
 	}
-	// The summary is the same apart from the wall time.
-	wall := regexp.MustCompile(`(?m)^wall .*$`)
+	// The summary is the same apart from the wall-clock times.
+	wall := regexp.MustCompile(`(?m)^(wall|placement) .*$`)
 	if diff := cmp.Diff(wall.ReplaceAllString(quiet, ""), wall.ReplaceAllString(stdout, "")); diff != "" {
 		t.Errorf("stdout with progress differs from -q (-want,+got):\n%s", diff)
 	}
@@ -179,6 +188,24 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	if u, _ := got["gpu_utilization"].(float64); !(u > 0 && u <= 1) {
 		t.Errorf("gpu_utilization = %v, want in (0, 1]", got["gpu_utilization"])
+	}
+	if got["placer"] != "topology" {
+		t.Errorf("placer = %v, want the default, topology", got["placer"])
+	}
+	// Wall-clock times vary; only their consistency is checked.
+	cycles, _ := got["cycles"].(float64)
+	placeAvg, _ := got["place_ms_avg"].(float64)
+	placeMax, _ := got["place_ms_max"].(float64)
+	if !(cycles > 0 && placeAvg >= 0 && placeAvg <= placeMax) {
+		t.Errorf("cycles, place_ms_avg, place_ms_max = %v, %v, %v; want cycles > 0 and 0 <= avg <= max", cycles, placeAvg, placeMax)
+	}
+	restarts, _ := got["restarts"].(float64)
+	migrations, _ := got["migrations"].(float64)
+	if got["avg_restarts_per_job"] != restarts/30 || got["migrations_per_job"] != migrations/30 {
+		t.Errorf("per-job restarts, migrations = %v, %v; want %v, %v", got["avg_restarts_per_job"], got["migrations_per_job"], restarts/30, migrations/30)
+	}
+	if spread, _ := got["avg_spread_jobs"].(float64); !(spread >= 0 && spread <= 30) {
+		t.Errorf("avg_spread_jobs = %v, want within [0, 30]", got["avg_spread_jobs"])
 	}
 	// The file and the text summary report the same run.
 	if want := regexp.MustCompile(`(?m)^avg JCT\s+` + regexp.QuoteMeta(fmt.Sprintf("%.1f s ", avg))); !want.MatchString(stdout) {
@@ -332,7 +359,18 @@ func TestSimulateErrors(t *testing.T) {
 		{name: "no nodes", args: []string{"--nodes", "0"}, want: []string{"--nodes", "at least 1"}},
 		{name: "no GPUs per node", args: []string{"--gpus-per-node", "0"}, want: []string{"--gpus-per-node", "at least 1"}},
 		{name: "negative interval", args: []string{"--interval", "-1s"}, want: []string{"--interval", "negative"}},
-		{name: "unknown placer", args: []string{"--placer", "nope"}, want: []string{"--placer", `"nope"`, "greedy"}},
+		{name: "unknown placer", args: []string{"--placer", "nope"}, want: []string{"--placer", `"nope"`, "topology, greedy", "voda placers"}},
+		{name: "unknown placer in a list", args: []string{"--placer", "greedy,nope"}, want: []string{"--placer", `"nope"`, "topology, greedy"}},
+		{name: "placer names nothing", args: []string{"--placer", " , "}, want: []string{"--placer", "no placer"}},
+		{name: "unknown placer parameter", args: []string{"--placer-param", "bogus=1"}, want: []string{"--placer-param", "topology", "unknown param", "bogus"}},
+		{name: "placer parameter for another placer", args: []string{"--placer", "greedy", "--placer-param", "migration_budget=3"}, want: []string{"--placer-param", "greedy", "unknown param", "migration_budget"}},
+		{name: "placer parameter no compared placer takes", args: []string{"--placer", "all", "--placer-param", "bogus=1"}, want: []string{"--placer-param bogus", "none of topology, greedy", "voda placers"}},
+		{name: "bad placer parameter value", args: []string{"--placer-param", "migration_budget=abc"}, want: []string{"--placer-param", "topology", "migration_budget", `"abc"`}},
+		{name: "bad placer parameter value with several placers", args: []string{"--placer", "greedy,topology", "--placer-param", "node_penalty=x"}, want: []string{"--placer-param", "topology", "node_penalty", `"x"`}},
+		{name: "negative placer parameter", args: []string{"--placer-param", "restart_cost=-1"}, want: []string{"--placer-param", "topology", "restart_cost", "negative"}},
+		{name: "placer parameter without value", args: []string{"--placer-param", "novalue"}, want: []string{"--placer-param", "novalue", "name=value"}},
+		{name: "placer parameter given twice", args: []string{"--placer-param", "node_penalty=1", "--placer-param", "NODE_PENALTY=2"}, want: []string{"--placer-param", "twice"}},
+		{name: "algorithm parameter given as placer parameter", args: []string{"--algorithm", "tiresias", "--placer", "all", "--placer-param", "threshold=1"}, want: []string{"--placer-param threshold", "none of"}},
 		{name: "missing workload", args: []string{"--workload", filepath.Join(dir, "missing.csv")}, want: []string{"workload", "missing.csv"}},
 		{name: "unknown format", args: []string{"--workload", workload, "--format", "nope"}, want: []string{"--format", `unknown format "nope"`, "voda"}},
 		{name: "wrong format", args: []string{"--workload", workload, "--format", "pollux"}, want: []string{"w.csv"}},
@@ -440,9 +478,15 @@ func TestSimulateHelp(t *testing.T) {
 	t.Parallel()
 	stdout := mustRun(t, "simulate", "--help")
 	for _, flag := range []string{"--workload", "--format", "--profiles", "--algorithm", "--compare",
-		"--param", "--interval", "--json", "--jobs-csv", "--plot"} {
-		if !regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `\b`).MatchString(stdout) {
+		"--param", "--placer", "--placer-param", "--interval", "--json", "--jobs-csv", "--plot"} {
+		if !regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `(\s|$)`).MatchString(stdout) {
 			t.Errorf("simulate --help does not list %s:\n%s", flag, stdout)
+		}
+	}
+	// Both placer flags point to the listing of placers.
+	for _, flag := range []string{"--placer", "--placer-param"} {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + ` .*'voda placers'`).MatchString(stdout) {
+			t.Errorf("simulate --help: %s does not mention 'voda placers':\n%s", flag, stdout)
 		}
 	}
 }
@@ -495,6 +539,7 @@ func TestSimulatePolluxTiresias(t *testing.T) {
 		"--profiles", filepath.Join(dir, "traces"),
 		"--interval", "60s", "--algorithm", "tiresias",
 		"--param", "threshold=57600", "--param", "starvation=0",
+		"--placer", "greedy", // the artifact's placement
 		"--json", path, "-q")
 	var got map[string]any
 	readJSON(t, path, &got)
@@ -505,5 +550,239 @@ func TestSimulatePolluxTiresias(t *testing.T) {
 	}
 	if got["jobs"] != 160.0 || got["completed"] != 160.0 {
 		t.Errorf("jobs, completed = %v, %v, want 160, 160", got["jobs"], got["completed"])
+	}
+}
+
+// tableCells returns the first two columns (algorithm and placer) of each
+// row of the comparison table in out, as "algorithm/placer".
+func tableCells(t *testing.T, out string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "algorithm" && f[1] == "placer" {
+			var cells []string
+			for _, r := range lines[i+1:] {
+				f := strings.Fields(r)
+				if len(f) < 2 {
+					break
+				}
+				cells = append(cells, f[0]+"/"+f[1])
+			}
+			return cells
+		}
+	}
+	t.Fatalf("no comparison table with a placer column in output:\n%s", out)
+	return nil
+}
+
+func TestSimulatePlacers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		placer string
+		want   []string // algorithm/placer, in table order
+	}{
+		{placer: "greedy", want: []string{"FIFO/greedy", "AFS-L/greedy"}},
+		{placer: "Topology, GREEDY", want: []string{"FIFO/topology", "FIFO/greedy", "AFS-L/topology", "AFS-L/greedy"}},
+		{placer: "greedy,topology,greedy", want: []string{"FIFO/greedy", "FIFO/topology", "AFS-L/greedy", "AFS-L/topology"}},
+		{placer: "all", want: []string{"FIFO/topology", "FIFO/greedy", "AFS-L/topology", "AFS-L/greedy"}},
+		{placer: "ALL", want: []string{"FIFO/topology", "FIFO/greedy", "AFS-L/topology", "AFS-L/greedy"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.placer, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "summary.json")
+			stdout := mustRun(t, "simulate", "--jobs", "30", "-q", "--compare", "fifo,afs-l", "--placer", tc.placer,
+				"--json", path, "--jobs-csv", filepath.Join(dir, "jobs.csv"))
+			if diff := cmp.Diff(tc.want, tableCells(t, stdout)); diff != "" {
+				t.Errorf("table rows (-want,+got):\n%s\n%s", diff, stdout)
+			}
+			var sums []map[string]any
+			readJSON(t, path, &sums)
+			var got []string
+			for _, s := range sums {
+				got = append(got, fmt.Sprintf("%v/%v", s["algorithm"], s["placer"]))
+				for _, k := range requiredSummaryKeys {
+					if _, ok := s[k]; !ok {
+						t.Errorf("JSON summary of %v/%v has no key %q", s["algorithm"], s["placer"], k)
+					}
+				}
+				if c, _ := s["cycles"].(float64); c <= 0 {
+					t.Errorf("JSON summary of %v/%v: cycles = %v, want > 0", s["algorithm"], s["placer"], s["cycles"])
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("JSON summaries (-want,+got):\n%s", diff)
+			}
+			// One jobs file per run, named after its placer when there are
+			// several.
+			for _, cell := range tc.want {
+				algo, placer, _ := strings.Cut(cell, "/")
+				name := "jobs-generated-30-seed1-" + algo + ".csv"
+				if len(tc.want) > 2 {
+					name = "jobs-generated-30-seed1-" + algo + "-" + placer + ".csv"
+				}
+				if rows := readCSV(t, filepath.Join(dir, name)); len(rows) != 31 {
+					t.Errorf("%s: %d rows, want a header and 30 jobs", name, len(rows))
+				}
+			}
+		})
+	}
+}
+
+// Placers compared on several workloads: one mean row per algorithm and
+// placer.
+func TestSimulatePlacersMeanOverWorkloads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeWorkload(t, dir, "a.csv")
+	writeWorkload(t, dir, "b.csv")
+	stdout := mustRun(t, "simulate", "-q", "--workload", dir, "--compare", "elasticfifo,fifo", "--placer", "greedy,topology")
+	im := strings.Index(stdout, "== mean over 2 workloads\n")
+	if im < 0 {
+		t.Fatalf("no mean section:\n%s", stdout)
+	}
+	want := []string{"ElasticFIFO/greedy", "ElasticFIFO/topology", "FIFO/greedy", "FIFO/topology"}
+	if diff := cmp.Diff(want, tableCells(t, stdout[im:])); diff != "" {
+		t.Errorf("mean table rows (-want,+got):\n%s\n%s", diff, stdout[im:])
+	}
+	if n := strings.Count(stdout[im:], "6/6"); n != len(want) {
+		t.Errorf("mean table shows 6/6 done %d times, want %d:\n%s", n, len(want), stdout[im:])
+	}
+}
+
+// Several placers with parameters only one of them declares run; the
+// parameter reaches that placer only.
+func TestSimulatePlacerParams(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--placer-param", "migration_budget=0"},
+		{"--placer", "greedy,topology", "--placer-param", "migration_budget=2", "--placer-param", "node_penalty=0.1"},
+		{"--placer", "all", "--placer-param", "RESTART_COST=60"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			mustRun(t, append([]string{"simulate", "--jobs", "20", "-q"}, args...)...)
+		})
+	}
+}
+
+func TestParamsPerPlacer(t *testing.T) {
+	t.Parallel()
+	reg := placement.Builtin()
+	tests := []struct {
+		name    string
+		placers []string
+		pairs   []string
+		want    map[string][]string
+		wantErr []string
+	}{
+		{
+			name:    "one placer takes everything",
+			placers: []string{"greedy"},
+			pairs:   []string{"bogus=1"},
+			want:    map[string][]string{"greedy": {"bogus=1"}},
+		},
+		{
+			name:    "routed to the placer that declares it",
+			placers: []string{"greedy", "topology"},
+			pairs:   []string{"migration_budget=3", " Node_Penalty = 0.2"},
+			want:    map[string][]string{"topology": {"migration_budget=3", " Node_Penalty = 0.2"}},
+		},
+		{
+			name:    "no params",
+			placers: []string{"greedy", "topology"},
+			want:    map[string][]string{},
+		},
+		{
+			name:    "declared by none",
+			placers: []string{"greedy", "topology"},
+			pairs:   []string{"migration_budget=3", "bogus=1"},
+			wantErr: []string{"--placer-param bogus", "none of greedy, topology", "voda placers"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := paramsPerPlacer(reg, tc.placers, tc.pairs)
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("paramsPerPlacer = %v, want an error", got)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("paramsPerPlacer (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPlacersCommand(t *testing.T) {
+	t.Parallel()
+	stdout := mustRun(t, "placers")
+	lines := strings.Split(stdout, "\n")
+	if !strings.HasPrefix(lines[0], "NAME") {
+		t.Errorf("first line = %q, want the NAME header", lines[0])
+	}
+	// Placer lines start in the first column; parameter lines are
+	// indented under their placer.
+	var names []string
+	params := map[string][]string{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+		case !strings.HasPrefix(l, " "):
+			names = append(names, f[0])
+		case len(names) > 0 && f[0] == "--placer-param":
+			name, _, _ := strings.Cut(f[1], "=")
+			params[names[len(names)-1]] = append(params[names[len(names)-1]], name)
+		}
+	}
+	if diff := cmp.Diff([]string{"topology", "greedy"}, names); diff != "" {
+		t.Errorf("placers (-want,+got):\n%s\n%s", diff, stdout)
+	}
+	if diff := cmp.Diff([]string{"migration_budget", "keep_resized", "restart_cost", "node_penalty"}, params["topology"]); diff != "" {
+		t.Errorf("topology params (-want,+got):\n%s\n%s", diff, stdout)
+	}
+	if p := params["greedy"]; len(p) != 0 {
+		t.Errorf("greedy params = %v, want none", p)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("--placer-param migration_budget=<migration_budget> (default %d)", placement.DefaultMigrationBudget),
+		fmt.Sprintf("--placer-param node_penalty=<node_penalty> (default %v)", placement.DefaultNodePenalty),
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("placers does not show %q:\n%s", want, stdout)
+		}
+	}
+	if _, _, err := run(t, "placers", "extra"); err == nil {
+		t.Error("placers with an argument: no error")
+	}
+}
+
+func TestInheritRestartCost(t *testing.T) {
+	t.Parallel()
+	reg := placement.Builtin()
+	params := map[string][]string{"topology": {"migration_budget=3"}}
+	inheritRestartCost(reg, params, []string{"greedy", "topology"}, 45*time.Second)
+	want := map[string][]string{"topology": {"migration_budget=3", "restart_cost=45"}}
+	if diff := cmp.Diff(want, params); diff != "" {
+		t.Errorf("params (-want,+got):\n%s", diff)
+	}
+	// A restart_cost given by the user wins.
+	params = map[string][]string{"topology": {" Restart_Cost = 5"}}
+	inheritRestartCost(reg, params, []string{"topology"}, 45*time.Second)
+	if diff := cmp.Diff(map[string][]string{"topology": {" Restart_Cost = 5"}}, params); diff != "" {
+		t.Errorf("params with the user's restart_cost (-want,+got):\n%s", diff)
 	}
 }

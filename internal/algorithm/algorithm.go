@@ -148,6 +148,20 @@ func (p *Params) Float(name string, def float64) (float64, error) {
 	return f, nil
 }
 
+// Bool returns the named parameter (true/false, 1/0, as strconv.ParseBool
+// reads them), or def when it is not set.
+func (p *Params) Bool(name string, def bool) (bool, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("param %s: %q is not true or false", name, v)
+	}
+	return b, nil
+}
+
 // Int returns the named parameter, or def when it is not set.
 func (p *Params) Int(name string, def int) (int, error) {
 	v, ok := p.lookup(name)

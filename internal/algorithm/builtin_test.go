@@ -93,3 +93,27 @@ func TestParams(t *testing.T) {
 		}
 	}
 }
+
+func TestParamsBool(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  bool
+		ok    bool
+	}{
+		{"true", true, true}, {"1", true, true}, {"FALSE", false, true}, {"0", false, true},
+		{"yes", false, false}, {"", false, false},
+	} {
+		p, err := ParseParams([]string{"flag=" + tc.value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Bool("flag", !tc.want)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("Bool(flag=%q) = %v, %v; want %v, ok %v", tc.value, got, err, tc.want, tc.ok)
+		}
+	}
+	p, _ := ParseParams(nil)
+	if got, err := p.Bool("flag", true); err != nil || !got {
+		t.Errorf("Bool(unset, true) = %v, %v; want the default", got, err)
+	}
+}

@@ -46,11 +46,11 @@ func TestRegistryParams(t *testing.T) {
 		}
 		return p
 	}
-	pl, err := r.New("topology", params("migration_budget=4", "restart_cost=10", "node_penalty=1.5"))
+	pl, err := r.New("topology", params("migration_budget=4", "restart_cost=10", "node_penalty=1.5", "keep_resized=true"))
 	if err != nil {
 		t.Fatalf("New(topology, valid params) error: %v", err)
 	}
-	want := TopologyOptions{MigrationBudget: 4, RestartCost: 10, NodePenalty: 1.5}
+	want := TopologyOptions{MigrationBudget: 4, KeepResized: true, RestartCost: 10, NodePenalty: 1.5}
 	if got := pl.(*Topology).Options(); got != want {
 		t.Errorf("options = %+v, want %+v", got, want)
 	}
@@ -64,9 +64,10 @@ func TestRegistryParams(t *testing.T) {
 	}{
 		{"topology", []string{"migration_budget=-1"}, "migration_budget -1: must not be negative"},
 		{"topology", []string{"migration_budget=many"}, `param migration_budget: "many" is not an integer`},
-		{"topology", []string{"restart_cost=-3"}, "restart_cost -3: must not be negative"},
+		{"topology", []string{"restart_cost=-3"}, "restart_cost -3: must be a non-negative number"},
 		{"topology", []string{"node_penalty=NaN"}, "node_penalty NaN"},
 		{"topology", []string{"budget=3"}, "unknown param(s) budget"},
+		{"topology", []string{"keep_resized=maybe"}, `param keep_resized: "maybe" is not true or false`},
 		{"greedy", []string{"migration_budget=3"}, "placer greedy: unknown param(s) migration_budget"},
 	} {
 		_, err := r.New(tc.name, params(tc.kv...))

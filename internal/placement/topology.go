@@ -14,29 +14,36 @@ const TopologyName = "topology"
 
 // Defaults of the topology placer's parameters.
 const (
-	// DefaultMigrationBudget is the most workers moved per cycle to
-	// defragment the cluster.
+	// DefaultMigrationBudget is the most workers of otherwise untouched
+	// jobs moved per cycle to defragment the cluster.
 	DefaultMigrationBudget = 16
 	// DefaultRestartCost is what a migrated job pays, in seconds of lost
 	// progress; the simulator charges the same.
 	DefaultRestartCost = 30.0
-	// DefaultNodePenalty is the slowdown assumed per extra node a job
-	// spans: on n nodes a job takes 1 + penalty*(n-1) times as long as on
-	// one. The Pollux profiles measure 1.5x to 3.6x from one node to two
-	// (four workers), so 0.5 is on the careful side.
+	// DefaultNodePenalty is the slowdown assumed for a job that spans
+	// more than one node: it takes 1 + penalty times as long as on one.
+	// Ring all-reduce is bound by its slowest link, so leaving the node
+	// is what costs; two or four nodes differ little. The Pollux
+	// profiles measure 1.5x to 3.6x from one node to two (four
+	// workers), so 0.5 is on the careful side.
 	DefaultNodePenalty = 0.5
 )
 
 // TopologyOptions tune the topology placer.
 type TopologyOptions struct {
-	// MigrationBudget is the most workers moved per cycle to defragment;
-	// 0 turns consolidation off. Workers re-placed because their node
-	// was lost or shrank, and jobs that start, do not count.
+	// MigrationBudget is the most workers moved per cycle in jobs that
+	// would otherwise keep running untouched, to defragment the cluster;
+	// 0 turns that off.
 	MigrationBudget int
+	// KeepResized keeps the workers of a resized job where they are even
+	// when placing it afresh would span fewer nodes. By default such a
+	// job, which restarts anyway, is re-placed when that saves nodes.
+	KeepResized bool
 	// RestartCost is the seconds of progress a job loses when its workers
 	// move and it would otherwise have kept running untouched.
 	RestartCost float64
-	// NodePenalty is the assumed slowdown per extra node spanned.
+	// NodePenalty is the assumed slowdown of a job spread over more than
+	// one node, against one node.
 	NodePenalty float64
 }
 
@@ -53,21 +60,24 @@ func DefaultTopologyOptions() TopologyOptions {
 // workers as it can. In order:
 //
 //  1. Keep: every job keeps its workers where they are, up to its new
-//     count and its nodes' capacity. A shrinking job gives workers back
-//     from the nodes where it has the fewest first, so it gathers onto
-//     fewer nodes.
+//     count and its nodes' capacity, higher priority first. A shrinking
+//     job gives workers back from the nodes where it has the fewest, so
+//     it gathers onto fewer nodes.
 //  2. Grow: a growing job first fills the free GPUs of nodes it already
-//     uses; then the remaining needs, largest first, go to the node that
-//     fits them most tightly, or, when none can hold them, to the node
-//     with the most free GPUs, repeatedly. That uses the fewest nodes
-//     the free GPUs allow and keeps large holes whole.
-//  3. Consolidate: a job that spans more nodes than it could is re-placed
-//     onto fewer when the free GPUs allow it, keeping as many workers as
-//     possible where they are, if the time it saves (its remaining time
-//     times the assumed cross-node slowdown it sheds) is more than the
-//     restart it costs and its moves fit in the cycle's budget. A job
-//     that restarts this cycle anyway (it was resized or starts) pays no
-//     restart for moving.
+//     uses. Then every job that restarts this cycle anyway (it starts,
+//     was resized, or lost workers with a node), largest first, gets its
+//     remaining workers on the fewest nodes: the node that fits them most
+//     tightly, or, when none can hold them, the node with the most free
+//     GPUs, repeatedly. That keeps large holes whole. If placing the job
+//     afresh, still preferring the nodes it used, spans fewer nodes than
+//     keeping its workers, it is placed afresh (unless KeepResized).
+//  3. Consolidate: a job that would keep running untouched but spans
+//     more nodes than it could is re-placed onto fewer, alone or by
+//     swapping places with a job that runs on one node, keeping as many
+//     workers where they are as it can. A move is made only if the time
+//     it saves (the job's remaining time times the cross-node slowdown it
+//     sheds) exceeds the restarts it causes, and only while the cycle's
+//     migration budget lasts.
 //
 // Ties go to the allocation's priority order and to the lower node
 // index, so the same input always gives the same placement.
@@ -82,8 +92,8 @@ func NewTopology(o TopologyOptions) (*Topology, error) {
 	switch {
 	case o.MigrationBudget < 0:
 		return nil, fmt.Errorf("migration_budget %d: must not be negative", o.MigrationBudget)
-	case o.RestartCost < 0 || math.IsNaN(o.RestartCost):
-		return nil, fmt.Errorf("restart_cost %g: must not be negative", o.RestartCost)
+	case o.RestartCost < 0 || math.IsNaN(o.RestartCost) || math.IsInf(o.RestartCost, 0):
+		return nil, fmt.Errorf("restart_cost %g: must be a non-negative number", o.RestartCost)
 	case o.NodePenalty < 0 || math.IsNaN(o.NodePenalty) || math.IsInf(o.NodePenalty, 0):
 		return nil, fmt.Errorf("node_penalty %g: must be a non-negative number", o.NodePenalty)
 	}
@@ -93,11 +103,13 @@ func NewTopology(o TopologyOptions) (*Topology, error) {
 func topologyParams() []algorithm.ParamDoc {
 	return []algorithm.ParamDoc{
 		{Name: "migration_budget", Default: fmt.Sprint(DefaultMigrationBudget),
-			Help: "most workers moved per cycle to defragment; 0 turns consolidation off"},
+			Help: "most workers of otherwise untouched jobs moved per cycle to defragment; 0 turns it off"},
+		{Name: "keep_resized", Default: "false",
+			Help: "keep a resized job's workers in place even when placing it afresh spans fewer nodes"},
 		{Name: "restart_cost", Default: fmt.Sprint(DefaultRestartCost),
 			Help: "seconds a job loses when its workers move; a move must save more"},
 		{Name: "node_penalty", Default: fmt.Sprint(DefaultNodePenalty),
-			Help: "assumed slowdown per extra node a job spans (1 + penalty*(nodes-1))"},
+			Help: "assumed slowdown of a job spread over several nodes: 1 + penalty times its time on one"},
 	}
 }
 
@@ -105,6 +117,9 @@ func newTopologyFromParams(p *algorithm.Params) (Placer, error) {
 	o := DefaultTopologyOptions()
 	var err error
 	if o.MigrationBudget, err = p.Int("migration_budget", o.MigrationBudget); err != nil {
+		return nil, err
+	}
+	if o.KeepResized, err = p.Bool("keep_resized", o.KeepResized); err != nil {
 		return nil, err
 	}
 	if o.RestartCost, err = p.Float("restart_cost", o.RestartCost); err != nil {
@@ -135,6 +150,9 @@ type jobPlan struct {
 	prev      []slot
 	prevTotal int
 	plan      []slot
+	// anyway says the job restarts this cycle whatever its placement:
+	// it starts, is resized or lost workers.
+	anyway bool
 	// unplaced says why the job could not be placed, if it could not.
 	unplaced string
 }
@@ -183,15 +201,19 @@ func (t *Topology) Place(snap *model.Snapshot, alloc model.Allocation) (Result, 
 		left -= p.g
 	}
 
-	x := newFreeIndex(caps)
-	keep(plans, x)
-	if err := grow(plans, x); err != nil {
+	r := &run{
+		opts:   t.opts,
+		plans:  plans,
+		x:      newFreeIndex(caps),
+		bound:  NewBound(snap.Nodes),
+		budget: t.opts.MigrationBudget,
+		prevOf: make([]int, len(caps)),
+	}
+	r.keep()
+	if err := r.grow(); err != nil {
 		return Result{}, err
 	}
-	x.commit()
-	if t.opts.MigrationBudget > 0 {
-		t.consolidate(plans, x, NewBound(snap.Nodes))
-	}
+	r.consolidate()
 
 	res := Result{Placement: make(model.Placement, len(plans))}
 	for _, p := range plans {
@@ -209,10 +231,35 @@ func (t *Topology) Place(snap *model.Snapshot, alloc model.Allocation) (Result, 
 	return res, nil
 }
 
+// run is the state of one Place call.
+type run struct {
+	opts  TopologyOptions
+	plans []*jobPlan
+	x     *freeIndex
+	bound Bound
+	// budget is what is left of the migration budget.
+	budget int
+	// prevOf[node] is the workers the job being placed had on node
+	// before this cycle (see setPrev).
+	prevOf []int
+}
+
+func (r *run) setPrev(p *jobPlan) {
+	for _, s := range p.prev {
+		r.prevOf[s.node] = s.workers
+	}
+}
+
+func (r *run) clearPrev(p *jobPlan) {
+	for _, s := range p.prev {
+		r.prevOf[s.node] = 0
+	}
+}
+
 // keep is step 1: workers stay where they are, up to the job's new count
 // and each node's capacity, higher-priority jobs first.
-func keep(plans []*jobPlan, x *freeIndex) {
-	for _, p := range plans {
+func (r *run) keep() {
+	for _, p := range r.plans {
 		if p.unplaced != "" {
 			continue
 		}
@@ -232,37 +279,38 @@ func keep(plans []*jobPlan, x *freeIndex) {
 				return order[a] > order[b]
 			})
 			for _, i := range order {
-				r := min(kept[i].workers, excess)
-				kept[i].workers -= r
-				if excess -= r; excess == 0 {
+				w := min(kept[i].workers, excess)
+				kept[i].workers -= w
+				if excess -= w; excess == 0 {
 					break
 				}
 			}
 		}
 		out := kept[:0]
 		for _, s := range kept {
-			if w := min(s.workers, x.free[s.node]); w > 0 {
-				x.add(s.node, -w)
+			if w := min(s.workers, r.x.free[s.node]); w > 0 {
+				r.x.add(s.node, -w)
 				out = append(out, slot{s.node, w})
 			}
 		}
 		p.plan = out
+		before := p.job.State.Placement.Workers()
+		p.anyway = before == 0 || p.g != before || p.prevTotal != before || !equalSlots(p.plan, p.prev)
 	}
+	r.x.commit()
 }
 
-// grow is step 2: growing jobs fill the nodes they use, then every
-// remaining need, largest first, goes onto the fewest nodes.
-func grow(plans []*jobPlan, x *freeIndex) error {
-	var needs []*jobPlan
-	for _, p := range plans {
+// grow is step 2.
+func (r *run) grow() error {
+	x := r.x
+	var restarting []*jobPlan
+	for _, p := range r.plans {
 		if p.unplaced != "" {
 			continue
 		}
-		need := p.g - p.planned()
-		if need <= 0 {
-			continue
-		}
-		if len(p.plan) > 0 {
+		// Growing jobs fill the nodes they use before anything else
+		// takes the room there.
+		if need := p.g - p.planned(); need > 0 && len(p.plan) > 0 {
 			own := append([]slot(nil), p.plan...)
 			sort.SliceStable(own, func(a, b int) bool { return own[a].workers > own[b].workers })
 			for _, s := range own {
@@ -273,30 +321,55 @@ func grow(plans []*jobPlan, x *freeIndex) error {
 				}
 			}
 		}
-		if need > 0 {
-			needs = append(needs, p)
+		if p.anyway {
+			restarting = append(restarting, p)
 		}
 	}
-	sort.SliceStable(needs, func(a, b int) bool {
-		na, nb := needs[a].g-needs[a].planned(), needs[b].g-needs[b].planned()
-		if na != nb {
+	// Largest remaining need first, then largest job, then priority.
+	sort.SliceStable(restarting, func(a, b int) bool {
+		pa, pb := restarting[a], restarting[b]
+		if na, nb := pa.g-pa.planned(), pb.g-pb.planned(); na != nb {
 			return na > nb
 		}
-		return needs[a].rank < needs[b].rank
+		if pa.g != pb.g {
+			return pa.g > pb.g
+		}
+		return pa.rank < pb.rank
 	})
-	for _, p := range needs {
+	for _, p := range restarting {
 		need := p.g - p.planned()
 		if need > x.total {
 			return fmt.Errorf("place job %s: %d more GPUs needed, %d free after the capacity check", p.job.Spec.Name, need, x.total)
 		}
-		p.plan = fill(x, p.plan, need)
+		mark := x.mark()
+		kept := fill(x, append([]slot(nil), p.plan...), need)
+		if r.opts.KeepResized || len(p.prev) == 0 || len(kept) <= r.bound.MinNodes(p.g) {
+			p.plan = kept
+			continue
+		}
+		// Placing it afresh may span fewer nodes.
+		r.setPrev(p)
+		keptOverlap := overlap(kept, r.prevOf)
+		x.rollback(mark)
+		for _, s := range p.plan {
+			x.add(s.node, s.workers)
+		}
+		fresh := r.alone(p, len(p.prev))
+		if len(fresh) < len(kept) || (len(fresh) == len(kept) && overlap(fresh, r.prevOf) > keptOverlap) {
+			p.plan = rankOrder(fresh, p.prev)
+		} else {
+			x.rollback(mark)
+			p.plan = fill(x, p.plan, need)
+		}
+		r.clearPrev(p)
 	}
+	x.commit()
 	return nil
 }
 
 // fill adds need workers to plan on the fewest nodes: the node that fits
-// the rest most tightly, else the one with the most free GPUs. The caller
-// checks that enough GPUs are free.
+// the rest most tightly, else the one with the most free GPUs. It may
+// change plan's entries. The caller checks that enough GPUs are free.
 func fill(x *freeIndex, plan []slot, need int) []slot {
 	for need > 0 {
 		i := x.tightest(need)
@@ -312,112 +385,189 @@ func fill(x *freeIndex, plan []slot, need int) []slot {
 }
 
 // consolidate is step 3.
-func (t *Topology) consolidate(plans []*jobPlan, x *freeIndex, bound Bound) {
-	type candidate struct {
-		p       *jobPlan
-		anyway  bool // restarts this cycle whatever happens
-		excess  int
-		baseMov int
+func (r *run) consolidate() {
+	if r.budget <= 0 {
+		return
 	}
-	var cands []candidate
-	for _, p := range plans {
-		if p.unplaced != "" {
-			continue
-		}
-		if excess := len(p.plan) - bound.MinNodes(p.g); excess > 0 {
-			anyway := p.prevTotal == 0 || !equalSlots(p.plan, p.prev)
-			cands = append(cands, candidate{p: p, anyway: anyway, excess: excess, baseMov: moves(p, p.plan)})
+	var cands []*jobPlan
+	for _, p := range r.plans {
+		if p.unplaced == "" && !p.anyway && len(p.plan) > r.bound.MinNodes(p.g) {
+			cands = append(cands, p)
 		}
 	}
+	// The most spread first, then by priority.
 	sort.SliceStable(cands, func(a, b int) bool {
 		ca, cb := cands[a], cands[b]
-		if ca.anyway != cb.anyway {
-			return ca.anyway
+		ea, eb := len(ca.plan)-r.bound.MinNodes(ca.g), len(cb.plan)-r.bound.MinNodes(cb.g)
+		if ea != eb {
+			return ea > eb
 		}
-		if ca.excess != cb.excess {
-			return ca.excess > cb.excess
-		}
-		return ca.p.rank < cb.p.rank
+		return ca.rank < cb.rank
 	})
-	budget := t.opts.MigrationBudget
-	prevOf := make([]int, len(x.free))
-	for _, c := range cands {
-		if budget <= 0 {
+	for _, p := range cands {
+		if r.budget <= 0 {
 			break
 		}
-		p := c.p
-		span := len(p.plan)
-		mark := x.mark()
-		for _, s := range p.plan {
-			x.add(s.node, s.workers)
+		r.improve(p)
+	}
+	r.x.commit()
+}
+
+// improve re-places p, an untouched job, onto fewer nodes if that pays,
+// alone or by swapping places with a job that runs on one node.
+func (r *run) improve(p *jobPlan) {
+	x := r.x
+	span := len(p.plan)
+	mark := x.mark()
+	for _, s := range p.plan {
+		x.add(s.node, s.workers)
+	}
+	released := x.mark()
+	r.setPrev(p)
+	defer r.clearPrev(p)
+	if k := x.fewest(p.g); k >= 0 && k < span {
+		out := r.alone(p, span-1)
+		m := moves(p, out)
+		if len(out) < span && m <= r.budget && r.pays(p, span, len(out), 0) {
+			p.plan = rankOrder(out, p.prev)
+			r.budget -= m
+			x.commit()
+			return
 		}
-		if k := x.fewest(p.g); k < 0 || k >= span {
-			x.rollback(mark)
+		x.rollback(released)
+	}
+	if r.swap(p, span) {
+		x.commit()
+		return
+	}
+	x.rollback(mark)
+}
+
+// alone places p, released from x, onto the fewest nodes the free GPUs
+// allow, keeping as many workers where they were as it can: it tries
+// keeping the job on its best 0, 1, ..., maxBase previous nodes and takes
+// the try with the fewest nodes, then the most workers kept. The
+// placement it returns is applied to x. prevOf must be set for p.
+func (r *run) alone(p *jobPlan, maxBase int) []slot {
+	x := r.x
+	base := make([]int, len(p.prev))
+	for i, s := range p.prev {
+		base[i] = s.node
+	}
+	sort.SliceStable(base, func(a, b int) bool {
+		na, nb := base[a], base[b]
+		oa, ob := min(r.prevOf[na], x.free[na]), min(r.prevOf[nb], x.free[nb])
+		if oa != ob {
+			return oa > ob
+		}
+		return x.free[na] > x.free[nb]
+	})
+	bestT, bestNodes, bestOverlap := 0, math.MaxInt, -1
+	for tk := 0; tk <= min(len(base), maxBase); tk++ {
+		m := x.mark()
+		out := tryPlace(x, base[:tk], r.prevOf, p.g)
+		ov := overlap(out, r.prevOf)
+		// Among equals the later try wins: it keeps more previous nodes.
+		if len(out) < bestNodes || (len(out) == bestNodes && ov >= bestOverlap) {
+			bestT, bestNodes, bestOverlap = tk, len(out), ov
+		}
+		x.rollback(m)
+	}
+	return tryPlace(x, base[:bestT], r.prevOf, p.g)
+}
+
+// swap makes room for p, released from x, on one of its previous nodes by
+// moving a job that runs only there to a single other node, often one p
+// leaves: two jobs restart so that p spans fewer nodes and the other no
+// more. The two nodes where p had most workers are tried.
+func (r *run) swap(p *jobPlan, span int) bool {
+	x := r.x
+	targets := make([]int, 0, len(p.prev))
+	for _, s := range p.prev {
+		targets = append(targets, s.node)
+	}
+	sort.SliceStable(targets, func(a, b int) bool { return r.prevOf[targets[a]] > r.prevOf[targets[b]] })
+	for _, tn := range targets[:min(2, len(targets))] {
+		want := min(p.g, x.cap[tn])
+		room := x.free[tn]
+		if room >= want {
 			continue
 		}
-		for _, s := range p.prev {
-			prevOf[s.node] = s.workers
-		}
-		// Try keeping the job on its t best previous nodes, t = 0, 1, ...
-		base := make([]int, len(p.prev))
-		for i, s := range p.prev {
-			base[i] = s.node
-		}
-		sort.SliceStable(base, func(a, b int) bool {
-			na, nb := base[a], base[b]
-			oa, ob := min(prevOf[na], x.free[na]), min(prevOf[nb], x.free[nb])
-			if oa != ob {
-				return oa > ob
-			}
-			return x.free[na] > x.free[nb]
-		})
-		bestT, bestNodes, bestOverlap := -1, span, -1
-		for tk := 0; tk <= min(len(base), span-1); tk++ {
+		for _, q := range r.evictable(p, tn, want-room) {
+			w := q.plan[0].workers
 			m := x.mark()
-			out := tryPlace(x, base[:tk], prevOf, p.g)
-			ov := overlap(out, prevOf)
-			// Among equals the later try wins: it keeps more previous nodes.
-			if len(out) < bestNodes || (len(out) == bestNodes && ov >= bestOverlap) {
-				bestT, bestNodes, bestOverlap = tk, len(out), ov
+			x.add(tn, w)
+			x.add(tn, -want)
+			out := fill(x, []slot{{tn, want}}, p.g-want)
+			if len(out) >= span {
+				// Every q leaves the same room on tn.
+				x.rollback(m)
+				break
+			}
+			dest := x.tightest(w)
+			if dest < 0 {
+				x.rollback(m)
+				continue
+			}
+			x.add(dest, -w)
+			moved := []slot{{dest, w}}
+			cost, charged := 0.0, moves(p, out)
+			if !q.anyway {
+				cost, charged = r.opts.RestartCost, charged+moves(q, moved)
+			}
+			if charged <= r.budget && r.pays(p, span, len(out), cost) {
+				p.plan = rankOrder(out, p.prev)
+				q.plan = moved
+				r.budget -= charged
+				return true
 			}
 			x.rollback(m)
 		}
-		accepted := false
-		if bestT >= 0 {
-			out := tryPlace(x, base[:bestT], prevOf, p.g)
-			extra := moves(p, out) - c.baseMov
-			if extra <= budget && (c.anyway || t.worthIt(p, span, len(out))) {
-				p.plan = rankOrder(out, p.prev)
-				budget -= max(extra, 0)
-				accepted = true
-			}
-		}
-		for _, s := range p.prev {
-			prevOf[s.node] = 0
-		}
-		if accepted {
-			x.commit()
-		} else {
-			x.rollback(mark)
-		}
 	}
-	x.commit()
+	return false
 }
 
-// worthIt reports whether moving an otherwise untouched job from span
-// nodes to fewer saves more than its restart costs.
-func (t *Topology) worthIt(p *jobPlan, span, fewer int) bool {
-	r := p.job.Est.RemainingSeconds
-	if r < 0 {
-		// Unknown: a training job outlasts a restart by far.
+// evictable lists the jobs other than p that run only on node, with at
+// least need workers there: those that restart anyway first, then the
+// smallest, then the lowest priority.
+func (r *run) evictable(p *jobPlan, node, need int) []*jobPlan {
+	var out []*jobPlan
+	for _, q := range r.plans {
+		if q != p && q.unplaced == "" && len(q.plan) == 1 && q.plan[0].node == node && q.plan[0].workers >= need {
+			out = append(out, q)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		qa, qb := out[a], out[b]
+		if qa.anyway != qb.anyway {
+			return qa.anyway
+		}
+		if wa, wb := qa.plan[0].workers, qb.plan[0].workers; wa != wb {
+			return wa < wb
+		}
+		return qa.rank > qb.rank
+	})
+	return out
+}
+
+// pays reports whether moving the untouched job p from span nodes to
+// fewer saves more time than its restart plus other, what the move costs
+// other jobs.
+func (r *run) pays(p *jobPlan, span, fewer int, other float64) bool {
+	cost := r.opts.RestartCost + other
+	if cost == 0 {
+		return true
+	}
+	rem := p.job.Est.RemainingSeconds
+	if rem < 0 {
+		// Unknown: a training job outlasts a restart or two by far.
 		return true
 	}
 	if s := p.job.Est.SpeedupAt(p.g); s > 0 {
-		r /= s
+		rem /= s
 	}
-	slow := func(n int) float64 { return 1 + t.opts.NodePenalty*float64(n-1) }
-	saved := r * (1 - slow(fewer)/slow(span))
-	return saved > t.opts.RestartCost
+	slow := func(n int) float64 { return 1 + r.opts.NodePenalty*float64(min(n-1, 1)) }
+	return rem*(1-slow(fewer)/slow(span)) > cost
 }
 
 // tryPlace places g workers: first on the base nodes where the job's

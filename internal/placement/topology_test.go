@@ -106,6 +106,28 @@ func TestTopologyPlace(t *testing.T) {
 			want:  model.Placement{"a": {at("n0", 4)}},
 		},
 		{
+			name:  "a growing job restarts anyway, so it moves whole to a node that holds it",
+			opts:  def,
+			nodes: nodes(4, 4),
+			jobs: []model.Job{
+				remaining(job("a", 0, model.JobPlacement{at("n0", 2)}), 1),
+				remaining(job("b", 1, model.JobPlacement{at("n0", 2)}), long),
+			},
+			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 2}, Order: []string{"a", "b"}},
+			want:  model.Placement{"a": {at("n1", 4)}, "b": {at("n0", 2)}},
+		},
+		{
+			name:  "keep_resized keeps a growing job's workers where they are",
+			opts:  TopologyOptions{KeepResized: true, MigrationBudget: DefaultMigrationBudget, RestartCost: DefaultRestartCost, NodePenalty: DefaultNodePenalty},
+			nodes: nodes(4, 4),
+			jobs: []model.Job{
+				remaining(job("a", 0, model.JobPlacement{at("n0", 2)}), 1),
+				remaining(job("b", 1, model.JobPlacement{at("n0", 2)}), long),
+			},
+			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 2}, Order: []string{"a", "b"}},
+			want:  model.Placement{"a": {at("n0", 2), at("n1", 2)}, "b": {at("n0", 2)}},
+		},
+		{
 			name:  "fragmented job consolidates once room appears",
 			opts:  def,
 			nodes: nodes(4, 4),
@@ -141,6 +163,31 @@ func TestTopologyPlace(t *testing.T) {
 			},
 			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 4}, Order: []string{"a", "b"}},
 			want:  model.Placement{"a": {at("n0", 2), at("n1", 2)}, "b": {at("n2", 4)}},
+		},
+		{
+			name:  "swap: a job on one node moves so a spread job gets a node of its own",
+			opts:  def,
+			nodes: nodes(4, 4),
+			jobs: []model.Job{
+				remaining(job("a", 0, model.JobPlacement{at("n0", 2), at("n1", 2)}), long),
+				remaining(job("b", 1, model.JobPlacement{at("n0", 2)}), long),
+				remaining(job("c", 2, model.JobPlacement{at("n1", 2)}), long),
+			},
+			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 2, "c": 2}, Order: []string{"a", "b", "c"}},
+			want:  model.Placement{"a": {at("n0", 4)}, "b": {at("n1", 2)}, "c": {at("n1", 2)}},
+		},
+		{
+			name:  "no swap when the two restarts cost more than the spread job saves",
+			opts:  def,
+			nodes: nodes(4, 4),
+			jobs: []model.Job{
+				remaining(job("a", 0, model.JobPlacement{at("n0", 2), at("n1", 2)}), 600),
+				remaining(job("b", 1, model.JobPlacement{at("n0", 2)}), long),
+				remaining(job("c", 2, model.JobPlacement{at("n1", 2)}), long),
+			},
+			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 2, "c": 2}, Order: []string{"a", "b", "c"}},
+			// 600 s on one GPU is 150 s on four; one node saves 50 s < 60 s.
+			want: model.Placement{"a": {at("n0", 2), at("n1", 2)}, "b": {at("n0", 2)}, "c": {at("n1", 2)}},
 		},
 		{
 			name:  "a new node is used to consolidate",
@@ -310,11 +357,12 @@ func TestTopologyProperties(t *testing.T) {
 		}
 		capacity := capacities(snap)
 		budget := 1 + rng.IntN(12)
-		still := topology(t, TopologyOptions{RestartCost: DefaultRestartCost, NodePenalty: DefaultNodePenalty})
+		still := topology(t, TopologyOptions{KeepResized: true, RestartCost: DefaultRestartCost, NodePenalty: DefaultNodePenalty})
 		moving := topology(t, TopologyOptions{MigrationBudget: budget, RestartCost: DefaultRestartCost, NodePenalty: DefaultNodePenalty})
 
-		// Without consolidation: workers stay, shrinking jobs give back
-		// from the nodes where they have fewest, nothing moves.
+		// Keeping resized jobs' workers, without consolidation: workers
+		// stay, shrinking jobs give back from the nodes where they have
+		// fewest, nothing moves.
 		res0, fail := placeAndCheck(t, c, still, snap, alloc)
 		for i := range snap.Jobs {
 			j := &snap.Jobs[i]
@@ -369,21 +417,25 @@ func TestTopologyProperties(t *testing.T) {
 			fail("Place() on its own result without consolidation: %v\n%s", err, cmp.Diff(res0, again))
 		}
 
-		// With consolidation: within the budget, and only jobs that end
-		// on fewer nodes move.
+		// With the defaults: an untouched job (same count, same nodes)
+		// moves only onto fewer nodes, or whole from one node to another
+		// as a swap partner; their moves stay within the budget.
 		res, fail := placeAndCheck(t, c, moving, snap, alloc)
 		total := 0
 		for i := range snap.Jobs {
 			j := &snap.Jobs[i]
 			name := j.Spec.Name
-			got, before := res.Placement[name], res0.Placement[name]
-			total += movedWorkers(j.State.Placement, got, capacity)
-			if !got.Equal(before) && got.Nodes() >= before.Nodes() {
-				fail("job %s re-placed from %v to %v: not onto fewer nodes", name, before, got)
+			cur, got := j.State.Placement, res.Placement[name]
+			if g := alloc.GPUs[name]; g == 0 || g != cur.Workers() || !onNodes(cur, capacity) {
+				continue
+			}
+			total += movedWorkers(cur, got, capacity)
+			if !got.Equal(cur) && got.Nodes() >= cur.Nodes() && (got.Nodes() != 1 || cur.Nodes() != 1) {
+				fail("untouched job %s re-placed from %v to %v: neither onto fewer nodes nor a swap", name, cur, got)
 			}
 		}
 		if total > budget {
-			fail("%d workers moved, budget %d", total, budget)
+			fail("%d workers of untouched jobs moved, budget %d", total, budget)
 		}
 		if total > 0 {
 			consolidated++

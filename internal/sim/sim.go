@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/model"
@@ -258,6 +260,10 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 		Port:      cl,
 		RateLimit: opts.RateLimit,
 		Tick:      opts.Tick,
+		// Placement times are only reported, never used in a decision:
+		// the wall clock leaves the simulation deterministic apart from
+		// the reported times themselves.
+		Stopwatch: clock.RealClock{},
 	}
 	core, err := scheduler.NewCore(cfg)
 	if err != nil {
@@ -337,6 +343,11 @@ type engine struct {
 	next        int // next job to arrive
 	finished    int
 	now         float64
+	// Per-cycle placement metrics, summed over cycles.
+	cycles          int
+	spreadJobCycles int
+	placeTotal      time.Duration
+	placeMax        time.Duration
 }
 
 func (e *engine) spec(j *simJob) model.JobSpec {
@@ -465,9 +476,14 @@ func (e *engine) cycle(ctx context.Context) error {
 	if err := e.estimate(); err != nil {
 		return err
 	}
-	if _, err := e.core.Cycle(ctx, at(e.now)); err != nil {
+	rep, err := e.core.Cycle(ctx, at(e.now))
+	if err != nil {
 		return fmt.Errorf("simulate at %.0f s: %w", e.now, err)
 	}
+	e.cycles++
+	e.spreadJobCycles += rep.Spread
+	e.placeTotal += rep.PlaceDuration
+	e.placeMax = max(e.placeMax, rep.PlaceDuration)
 	return nil
 }
 
@@ -585,12 +601,17 @@ func (e *engine) noneCanRun() bool {
 
 func (e *engine) record(wall float64, gpus int) *report.Run {
 	run := &report.Run{
-		Algorithm:   e.opts.Allocator.Name(),
-		Workload:    e.opts.Workload,
-		GPUs:        gpus,
-		Changes:     e.cl.changes,
-		EndTime:     e.now,
-		WallSeconds: wall,
+		Algorithm:       e.opts.Allocator.Name(),
+		Placer:          e.opts.Placer.Name(),
+		Workload:        e.opts.Workload,
+		GPUs:            gpus,
+		Changes:         e.cl.changes,
+		EndTime:         e.now,
+		WallSeconds:     wall,
+		Cycles:          e.cycles,
+		SpreadJobCycles: e.spreadJobCycles,
+		PlaceTotal:      e.placeTotal,
+		PlaceMax:        e.placeMax,
 	}
 	for _, j := range e.jobs {
 		r := report.JobResult{

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -122,7 +123,10 @@ func TestDeterministic(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o := Options{Allocator: newAlloc(t, name)}
 			a, b := run(t, jobs, o), run(t, jobs, o)
-			a.WallSeconds, b.WallSeconds = 0, 0
+			// Wall-clock figures differ from run to run.
+			for _, r := range []*report.Run{a, b} {
+				r.WallSeconds, r.PlaceTotal, r.PlaceMax = 0, 0, 0
+			}
 			if !reflect.DeepEqual(a, b) {
 				t.Fatal("two runs of the same input differ")
 			}
@@ -216,6 +220,63 @@ func TestWorkerRangeWidenedOnlyWhenAsked(t *testing.T) {
 		if peak != want || r.Jobs[0].MaxWorkers != want {
 			t.Errorf("widen=%v: peak %d GPUs, max %d; want %d", widen, peak, r.Jobs[0].MaxWorkers, want)
 		}
+	}
+}
+
+// Every run records its placer and per-cycle placement metrics. Three
+// rigid jobs on two 4-GPU nodes: a and b take two GPUs each, then c needs
+// four. Greedy puts a and b on different nodes (most free GPUs first), so
+// c must span both while a fits on one node; topology fits b next to a
+// and c on the other node.
+func TestRunRecordsPlacementMetrics(t *testing.T) {
+	jobs := []workload.Job{
+		{Name: "a", App: "linear", Submit: 0, MinWorkers: 2, MaxWorkers: 2, Requested: 2, Epochs: 20},
+		{Name: "b", App: "linear", Submit: 0, MinWorkers: 2, MaxWorkers: 2, Requested: 2, Epochs: 20},
+		{Name: "c", App: "linear", Submit: 0, MinWorkers: 4, MaxWorkers: 4, Requested: 4, Epochs: 40},
+	}
+	for _, tc := range []struct {
+		placer   string
+		interval time.Duration
+		spread   bool // whether some cycle has a job spread out
+	}{
+		{placement.GreedyName, time.Minute, true},
+		{placement.GreedyName, 0, true},
+		{placement.TopologyName, time.Minute, false},
+		{placement.TopologyName, 0, false},
+	} {
+		t.Run(fmt.Sprintf("%s/interval=%v", tc.placer, tc.interval), func(t *testing.T) {
+			pl, err := placement.Builtin().New(tc.placer, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := run(t, jobs, Options{Nodes: 2, GPUsPerNode: 4, Interval: tc.interval, Allocator: newAlloc(t, "FIFO"), Placer: pl})
+			if r.Placer != tc.placer {
+				t.Errorf("Placer = %q, want %q", r.Placer, tc.placer)
+			}
+			// A cycle starts the jobs and one more sees each finish at
+			// least: 600 s at 60 s per cycle gives about ten.
+			if r.Cycles < 2 {
+				t.Errorf("Cycles = %d, want at least 2", r.Cycles)
+			}
+			if r.PlaceTotal < 0 || r.PlaceMax > r.PlaceTotal {
+				t.Errorf("PlaceTotal %v, PlaceMax %v: want 0 <= max <= total", r.PlaceTotal, r.PlaceMax)
+			}
+			if r.SpreadJobCycles < 0 || r.SpreadJobCycles > r.Cycles*len(jobs) {
+				t.Errorf("SpreadJobCycles = %d, want within [0, %d]", r.SpreadJobCycles, r.Cycles*len(jobs))
+			}
+			if got := r.SpreadJobCycles > 0; got != tc.spread {
+				t.Errorf("SpreadJobCycles = %d over %d cycles, want spread %v", r.SpreadJobCycles, r.Cycles, tc.spread)
+			}
+			s := report.Summarize(r)
+			if s.Placer != tc.placer || s.Cycles != r.Cycles {
+				t.Errorf("summary placer %q, cycles %d; want %q, %d", s.Placer, s.Cycles, tc.placer, r.Cycles)
+			}
+			for _, j := range r.Jobs {
+				if !j.Done {
+					t.Errorf("job %s did not finish", j.Name)
+				}
+			}
+		})
 	}
 }
 

@@ -49,7 +49,7 @@ func PlotJCTCDF(path string, runs []*Run) error {
 // Jobs are stacked in the order they first got GPUs, the earliest at the
 // bottom, so the long-running jobs form the base.
 func PlotGPUsOverTime(path string, run *Run) error {
-	p, err := gpusPlot(run)
+	p, err := gpusPlot(run, false)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
@@ -73,8 +73,9 @@ func Plot(path string, runs []*Run) error {
 	plots := []*plot.Plot{cdf}
 	heights := []vg.Length{cdfHeight}
 	xmax := 0.0
+	withPlacer := placersDiffer(runs)
 	for _, r := range runs {
-		g, err := gpusPlot(r)
+		g, err := gpusPlot(r, withPlacer)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
@@ -88,12 +89,28 @@ func Plot(path string, runs []*Run) error {
 	return savePlots(path, plots, heights)
 }
 
-// runLabel names a run in legends and titles.
-func runLabel(r *Run, i int) string {
-	if r.Algorithm != "" {
-		return r.Algorithm
+// runLabel names a run in legends and titles; withPlacer adds its
+// placer, for figures comparing placers.
+func runLabel(r *Run, i int, withPlacer bool) string {
+	name := r.Algorithm
+	if name == "" {
+		name = fmt.Sprintf("run %d", i+1)
 	}
-	return fmt.Sprintf("run %d", i+1)
+	if withPlacer && r.Placer != "" {
+		name += " (" + r.Placer + ")"
+	}
+	return name
+}
+
+// placersDiffer reports whether the runs used more than one placer, so
+// that their labels must name it.
+func placersDiffer(runs []*Run) bool {
+	for _, r := range runs {
+		if r != nil && runs[0] != nil && r.Placer != runs[0].Placer {
+			return true
+		}
+	}
+	return false
 }
 
 func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
@@ -113,6 +130,7 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 	p.Legend.YOffs = vg.Points(8)
 	p.Legend.Padding = vg.Points(2)
 
+	withPlacer := placersDiffer(runs)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, r := range runs {
 		if r == nil {
@@ -124,7 +142,7 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 			Width:  vg.Points(2),
 			Dashes: plotutil.Dashes(i),
 		}
-		label := runLabel(r, i)
+		label := runLabel(r, i, withPlacer)
 		if len(jcts) == 0 {
 			l := &plotter.Line{LineStyle: style}
 			p.Legend.Add(label+" (no job completed)", l)
@@ -191,20 +209,20 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-func gpusPlot(run *Run) (*plot.Plot, error) {
+func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, error) {
 	if run == nil {
 		return nil, errors.New("nil run")
 	}
 	stack, err := newGPUStack(run)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0), err)
+		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0, withPlacer), err)
 	}
 	p := plot.New()
 	jobs := fmt.Sprintf("%d jobs, one colour each", len(run.Jobs))
 	if len(run.Jobs) == 1 {
 		jobs = "1 job"
 	}
-	p.Title.Text = fmt.Sprintf("GPUs held per job over time: %s (%s)", runLabel(run, 0), jobs)
+	p.Title.Text = fmt.Sprintf("GPUs held per job over time: %s (%s)", runLabel(run, 0, withPlacer), jobs)
 	p.X.Label.Text = "time (hours)"
 	p.Y.Label.Text = "GPUs"
 	p.Add(stack)

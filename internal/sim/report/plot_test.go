@@ -115,3 +115,29 @@ func TestGPUStack(t *testing.T) {
 		t.Errorf("band point counts %v, want [4 4 12] (a, a again, b with three steps)", polys)
 	}
 }
+
+func TestRunLabel(t *testing.T) {
+	greedy := &Run{Algorithm: "AFS-L", Placer: "greedy"}
+	topology := &Run{Algorithm: "AFS-L", Placer: "topology"}
+	fifo := &Run{Algorithm: "FIFO", Placer: "greedy"}
+	for _, tc := range []struct {
+		name string
+		runs []*Run
+		want []string
+	}{
+		{"one placer", []*Run{greedy, fifo}, []string{"AFS-L", "FIFO"}},
+		{"two placers", []*Run{greedy, topology, fifo}, []string{"AFS-L (greedy)", "AFS-L (topology)", "FIFO (greedy)"}},
+		{"unnamed", []*Run{{Placer: "greedy"}, {Placer: "topology"}}, []string{"run 1 (greedy)", "run 2 (topology)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			with := placersDiffer(tc.runs)
+			var got []string
+			for i, r := range tc.runs {
+				got = append(got, runLabel(r, i, with))
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("labels = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

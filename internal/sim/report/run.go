@@ -1,8 +1,12 @@
 package report
 
+import "time"
+
 // Run is the record of one simulation run, produced by the simulator.
 type Run struct {
 	Algorithm string
+	// Placer names the placement policy.
+	Placer string
 	// Workload names the workload file or generator.
 	Workload string
 	// GPUs is the cluster's GPU count.
@@ -14,6 +18,16 @@ type Run struct {
 	EndTime float64
 	// WallSeconds is the real time the run took.
 	WallSeconds float64
+	// Cycles is the number of scheduling cycles the run took.
+	Cycles int
+	// SpreadJobCycles is the sum over cycles of the jobs that, once
+	// placed, spanned more nodes than the fewest that could hold their
+	// workers (scheduler.CycleReport.Spread).
+	SpreadJobCycles int
+	// PlaceTotal and PlaceMax are the sum and the maximum over cycles of
+	// the wall-clock time the placer took. They are not deterministic.
+	PlaceTotal time.Duration
+	PlaceMax   time.Duration
 }
 
 // JobResult is one job's outcome.

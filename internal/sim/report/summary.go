@@ -6,13 +6,17 @@ import (
 	"io"
 	"math"
 	"slices"
+	"time"
 )
 
 // Summary is the headline numbers of one run, as people compare
-// algorithms. Times are simulated seconds except WallSeconds.
+// algorithms. Times are simulated seconds except WallSeconds and the
+// placement times (wall clock, so not deterministic).
 type Summary struct {
 	Algorithm string `json:"algorithm"`
-	Workload  string `json:"workload,omitempty"`
+	// Placer is the placement policy.
+	Placer   string `json:"placer"`
+	Workload string `json:"workload,omitempty"`
 	// GPUs is the cluster's GPU count.
 	GPUs int `json:"gpus"`
 	// Jobs is the number of jobs in the run, Completed those that finished.
@@ -37,6 +41,18 @@ type Summary struct {
 	Restarts          int     `json:"restarts"`
 	Migrations        int     `json:"migrations"`
 	AvgRestartsPerJob float64 `json:"avg_restarts_per_job"`
+	// MigrationsPerJob is Migrations over Jobs.
+	MigrationsPerJob float64 `json:"migrations_per_job"`
+	// AvgSpreadJobs is the mean over cycles of the jobs that, once
+	// placed, spanned more nodes than the fewest that could hold their
+	// workers.
+	AvgSpreadJobs float64 `json:"avg_spread_jobs"`
+	// Cycles is the number of scheduling cycles.
+	Cycles int `json:"cycles"`
+	// PlaceMsAvg and PlaceMsMax are the mean and the maximum over cycles
+	// of the wall-clock milliseconds the placer took.
+	PlaceMsAvg float64 `json:"place_ms_avg"`
+	PlaceMsMax float64 `json:"place_ms_max"`
 	// WallSeconds is the real time the run took.
 	WallSeconds float64 `json:"wall_s"`
 }
@@ -48,9 +64,12 @@ func Summarize(run *Run) Summary {
 	}
 	s := Summary{
 		Algorithm:   run.Algorithm,
+		Placer:      run.Placer,
 		Workload:    run.Workload,
 		GPUs:        run.GPUs,
 		Jobs:        len(run.Jobs),
+		Cycles:      run.Cycles,
+		PlaceMsMax:  milliseconds(run.PlaceMax),
 		WallSeconds: run.WallSeconds,
 	}
 	jcts := JCTs(run)
@@ -76,6 +95,11 @@ func Summarize(run *Run) Summary {
 	}
 	if s.Jobs > 0 {
 		s.AvgRestartsPerJob = float64(s.Restarts) / float64(s.Jobs)
+		s.MigrationsPerJob = float64(s.Migrations) / float64(s.Jobs)
+	}
+	if s.Cycles > 0 {
+		s.AvgSpreadJobs = float64(run.SpreadJobCycles) / float64(s.Cycles)
+		s.PlaceMsAvg = milliseconds(run.PlaceTotal) / float64(s.Cycles)
 	}
 	if s.Completed > 0 {
 		s.AvgJCT = mean(jcts)
@@ -117,6 +141,8 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[min(max(rank, 1), n)-1]
 }
 
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func mean(xs []float64) float64 {
 	var sum float64
 	for _, x := range xs {
@@ -126,15 +152,20 @@ func mean(xs []float64) float64 {
 }
 
 // WriteJSON writes the summary as indented JSON. Times are rounded to
-// milliseconds and the utilization to 4 decimals, which is all the
-// simulation's precision means; the Summary itself keeps full precision.
+// milliseconds, placement times (already in milliseconds), the
+// utilization and the per-job and per-cycle figures to 4 decimals, which
+// is all the simulation's precision means; the Summary itself keeps full
+// precision.
 func WriteJSON(w io.Writer, s Summary) error {
 	r := s
 	for _, f := range []*float64{&r.AvgJCT, &r.P50JCT, &r.P99JCT, &r.MaxJCT, &r.Makespan, &r.AvgQueue, &r.WallSeconds} {
 		*f = round(*f, 3)
 	}
 	r.GPUUtilization = round(r.GPUUtilization, 4)
-	r.AvgRestartsPerJob = round(r.AvgRestartsPerJob, 4)
+	for _, f := range []*float64{&r.AvgRestartsPerJob, &r.MigrationsPerJob, &r.AvgSpreadJobs} {
+		*f = round(*f, 4)
+	}
+	r.PlaceMsAvg, r.PlaceMsMax = round(r.PlaceMsAvg, 4), round(r.PlaceMsMax, 4)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write summary json: %w", err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -61,8 +62,32 @@ func TestSummarize(t *testing.T) {
 				Makespan:       400,          // 400 - 0
 				AvgQueue:       20,           // (10 + 50 + 0) / 3
 				GPUUtilization: 960.0 / 1600, // (360+500+100) / (4*400)
-				Restarts:       4, Migrations: 2, AvgRestartsPerJob: 1, WallSeconds: 2.5,
+				Restarts:       4, Migrations: 2, AvgRestartsPerJob: 1, MigrationsPerJob: 0.5, WallSeconds: 2.5,
 			},
+		},
+		{
+			name: "placement metrics",
+			run: &Run{
+				Algorithm: "afs-l", Placer: "topology", GPUs: 8,
+				Cycles: 4, SpreadJobCycles: 6, PlaceTotal: 10 * time.Millisecond, PlaceMax: 7500 * time.Microsecond,
+				Jobs: []JobResult{
+					{Name: "a", Submit: 0, Start: 0, End: 100, Done: true, Restarts: 2, Migrations: 5, GPUSeconds: 400},
+					{Name: "b", Submit: 0, Start: 0, End: 100, Done: true, Migrations: 1, GPUSeconds: 400},
+				},
+			},
+			want: Summary{
+				Algorithm: "afs-l", Placer: "topology", GPUs: 8, Jobs: 2, Completed: 2,
+				AvgJCT: 100, P50JCT: 100, P99JCT: 100, MaxJCT: 100, Makespan: 100, GPUUtilization: 1,
+				Restarts: 2, Migrations: 6, AvgRestartsPerJob: 1, MigrationsPerJob: 3,
+				Cycles: 4, AvgSpreadJobs: 1.5, PlaceMsAvg: 2.5, PlaceMsMax: 7.5,
+			},
+		},
+		{
+			name: "no cycles",
+			run: &Run{Algorithm: "x", Placer: "greedy", GPUs: 1, PlaceMax: time.Millisecond, Jobs: []JobResult{
+				{Name: "a", Submit: 0, Start: -1, End: -1, Migrations: 3},
+			}},
+			want: Summary{Algorithm: "x", Placer: "greedy", GPUs: 1, Jobs: 1, Migrations: 3, MigrationsPerJob: 3, PlaceMsMax: 1},
 		},
 		{
 			name: "one job",
@@ -102,7 +127,8 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	s := Summary{Algorithm: "pollux", Jobs: 3, Completed: 2, AvgJCT: 1.0 / 3, GPUUtilization: 2.0 / 3, WallSeconds: 12.34567}
+	s := Summary{Algorithm: "pollux", Placer: "topology", Jobs: 3, Completed: 2, AvgJCT: 1.0 / 3, GPUUtilization: 2.0 / 3,
+		MigrationsPerJob: 2.0 / 3, AvgSpreadJobs: 1.0 / 7, Cycles: 9, PlaceMsAvg: 0.123456, PlaceMsMax: 1.98765, WallSeconds: 12.34567}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, s); err != nil {
 		t.Fatal(err)
@@ -112,13 +138,18 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("invalid JSON %s: %v", buf.String(), err)
 	}
 	for _, key := range []string{"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
-		"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s"} {
+		"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s",
+		"placer", "migrations_per_job", "avg_spread_jobs", "cycles", "place_ms_avg", "place_ms_max"} {
 		if _, ok := got[key]; !ok {
 			t.Errorf("key %q missing from %s", key, buf.String())
 		}
 	}
 	if got["avg_jct_s"] != 0.333 || got["gpu_utilization"] != 0.6667 || got["wall_s"] != 12.346 {
 		t.Errorf("rounding: %s", buf.String())
+	}
+	if got["placer"] != "topology" || got["cycles"] != 9.0 || got["migrations_per_job"] != 0.6667 ||
+		got["avg_spread_jobs"] != 0.1429 || got["place_ms_avg"] != 0.1235 || got["place_ms_max"] != 1.9877 {
+		t.Errorf("placement fields: %s", buf.String())
 	}
 	if s.AvgJCT != 1.0/3 {
 		t.Error("WriteJSON changed the summary")
@@ -129,14 +160,16 @@ func TestWriteJSON(t *testing.T) {
 }
 
 func TestWriteText(t *testing.T) {
-	s := Summary{Algorithm: "tiresias", Workload: "workload-1.csv", GPUs: 64, Jobs: 160, Completed: 160,
+	s := Summary{Algorithm: "tiresias", Placer: "topology", Workload: "workload-1.csv", GPUs: 64, Jobs: 160, Completed: 160,
 		AvgJCT: 4038.2, P50JCT: 1800, P99JCT: 36000, MaxJCT: 40000, Makespan: 90000, AvgQueue: 600,
-		GPUUtilization: 0.713, Restarts: 123, AvgRestartsPerJob: 123.0 / 160, Migrations: 10, WallSeconds: 12.34}
+		GPUUtilization: 0.713, Restarts: 123, AvgRestartsPerJob: 123.0 / 160, Migrations: 10, MigrationsPerJob: 10.0 / 160,
+		Cycles: 1500, AvgSpreadJobs: 1.234, PlaceMsAvg: 0.0456, PlaceMsMax: 2.5, WallSeconds: 12.34}
 	var buf bytes.Buffer
 	if err := WriteText(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	want := `algorithm    tiresias
+placer       topology
 workload     workload-1.csv
 cluster      64 GPUs
 jobs         160 (160 completed)
@@ -148,7 +181,10 @@ makespan     90000.0 s (25.00 h)
 avg queue    600.0 s (0.17 h)
 GPU util     71.3 %
 restarts     123 (0.77 per job)
-migrations   10
+migrations   10 (0.06 per job)
+cycles       1500
+spread       1.23 jobs per cycle on more nodes than needed
+placement    0.046 ms per cycle (max 2.500 ms)
 wall         12.3 s
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
@@ -157,22 +193,48 @@ wall         12.3 s
 }
 
 func TestWriteComparison(t *testing.T) {
-	sums := []Summary{
-		{Algorithm: "tiresias", Jobs: 160, Completed: 160, AvgJCT: 4038.25, P50JCT: 1200, P99JCT: 36000.5,
-			Makespan: 90000, AvgQueue: 1500, GPUUtilization: 0.7134, Restarts: 12, Migrations: 3, WallSeconds: 12.3},
-		{Algorithm: "voda-elastic", Jobs: 160, Completed: 158, AvgJCT: 2750, P50JCT: 900, P99JCT: 20000,
-			Makespan: 80000, AvgQueue: 20, GPUUtilization: 0.9, Restarts: 1234, Migrations: 56, WallSeconds: 130},
+	tests := []struct {
+		name string
+		sums []Summary
+		want string
+	}{
+		{
+			name: "algorithms",
+			sums: []Summary{
+				{Algorithm: "tiresias", Placer: "greedy", Jobs: 160, Completed: 160, AvgJCT: 4038.25, P50JCT: 1200, P99JCT: 36000.5,
+					Makespan: 90000, AvgQueue: 1500, GPUUtilization: 0.7134, Restarts: 12, AvgRestartsPerJob: 12.0 / 160,
+					Migrations: 3, MigrationsPerJob: 3.0 / 160, AvgSpreadJobs: 0.5, WallSeconds: 12.3},
+				{Algorithm: "voda-elastic", Placer: "greedy", Jobs: 160, Completed: 158, AvgJCT: 2750, P50JCT: 900, P99JCT: 20000,
+					Makespan: 80000, AvgQueue: 20, GPUUtilization: 0.9, Restarts: 1234, AvgRestartsPerJob: 1234.0 / 160,
+					Migrations: 56, MigrationsPerJob: 56.0 / 160, AvgSpreadJobs: 12.345, WallSeconds: 130},
+			},
+			want: `algorithm     placer     done  avg JCT s  p50 JCT s  p99 JCT s  makespan s  avg queue s  util %  restarts/job  migrations/job  spread  wall s
+tiresias      greedy  160/160     4038.2     1200.0    36000.5     90000.0       1500.0    71.3          0.07            0.02    0.50    12.3
+voda-elastic  greedy  158/160     2750.0      900.0    20000.0     80000.0         20.0    90.0          7.71            0.35   12.35   130.0
+`,
+		},
+		{
+			name: "placers",
+			sums: []Summary{
+				{Algorithm: "AFS-L", Placer: "greedy", Jobs: 2, Completed: 2, AvgJCT: 10, AvgRestartsPerJob: 1.5, MigrationsPerJob: 4, AvgSpreadJobs: 1},
+				{Algorithm: "AFS-L", Placer: "topology", Jobs: 2, Completed: 2, AvgJCT: 9, AvgRestartsPerJob: 1.5, AvgSpreadJobs: 0.25},
+			},
+			want: `algorithm  placer    done  avg JCT s  p50 JCT s  p99 JCT s  makespan s  avg queue s  util %  restarts/job  migrations/job  spread  wall s
+AFS-L      greedy     2/2       10.0        0.0        0.0         0.0          0.0     0.0          1.50            4.00    1.00     0.0
+AFS-L      topology   2/2        9.0        0.0        0.0         0.0          0.0     0.0          1.50            0.00    0.25     0.0
+`,
+		},
 	}
-	var buf bytes.Buffer
-	if err := WriteComparison(&buf, sums); err != nil {
-		t.Fatal(err)
-	}
-	want := `algorithm        done  avg JCT s  p50 JCT s  p99 JCT s  makespan s  avg queue s  util %  restarts  migrations  wall s
-tiresias      160/160     4038.2     1200.0    36000.5     90000.0       1500.0    71.3        12           3    12.3
-voda-elastic  158/160     2750.0      900.0    20000.0     80000.0         20.0    90.0      1234          56   130.0
-`
-	if diff := cmp.Diff(want, buf.String()); diff != "" {
-		t.Errorf("table (-want,+got):\n%s", diff)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteComparison(&buf, tc.sums); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, buf.String()); diff != "" {
+				t.Errorf("table (-want,+got):\n%s", diff)
+			}
+		})
 	}
 	var empty bytes.Buffer
 	if err := WriteComparison(&empty, nil); err != nil || strings.Count(empty.String(), "\n") != 1 {

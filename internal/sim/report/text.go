@@ -14,13 +14,19 @@ import (
 // seconds and hours:
 //
 //	algorithm    tiresias
+//	placer       topology
 //	avg JCT      4038.2 s (1.12 h)
+//
+// The placement times are wall clock; the rest is simulated.
 func WriteText(w io.Writer, s Summary) error {
 	bw := bufio.NewWriter(w)
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(bw, "%-12s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	line("algorithm", "%s", s.Algorithm)
+	if s.Placer != "" {
+		line("placer", "%s", s.Placer)
+	}
 	if s.Workload != "" {
 		line("workload", "%s", s.Workload)
 	}
@@ -34,7 +40,10 @@ func WriteText(w io.Writer, s Summary) error {
 	line("avg queue", "%s", secHours(s.AvgQueue))
 	line("GPU util", "%.1f %%", 100*s.GPUUtilization)
 	line("restarts", "%d (%.2f per job)", s.Restarts, s.AvgRestartsPerJob)
-	line("migrations", "%d", s.Migrations)
+	line("migrations", "%d (%.2f per job)", s.Migrations, s.MigrationsPerJob)
+	line("cycles", "%d", s.Cycles)
+	line("spread", "%.2f jobs per cycle on more nodes than needed", s.AvgSpreadJobs)
+	line("placement", "%.3f ms per cycle (max %.3f ms)", s.PlaceMsAvg, s.PlaceMsMax)
 	line("wall", "%.1f s", s.WallSeconds)
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -47,16 +56,20 @@ func secHours(sec float64) string {
 }
 
 // WriteComparison writes one aligned table with a row per summary, in the
-// given order: algorithm, completed/jobs, avg/p50/p99 JCT, makespan and avg
-// queue (seconds), GPU utilization (%), restarts, migrations and wall time
-// (seconds). The algorithm column is left-aligned, the numbers
-// right-aligned.
+// given order: algorithm, placer, completed/jobs, avg/p50/p99 JCT,
+// makespan and avg queue (seconds), GPU utilization (%), restarts and
+// migrations per job, spread (jobs on more nodes than needed, averaged
+// over cycles) and wall time (seconds). The totals of restarts and
+// migrations are in the text and JSON summaries. The algorithm and placer
+// columns are left-aligned, the numbers right-aligned.
 func WriteComparison(w io.Writer, sums []Summary) error {
-	rows := [][]string{{"algorithm", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
-		"makespan s", "avg queue s", "util %", "restarts", "migrations", "wall s"}}
+	rows := [][]string{{"algorithm", "placer", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
+		"makespan s", "avg queue s", "util %", "restarts/job", "migrations/job", "spread", "wall s"}}
+	const leftAligned = 2 // the algorithm and placer columns
 	for _, s := range sums {
 		rows = append(rows, []string{
 			s.Algorithm,
+			s.Placer,
 			fmt.Sprintf("%d/%d", s.Completed, s.Jobs),
 			fmt.Sprintf("%.1f", s.AvgJCT),
 			fmt.Sprintf("%.1f", s.P50JCT),
@@ -64,8 +77,9 @@ func WriteComparison(w io.Writer, sums []Summary) error {
 			fmt.Sprintf("%.1f", s.Makespan),
 			fmt.Sprintf("%.1f", s.AvgQueue),
 			fmt.Sprintf("%.1f", 100*s.GPUUtilization),
-			strconv.Itoa(s.Restarts),
-			strconv.Itoa(s.Migrations),
+			fmt.Sprintf("%.2f", s.AvgRestartsPerJob),
+			fmt.Sprintf("%.2f", s.MigrationsPerJob),
+			fmt.Sprintf("%.2f", s.AvgSpreadJobs),
 			fmt.Sprintf("%.1f", s.WallSeconds),
 		})
 	}
@@ -83,6 +97,8 @@ func WriteComparison(w io.Writer, sums []Summary) error {
 			switch {
 			case i == 0:
 				b.WriteString(c + pad)
+			case i < leftAligned:
+				b.WriteString("  " + c + pad)
 			default:
 				b.WriteString("  " + pad + c)
 			}

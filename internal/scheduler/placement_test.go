@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
+)
+
+// tickingClock advances by step on every reading, so a stopwatch built on
+// it measures step per Now/Since pair.
+type tickingClock struct {
+	now  time.Time
+	step time.Duration
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+func (c *tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func newTopologyCore(t *testing.T, alloc *fixedAlloc, sizes ...int) (*Core, *recordPort) {
+	t.Helper()
+	port := &recordPort{}
+	pl, err := placement.Builtin().New(placement.TopologyName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCore(Config{GPUType: "v100", Allocator: alloc, Placer: pl, Port: port,
+		Stopwatch: &tickingClock{now: t0, step: 3 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range sizes {
+		if err := c.AddNode(t0, model.Node{Name: string(rune('p' + i)), GPUs: g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, port
+}
+
+func TestTopologyNodeLossAndAddition(t *testing.T) {
+	ctx := context.Background()
+	// Nodes p, q, r with 4 GPUs each. a (4) and b (4) fill p and q; c (2)
+	// takes half of r.
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 4, "b": 4, "c": 2}}
+	c, port := newTopologyCore(t, alloc, 4, 4, 4)
+	for i, n := range []string{"a", "b", "c"} {
+		if err := c.Submit(t0, spec(n, 1, 8, t0.Add(time.Duration(i)*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := c.Cycle(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Spread != 0 {
+		t.Errorf("first cycle spread = %d, want 0", rep.Spread)
+	}
+	if rep.PlaceDuration != 3*time.Millisecond {
+		t.Errorf("PlaceDuration = %s, want the stopwatch's 3ms", rep.PlaceDuration)
+	}
+	a, _ := c.Job("a")
+	lost := a.State.Placement[0].Node
+
+	// The node under a goes; with 2 GPUs left free the allocator gives a
+	// 2, and a starts again on a surviving node.
+	if err := c.RemoveNode(t0.Add(time.Minute), lost); err != nil {
+		t.Fatal(err)
+	}
+	alloc.gpus = map[string]int{"a": 2, "b": 4, "c": 2}
+	port.actions = nil
+	if _, err := c.Cycle(ctx, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = c.Job("a")
+	if a.State.GPUs != 2 || a.State.Placement.Nodes() != 1 || a.State.Placement[0].Node == lost {
+		t.Fatalf("after losing %s, a is at %v, want 2 workers on one surviving node", lost, a.State.Placement)
+	}
+	if got := port.kinds(); !equal(got, []string{"start:a"}) {
+		t.Errorf("actions = %v, want a started again", got)
+	}
+
+	// A new node arrives and a grows back to 4: on the new node, whole,
+	// rather than split over the half-free node it is on and another.
+	if err := c.AddNode(t0.Add(2*time.Minute), model.Node{Name: "s", GPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	alloc.gpus = map[string]int{"a": 4, "b": 4, "c": 2}
+	port.actions = nil
+	rep, err = c.Cycle(ctx, t0.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ = c.Job("a")
+	if a.State.GPUs != 4 || a.State.Placement.Nodes() != 1 {
+		t.Fatalf("a grew to %v, want 4 workers on one node", a.State.Placement)
+	}
+	if rep.Spread != 0 {
+		t.Errorf("spread after the new node = %d, want 0", rep.Spread)
+	}
+	if rep.Migrated != 2 {
+		t.Errorf("migrated = %d, want a's 2 workers moved to the new node", rep.Migrated)
+	}
+}
+
+func TestCycleReportsSpread(t *testing.T) {
+	// The greedy placer splits a 4-worker job over two half-free nodes;
+	// the report counts it.
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 2, "b": 2}}
+	c, _ := newTestCore(t, alloc, 2)
+	c.Submit(t0, spec("a", 1, 8, t0))
+	c.Submit(t0, spec("b", 1, 8, t0.Add(time.Second)))
+	if _, err := c.Cycle(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	c.Submit(t0, spec("d", 4, 4, t0.Add(2*time.Second)))
+	alloc.gpus = map[string]int{"a": 2, "b": 2, "d": 4}
+	rep, err := c.Cycle(context.Background(), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Spread != 1 {
+		t.Errorf("spread = %d, want 1 (d over two nodes)", rep.Spread)
+	}
+	if rep.PlaceDuration != 0 {
+		t.Errorf("PlaceDuration = %s without a stopwatch, want 0", rep.PlaceDuration)
+	}
+}
