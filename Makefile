@@ -25,9 +25,10 @@ test:
 test-short:
 	$(GO) test -short ./...
 
-## bench: the decision-speed and simulator-speed benchmarks
+## bench: the allocation, placement and simulator speed benchmarks
 bench:
 	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
+	$(GO) test ./internal/placement -run '^$$' -bench 'BenchmarkPlace' -benchtime 50x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate' -benchtime 10x
 
 ## fuzz: run each parser fuzz target for a short while
@@ -44,7 +45,7 @@ fidelity:
 compare-table: build
 	@for load in "" -2.0; do for mode in "" --oracle; do \
 	  echo "== workloads$$load $$mode"; \
-	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all -q $$mode | tail -10; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all --placer greedy -q $$mode | tail -10; \
 	done; done
 
 ## placement-table: greedy against topology placement for three elastic algorithms on the 1.0x and 2.0x Pollux workloads
