@@ -491,25 +491,30 @@ func TestSimulateHelp(t *testing.T) {
 	}
 }
 
-func TestAlgorithmsCommand(t *testing.T) {
-	t.Parallel()
-	stdout := mustRun(t, "algorithms")
-	lines := strings.Split(stdout, "\n")
-	// Algorithm lines start in the first column; parameter lines are
-	// indented under their algorithm.
-	var names []string
-	params := map[string][]string{}
+// parseListing reads the output of 'voda algorithms' or 'voda placers'
+// after its header: entry lines start in the first column, parameter
+// lines (flag name=<...>) are indented under their entry.
+func parseListing(lines []string, flag string) (names []string, params map[string][]string) {
+	params = map[string][]string{}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
 		switch {
 		case len(f) == 0:
 		case !strings.HasPrefix(l, " "):
 			names = append(names, f[0])
-		case len(names) > 0 && f[0] == "--param":
+		case len(names) > 0 && f[0] == flag:
 			name, _, _ := strings.Cut(f[1], "=")
 			params[names[len(names)-1]] = append(params[names[len(names)-1]], name)
 		}
 	}
+	return names, params
+}
+
+func TestAlgorithmsCommand(t *testing.T) {
+	t.Parallel()
+	stdout := mustRun(t, "algorithms")
+	lines := strings.Split(stdout, "\n")
+	names, params := parseListing(lines, "--param")
 	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("algorithms (-want,+got):\n%s\n%s", diff, stdout)
@@ -733,21 +738,7 @@ func TestPlacersCommand(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "NAME") {
 		t.Errorf("first line = %q, want the NAME header", lines[0])
 	}
-	// Placer lines start in the first column; parameter lines are
-	// indented under their placer.
-	var names []string
-	params := map[string][]string{}
-	for _, l := range lines[1:] {
-		f := strings.Fields(l)
-		switch {
-		case len(f) == 0:
-		case !strings.HasPrefix(l, " "):
-			names = append(names, f[0])
-		case len(names) > 0 && f[0] == "--placer-param":
-			name, _, _ := strings.Cut(f[1], "=")
-			params[names[len(names)-1]] = append(params[names[len(names)-1]], name)
-		}
-	}
+	names, params := parseListing(lines, "--placer-param")
 	if diff := cmp.Diff([]string{"topology", "greedy"}, names); diff != "" {
 		t.Errorf("placers (-want,+got):\n%s\n%s", diff, stdout)
 	}

@@ -32,22 +32,15 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 		free[i] = n.GPUs
 		index[n.Name] = i
 	}
-	jobs := make(map[string]*model.Job, len(snap.Jobs))
-	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].Spec.Name] = &snap.Jobs[i]
+	jobs, err := allocatedJobs(snap, alloc)
+	if err != nil {
+		return Result{}, err
 	}
 	res := Result{Placement: make(model.Placement, len(alloc.GPUs))}
 	var pending []string
 	// Pass 1: jobs whose count is unchanged stay where they are.
-	for _, name := range jobOrder(snap, alloc) {
-		g := alloc.GPUs[name]
-		if g <= 0 {
-			continue
-		}
-		j, ok := jobs[name]
-		if !ok {
-			return Result{}, fmt.Errorf("place job %s: not in the snapshot", name)
-		}
+	for _, a := range jobs {
+		j, g, name := a.job, a.gpus, a.job.Spec.Name
 		cur := j.State.Placement
 		if cur.Workers() == g && fits(cur, index, free) {
 			for _, nw := range cur {

@@ -192,21 +192,27 @@ func TestGreedyPlace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &model.Snapshot{Nodes: tc.nodes, Jobs: tc.jobs}
-			res, err := NewGreedy().Place(snap, tc.alloc)
-			if err != nil {
-				t.Fatalf("Place() error: %v", err)
-			}
-			if diff := cmp.Diff(tc.want, res.Placement); diff != "" {
-				t.Errorf("Place() placement (-want,+got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.unplaced, res.Unplaced); diff != "" {
-				t.Errorf("Place() unplaced (-want,+got):\n%s", diff)
-			}
-			if err := Check(snap, tc.alloc, res); err != nil {
-				t.Errorf("Check() = %v, want nil", err)
-			}
+			checkPlace(t, NewGreedy(), &model.Snapshot{Nodes: tc.nodes, Jobs: tc.jobs}, tc.alloc, tc.want, tc.unplaced)
 		})
+	}
+}
+
+// checkPlace places one table case and compares it with what is wanted;
+// the result must also pass Check.
+func checkPlace(t *testing.T, p Placer, snap *model.Snapshot, alloc model.Allocation, want model.Placement, unplaced []Unplaced) {
+	t.Helper()
+	res, err := p.Place(snap, alloc)
+	if err != nil {
+		t.Fatalf("Place() error: %v", err)
+	}
+	if diff := cmp.Diff(want, res.Placement); diff != "" {
+		t.Errorf("Place() placement (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(unplaced, res.Unplaced); diff != "" {
+		t.Errorf("Place() unplaced (-want,+got):\n%s", diff)
+	}
+	if err := Check(snap, alloc, res); err != nil {
+		t.Errorf("Check() = %v, want nil", err)
 	}
 }
 

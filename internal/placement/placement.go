@@ -212,3 +212,31 @@ func jobOrder(snap *model.Snapshot, alloc model.Allocation) []string {
 	sort.Strings(rest)
 	return append(out, rest...)
 }
+
+// allocated is a job with GPUs, in placement order.
+type allocated struct {
+	job  *model.Job
+	gpus int
+}
+
+// allocatedJobs lists the jobs of alloc with GPUs in jobOrder, each with
+// its snapshot entry; a job missing from the snapshot is an error.
+func allocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]allocated, error) {
+	jobs := make(map[string]*model.Job, len(snap.Jobs))
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].Spec.Name] = &snap.Jobs[i]
+	}
+	var out []allocated
+	for _, name := range jobOrder(snap, alloc) {
+		g := alloc.GPUs[name]
+		if g <= 0 {
+			continue
+		}
+		j, ok := jobs[name]
+		if !ok {
+			return nil, fmt.Errorf("place job %s: not in the snapshot", name)
+		}
+		out = append(out, allocated{job: j, gpus: g})
+	}
+	return out, nil
+}

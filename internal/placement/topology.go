@@ -167,23 +167,15 @@ func (t *Topology) Place(snap *model.Snapshot, alloc model.Allocation) (Result, 
 		pos[n.Name] = i
 		caps[i] = n.GPUs
 	}
-	jobs := make(map[string]*model.Job, len(snap.Jobs))
-	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].Spec.Name] = &snap.Jobs[i]
+	jobs, err := allocatedJobs(snap, alloc)
+	if err != nil {
+		return Result{}, err
 	}
-	var plans []*jobPlan
-	for _, name := range jobOrder(snap, alloc) {
-		g := alloc.GPUs[name]
-		if g <= 0 {
-			continue
-		}
-		j, ok := jobs[name]
-		if !ok {
-			return Result{}, fmt.Errorf("place job %s: not in the snapshot", name)
-		}
-		p := &jobPlan{job: j, rank: len(plans), g: g, prev: mergeSlots(j.State.Placement, pos)}
+	plans := make([]*jobPlan, len(jobs))
+	for i, a := range jobs {
+		p := &jobPlan{job: a.job, rank: i, g: a.gpus, prev: mergeSlots(a.job.State.Placement, pos)}
 		p.prevTotal = sumSlots(p.prev)
-		plans = append(plans, p)
+		plans[i] = p
 	}
 
 	// An allocation larger than the cluster (only a broken allocator

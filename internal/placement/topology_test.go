@@ -264,20 +264,7 @@ func TestTopologyPlace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &model.Snapshot{Nodes: tc.nodes, Jobs: tc.jobs}
-			res, err := topology(t, tc.opts).Place(snap, tc.alloc)
-			if err != nil {
-				t.Fatalf("Place() error: %v", err)
-			}
-			if diff := cmp.Diff(tc.want, res.Placement); diff != "" {
-				t.Errorf("Place() placement (-want,+got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.unplaced, res.Unplaced); diff != "" {
-				t.Errorf("Place() unplaced (-want,+got):\n%s", diff)
-			}
-			if err := Check(snap, tc.alloc, res); err != nil {
-				t.Errorf("Check() = %v, want nil", err)
-			}
+			checkPlace(t, topology(t, tc.opts), &model.Snapshot{Nodes: tc.nodes, Jobs: tc.jobs}, tc.alloc, tc.want, tc.unplaced)
 		})
 	}
 }
