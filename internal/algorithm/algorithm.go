@@ -190,3 +190,22 @@ func (p *Params) CheckUnused() error {
 	sort.Strings(unknown)
 	return fmt.Errorf("unknown param(s) %s", strings.Join(unknown, ", "))
 }
+
+// NewFromMap builds the named allocator from name -> value parameters, as
+// stored settings and API requests carry them.
+func (r *Registry) NewFromMap(name string, params map[string]string) (Allocator, error) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	pairs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		pairs = append(pairs, k+"="+params[k])
+	}
+	p, err := ParseParams(pairs)
+	if err != nil {
+		return nil, err
+	}
+	return r.New(name, p)
+}

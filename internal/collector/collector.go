@@ -65,6 +65,22 @@ func (c *Collector) Observe(job, app string, workers int, seconds, work float64)
 	}
 }
 
+// Observation is a stretch of time a job ran on one worker count.
+type Observation struct {
+	Job, App string
+	Workers  int
+	Seconds  float64
+	// Work is the progress made, in one-GPU seconds.
+	Work float64
+}
+
+// ObserveAll records observations in order.
+func (c *Collector) ObserveAll(obs []Observation) {
+	for _, o := range obs {
+		c.Observe(o.Job, o.App, o.Workers, o.Seconds, o.Work)
+	}
+}
+
 // Forget drops a finished job's observations; its application keeps them.
 func (c *Collector) Forget(job string) { delete(c.jobs, job) }
 

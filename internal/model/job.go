@@ -82,6 +82,9 @@ type JobState struct {
 	// Queue is the job's priority queue for multi-level algorithms
 	// (Tiresias); 0 is the highest.
 	Queue int
+	// RunSeconds is the wall time the job has held GPUs so far; the rest
+	// of its life it waited.
+	RunSeconds float64
 	// QueueSince orders jobs within a queue: when the job entered it.
 	QueueSince time.Time
 	// QueueService is the GPU-seconds attained since the job entered queue

@@ -103,6 +103,17 @@ type CycleReport struct {
 	// PlaceDuration is the time the placer took (zero without a
 	// Stopwatch).
 	PlaceDuration time.Duration
+	// Duration is the time the whole cycle took, actions included (zero
+	// without a Stopwatch).
+	Duration time.Duration
+	// AllocateDuration is the time the allocator took (zero without a
+	// Stopwatch).
+	AllocateDuration time.Duration
+	// Algorithm names the allocator that decided.
+	Algorithm string
+	// Order is the allocator's priority order over every job of the
+	// snapshot: waiting jobs earlier in it are served first.
+	Order []string
 	// FailedActions counts actions the port could not apply; they are
 	// retried next cycle.
 	FailedActions int
@@ -208,6 +219,7 @@ func (c *Core) Advance(now time.Time) {
 		st := &e.job.State
 		if st.GPUs > 0 {
 			st.AttainedService += float64(st.GPUs) * dt
+			st.RunSeconds += dt
 			st.QueueService += float64(st.GPUs) * dt
 			st.QueueRunSeconds += dt
 		}
@@ -395,10 +407,14 @@ func (c *Core) Snapshot(now time.Time) *model.Snapshot {
 }
 
 // Cycle runs one scheduling cycle at now and applies its decisions.
-func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
+func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err error) {
+	if c.cfg.Stopwatch != nil {
+		start := c.cfg.Stopwatch.Now()
+		defer func() { rep.Duration = c.cfg.Stopwatch.Since(start) }()
+	}
 	// 1. Snapshot.
 	snap := c.Snapshot(now)
-	rep := CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
+	rep = CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
 	c.dirty = false
 	c.cycled = true
 	c.lastCycle = now
@@ -426,7 +442,15 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
 	}
 
 	// 3. Allocate and check the invariants before anything is applied.
+	rep.Algorithm = c.cfg.Allocator.Name()
+	var allocStart time.Time
+	if c.cfg.Stopwatch != nil {
+		allocStart = c.cfg.Stopwatch.Now()
+	}
 	alloc, err := c.cfg.Allocator.Allocate(snap)
+	if c.cfg.Stopwatch != nil {
+		rep.AllocateDuration = c.cfg.Stopwatch.Since(allocStart)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("cycle: allocate with %s: %w", c.cfg.Allocator.Name(), err)
 	}
@@ -437,6 +461,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
 		alloc.Order = completeOrder(snap, alloc.Order)
 	}
 	rep.Allocated = alloc.Total()
+	rep.Order = alloc.Order
 
 	// 4. Place.
 	var placeStart time.Time

@@ -1,0 +1,78 @@
+package scheduler
+
+import (
+	"sort"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// Forecast is a waiting job's place in line and its expected start.
+type Forecast struct {
+	// Position is 1 for the waiting job the algorithm serves first.
+	Position int
+	// Start is when the job is expected to get GPUs; zero when unknown.
+	Start time.Time
+}
+
+// Forecasts estimates, for every waiting job of snap (holding no GPU), its
+// position among waiting jobs in the allocator's order and when it may
+// start. The estimate is deliberately simple: running jobs release their
+// GPUs when their estimated remaining time at their current speedup runs
+// out, and waiting jobs start in order, each as soon as the GPUs released
+// cover its minimum plus the minimums of the jobs ahead of it. A running
+// job with an unknown remaining time releases nothing, so jobs behind it
+// may get no estimate. Elastic algorithms may start jobs sooner by
+// shrinking others; non-elastic ones may backfill.
+func Forecasts(snap *model.Snapshot, order []string) map[string]Forecast {
+	type release struct {
+		at   time.Time
+		gpus int
+		name string
+	}
+	byName := make(map[string]*model.Job, len(snap.Jobs))
+	free := snap.TotalGPUs()
+	var releases []release
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		byName[j.Spec.Name] = j
+		if j.State.GPUs == 0 {
+			continue
+		}
+		free -= j.State.GPUs
+		if rem := j.Est.RemainingSeconds; rem >= 0 {
+			secs := rem / max(j.Est.SpeedupAt(j.State.GPUs), 1e-9)
+			releases = append(releases, release{snap.Now.Add(time.Duration(secs * float64(time.Second))), j.State.GPUs, j.Spec.Name})
+		}
+	}
+	sort.Slice(releases, func(a, b int) bool {
+		if !releases[a].at.Equal(releases[b].at) {
+			return releases[a].at.Before(releases[b].at)
+		}
+		return releases[a].name < releases[b].name
+	})
+	out := map[string]Forecast{}
+	need, next := 0, 0
+	var at time.Time
+	for _, name := range completeOrder(snap, order) {
+		j, ok := byName[name]
+		if !ok || j.State.GPUs > 0 {
+			continue
+		}
+		need += j.Spec.MinWorkers
+		f := Forecast{Position: len(out) + 1}
+		for free < need && next < len(releases) {
+			free += releases[next].gpus
+			at = releases[next].at
+			next++
+		}
+		if free >= need {
+			f.Start = snap.Now
+			if at.After(snap.Now) {
+				f.Start = at
+			}
+		}
+		out[name] = f
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+func TestForecasts(t *testing.T) {
+	t0 := time.Unix(1000, 0).UTC()
+	job := func(name string, min, gpus int, rem float64) model.Job {
+		return model.Job{
+			Spec:  model.JobSpec{Name: name, MinWorkers: min, MaxWorkers: 8, RequestedWorkers: min, SubmitTime: t0},
+			State: model.JobState{GPUs: gpus},
+			Est:   model.Estimates{RemainingSeconds: rem},
+		}
+	}
+	snap := &model.Snapshot{
+		Now:   t0,
+		Nodes: []model.Node{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 4}},
+		Jobs: []model.Job{
+			job("run-a", 1, 4, 400), // linear speedup: ends in 100 s
+			job("run-b", 1, 3, -1),  // unknown: never releases
+			job("wait-1", 1, 0, 100),
+			job("wait-2", 2, 0, 100),
+			job("wait-3", 4, 0, 100),
+		},
+	}
+	// The allocator serves wait-2 before wait-1.
+	got := Forecasts(snap, []string{"run-a", "run-b", "wait-2", "wait-1", "wait-3"})
+	want := map[string]Forecast{
+		"wait-2": {Position: 1, Start: t0.Add(100 * time.Second)}, // 1 free, needs 2
+		"wait-1": {Position: 2, Start: t0.Add(100 * time.Second)}, // 3 needed, 5 free after run-a
+		"wait-3": {Position: 3},                                   // 7 needed, only 5 ever free
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Forecasts (-want,+got):\n%s", diff)
+	}
+
+	// With room to spare, the first waiting job is expected now.
+	snap.Jobs[1].State.GPUs = 0
+	got = Forecasts(snap, nil)
+	if f := got["run-b"]; f.Position != 1 || !f.Start.Equal(t0) {
+		t.Errorf("run-b forecast = %+v, want position 1 starting now", f)
+	}
+}
