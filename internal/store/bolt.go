@@ -1,0 +1,391 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// boltFile is the embedded store's file name inside the data directory.
+const boltFile = "voda.db"
+
+// boltLockTimeout bounds the wait for bbolt's file lock: a second process
+// on the same data directory fails with a clear error instead of hanging.
+const boltLockTimeout = time.Second
+
+// Buckets: jobs by name, schedulers by GPU type, each value a JSON record.
+var (
+	jobsBucket       = []byte("jobs")
+	schedulersBucket = []byte("schedulers")
+)
+
+// boltStore is the embedded, file-backed Store. Every write goes through
+// db.Batch, so concurrent writers (a burst of submissions) share one
+// commit and one fsync instead of queueing for one each.
+//
+// Batch may run a function more than once (it retries the rest of a batch
+// when one function fails), so the write functions below are idempotent:
+// they report expected outcomes (exists, not found) through variables they
+// reset on every run and return an error only for real failures, which
+// also keeps one caller's ErrExists from rolling back its batch-mates.
+type boltStore struct {
+	gate gate
+	db   *bolt.DB
+	path string
+}
+
+var _ Store = (*boltStore)(nil)
+
+// openBolt opens (creating if needed) the store file in dataDir.
+func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dataDir, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("store: open: create data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, boltFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: file is locked, is another voda server using this data directory? (gave up after %s): %w",
+			path, boltLockTimeout, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{jobsBucket, schedulersBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return &boltStore{db: db, path: path}, nil
+}
+
+func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: create job %s: %w", j.Name, err)
+	}
+	defer s.gate.leave()
+	if j.Name == "" {
+		return errors.New("store: create job: empty name")
+	}
+	rec, err := encodeJob(j)
+	if err != nil {
+		return fmt.Errorf("store: create job %s: %w", j.Name, err)
+	}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("store: create job %s: %w", j.Name, err)
+	}
+	var exists bool
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(jobsBucket)
+		exists = b.Get([]byte(j.Name)) != nil
+		if exists {
+			return nil
+		}
+		return b.Put([]byte(j.Name), val)
+	})
+	if err != nil {
+		return fmt.Errorf("store: create job %s: %w", j.Name, err)
+	}
+	if exists {
+		return fmt.Errorf("store: create job %s: %w", j.Name, ErrExists)
+	}
+	return nil
+}
+
+func (s *boltStore) GetJob(ctx context.Context, name string) (Job, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
+	}
+	defer s.gate.leave()
+	var rec jobRecord
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(jobsBucket).Get([]byte(name))
+		if found = v != nil; !found {
+			return nil
+		}
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
+	}
+	if !found {
+		return Job{}, fmt.Errorf("store: get job %s: %w", name, ErrNotFound)
+	}
+	return decodeJob(rec), nil
+}
+
+// ListJobs decodes every job and filters and sorts in memory: bbolt has no
+// secondary indexes, and the job count (thousands) makes a full scan cheap.
+func (s *boltStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
+	}
+	defer s.gate.leave()
+	var jobs []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
+			var rec jobRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("decode job %s: %w", k, err)
+			}
+			j := decodeJob(rec)
+			if opts.matches(j) {
+				jobs = append(jobs, j)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
+	}
+	slices.SortFunc(jobs, jobBefore)
+	return jobs, nil
+}
+
+// matches reports whether ListJobs keeps j.
+func (o ListOptions) matches(j Job) bool {
+	if o.GPUType != "" && j.Spec.GPUType != o.GPUType {
+		return false
+	}
+	return !o.Live || !j.Status.State.Status.Done()
+}
+
+func (s *boltStore) SetPriority(ctx context.Context, name string, priority int) error {
+	err := s.updateJob(ctx, name, func(r *jobRecord) { r.Spec.Priority = priority })
+	if err != nil {
+		return fmt.Errorf("store: set priority of job %s: %w", name, err)
+	}
+	return nil
+}
+
+func (s *boltStore) RequestDelete(ctx context.Context, name string) error {
+	err := s.updateJob(ctx, name, func(r *jobRecord) { r.DeleteRequested = true })
+	if err != nil {
+		return fmt.Errorf("store: request delete of job %s: %w", name, err)
+	}
+	return nil
+}
+
+// updateJob applies change to one stored job inside a batch; bbolt
+// serialises write transactions, so the read-modify-write cannot lose a
+// concurrent update of another field.
+func (s *boltStore) updateJob(ctx context.Context, name string, change func(*jobRecord)) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	var found bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		var err error
+		found, err = modifyJob(tx.Bucket(jobsBucket), name, change)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// modifyJob rewrites one job record in b; it reports false if absent.
+func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord)) (bool, error) {
+	v := b.Get([]byte(name))
+	if v == nil {
+		return false, nil
+	}
+	var rec jobRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return true, fmt.Errorf("decode: %w", err)
+	}
+	change(&rec)
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return true, fmt.Errorf("encode: %w", err)
+	}
+	return true, b.Put([]byte(name), v)
+}
+
+// SaveStatus encodes every status before writing any, so a bad one fails
+// the call without a partial write, then writes them all in one batch.
+func (s *boltStore) SaveStatus(ctx context.Context, statuses map[string]JobStatus) ([]string, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: save status: %w", err)
+	}
+	defer s.gate.leave()
+	recs, err := encodeStatuses(statuses)
+	if err != nil {
+		return nil, fmt.Errorf("store: save status: %w", err)
+	}
+	var missing []string
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		missing = missing[:0]
+		b := tx.Bucket(jobsBucket)
+		for _, name := range slices.Sorted(maps.Keys(recs)) {
+			found, err := modifyJob(b, name, func(r *jobRecord) { r.Status = recs[name] })
+			if err != nil {
+				return fmt.Errorf("job %s: %w", name, err)
+			}
+			if !found {
+				missing = append(missing, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: save status: %w", err)
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	return missing, nil
+}
+
+func (s *boltStore) DeleteJob(ctx context.Context, name string) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: delete job %s: %w", name, err)
+	}
+	defer s.gate.leave()
+	var found bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(jobsBucket)
+		if found = b.Get([]byte(name)) != nil; !found {
+			return nil
+		}
+		return b.Delete([]byte(name))
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete job %s: %w", name, err)
+	}
+	if !found {
+		return fmt.Errorf("store: delete job %s: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+func (s *boltStore) GetScheduler(ctx context.Context, gpuType string) (Scheduler, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, err)
+	}
+	defer s.gate.leave()
+	var rec schedulerRecord
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(schedulersBucket).Get([]byte(gpuType))
+		if found = v != nil; !found {
+			return nil
+		}
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, err)
+	}
+	if !found {
+		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, ErrNotFound)
+	}
+	return decodeScheduler(rec), nil
+}
+
+// ListSchedulers relies on bbolt iterating keys in byte order, which is
+// Go's string order.
+func (s *boltStore) ListSchedulers(ctx context.Context) ([]Scheduler, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list schedulers: %w", err)
+	}
+	defer s.gate.leave()
+	var out []Scheduler
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(schedulersBucket).ForEach(func(k, v []byte) error {
+			var rec schedulerRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("decode scheduler %s: %w", k, err)
+			}
+			out = append(out, decodeScheduler(rec))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list schedulers: %w", err)
+	}
+	return out, nil
+}
+
+func (s *boltStore) PutSettings(ctx context.Context, gpuType string, set Settings) error {
+	rec := encodeSettings(set)
+	err := s.putScheduler(ctx, gpuType, func(r *schedulerRecord) { r.Settings = rec })
+	if err != nil {
+		return fmt.Errorf("store: put settings of %s: %w", gpuType, err)
+	}
+	return nil
+}
+
+func (s *boltStore) PutStatus(ctx context.Context, gpuType string, st SchedulerStatus) error {
+	rec, err := encodeSchedulerStatus(st)
+	if err == nil {
+		err = s.putScheduler(ctx, gpuType, func(r *schedulerRecord) { r.Status = rec })
+	}
+	if err != nil {
+		return fmt.Errorf("store: put status of %s: %w", gpuType, err)
+	}
+	return nil
+}
+
+// putScheduler creates or rewrites one scheduler record with change
+// applied, keeping the half change does not touch.
+func (s *boltStore) putScheduler(ctx context.Context, gpuType string, change func(*schedulerRecord)) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	if gpuType == "" {
+		return errors.New("empty GPU type")
+	}
+	return s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(schedulersBucket)
+		rec := schedulerRecord{GPUType: gpuType}
+		if v := b.Get([]byte(gpuType)); v != nil {
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("decode: %w", err)
+			}
+		}
+		change(&rec)
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		return b.Put([]byte(gpuType), v)
+	})
+}
+
+// Close waits for calls in flight, then closes the file. It closes even
+// when ctx is done: releasing the file lock matters more than the deadline.
+func (s *boltStore) Close(ctx context.Context) error {
+	if !s.gate.close() {
+		return fmt.Errorf("store: close: %w", ErrClosed)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	return nil
+}

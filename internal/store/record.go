@@ -1,0 +1,489 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// The records below are how both stores encode jobs and scheduler records:
+// bbolt as JSON, MongoDB as BSON. One set of types keeps the two stores'
+// round-trip behaviour identical, and the tags keep model free of encoding
+// concerns. Field names are short camelCase so a Mongo document stays
+// readable in a shell.
+//
+// Round-trip rules (documented on Store):
+//   - times are unix nanoseconds, so they keep every nanosecond (Mongo dates
+//     only keep milliseconds); the zero time is stored as null and comes back
+//     as the zero time; times come back in UTC; times outside the int64
+//     nanosecond range (before 1677-09-21, after 2262-04-11) are rejected;
+//   - empty slices, maps and byte strings come back nil;
+//   - NaN and ±Inf survive (see storedFloat).
+
+// jobRecord is a Job as stored.
+type jobRecord struct {
+	Name            string       `json:"name" bson:"_id"`
+	Kind            string       `json:"kind" bson:"kind"`
+	Manifest        []byte       `json:"manifest" bson:"manifest"`
+	Spec            specRecord   `json:"spec" bson:"spec"`
+	Model           string       `json:"model" bson:"model"`
+	DeleteRequested bool         `json:"deleteRequested" bson:"deleteRequested"`
+	Status          statusRecord `json:"status" bson:"status"`
+	// Live mirrors !Status.State.Status.Done() so Mongo can filter and
+	// index on it; bolt derives it on read instead.
+	Live bool `json:"-" bson:"live"`
+}
+
+type specRecord struct {
+	Name             string `json:"name" bson:"name"`
+	GPUType          string `json:"gpuType" bson:"gpuType"`
+	MinWorkers       int    `json:"minWorkers" bson:"minWorkers"`
+	MaxWorkers       int    `json:"maxWorkers" bson:"maxWorkers"`
+	RequestedWorkers int    `json:"requestedWorkers" bson:"requestedWorkers"`
+	Priority         int    `json:"priority" bson:"priority"`
+	Epochs           int    `json:"epochs" bson:"epochs"`
+	SubmitTime       *int64 `json:"submitTime" bson:"submitTime"`
+}
+
+type statusRecord struct {
+	State          stateRecord     `json:"state" bson:"state"`
+	Est            estimatesRecord `json:"est" bson:"est"`
+	Progress       storedFloat     `json:"progress" bson:"progress"`
+	QueuePosition  int             `json:"queuePosition" bson:"queuePosition"`
+	EstimatedStart *int64          `json:"estimatedStart" bson:"estimatedStart"`
+	FinishTime     *int64          `json:"finishTime" bson:"finishTime"`
+	Updated        *int64          `json:"updated" bson:"updated"`
+}
+
+type stateRecord struct {
+	Status          string              `json:"status" bson:"status"`
+	GPUs            int                 `json:"gpus" bson:"gpus"`
+	Placement       []nodeWorkersRecord `json:"placement" bson:"placement"`
+	AttainedService storedFloat         `json:"attainedService" bson:"attainedService"`
+	FirstStart      *int64              `json:"firstStart" bson:"firstStart"`
+	LastChange      *int64              `json:"lastChange" bson:"lastChange"`
+	Queue           int                 `json:"queue" bson:"queue"`
+	RunSeconds      storedFloat         `json:"runSeconds" bson:"runSeconds"`
+	QueueSince      *int64              `json:"queueSince" bson:"queueSince"`
+	QueueService    storedFloat         `json:"queueService" bson:"queueService"`
+	QueueRunSeconds storedFloat         `json:"queueRunSeconds" bson:"queueRunSeconds"`
+	WaitingSince    *int64              `json:"waitingSince" bson:"waitingSince"`
+	Restarts        int                 `json:"restarts" bson:"restarts"`
+}
+
+type nodeWorkersRecord struct {
+	Node    string `json:"node" bson:"node"`
+	Workers int    `json:"workers" bson:"workers"`
+}
+
+type estimatesRecord struct {
+	RemainingSeconds storedFloat   `json:"remainingSeconds" bson:"remainingSeconds"`
+	Speedup          []storedFloat `json:"speedup" bson:"speedup"`
+}
+
+// schedulerRecord is a Scheduler as stored. Settings and Status are
+// written separately (PutSettings, PutStatus), each half in full.
+type schedulerRecord struct {
+	GPUType  string                `json:"gpuType" bson:"_id"`
+	Settings settingsRecord        `json:"settings" bson:"settings"`
+	Status   schedulerStatusRecord `json:"status" bson:"status"`
+}
+
+type settingsRecord struct {
+	Algorithm string `json:"algorithm" bson:"algorithm"`
+	// Params is a sorted list rather than a map: parameter names may hold
+	// dots or dollars, which MongoDB field names must not.
+	Params      []paramRecord `json:"params" bson:"params"`
+	RateLimitNs int64         `json:"rateLimitNs" bson:"rateLimitNs"`
+}
+
+type paramRecord struct {
+	Key   string `json:"key" bson:"key"`
+	Value string `json:"value" bson:"value"`
+}
+
+type schedulerStatusRecord struct {
+	Now       *int64 `json:"now" bson:"now"`
+	LastCycle *int64 `json:"lastCycle" bson:"lastCycle"`
+	Cycles    int64  `json:"cycles" bson:"cycles"`
+	Nodes     int    `json:"nodes" bson:"nodes"`
+	GPUs      int    `json:"gpus" bson:"gpus"`
+	GPUsInUse int    `json:"gpusInUse" bson:"gpusInUse"`
+	Waiting   int    `json:"waiting" bson:"waiting"`
+	Running   int    `json:"running" bson:"running"`
+}
+
+// storedFloat is a float64 that survives both encodings even when it is
+// NaN or ±Inf, so a stray NaN in an estimate cannot make a store refuse a
+// whole scheduling cycle: JSON has no such numbers, and FerretDB rejects
+// NaN on the wire (closing the connection). Finite values are plain
+// numbers (BSON doubles); the others are the strings "NaN", "+Inf" and
+// "-Inf".
+type storedFloat float64
+
+// nonFinite returns f's string form if it is NaN or ±Inf.
+func (f storedFloat) nonFinite() (string, bool) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// MarshalJSON writes finite values as numbers, others as strings.
+func (f storedFloat) MarshalJSON() ([]byte, error) {
+	if s, ok := f.nonFinite(); ok {
+		return strconv.AppendQuote(nil, s), nil
+	}
+	return strconv.AppendFloat(nil, float64(f), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *storedFloat) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		var err error
+		if s, err = strconv.Unquote(s); err != nil {
+			return fmt.Errorf("float %s: %w", b, err)
+		}
+	}
+	return f.parse(s)
+}
+
+// MarshalBSONValue writes finite values as doubles, others as strings.
+func (f storedFloat) MarshalBSONValue() (byte, []byte, error) {
+	var v any = float64(f)
+	if s, ok := f.nonFinite(); ok {
+		v = s
+	}
+	t, b, err := bson.MarshalValue(v)
+	return byte(t), b, err
+}
+
+// UnmarshalBSONValue reads what MarshalBSONValue writes, and any other
+// number.
+func (f *storedFloat) UnmarshalBSONValue(typ byte, data []byte) error {
+	switch bson.Type(typ) {
+	case bson.TypeNull:
+		return nil
+	case bson.TypeString:
+		var s string
+		if err := bson.UnmarshalValue(bson.Type(typ), data, &s); err != nil {
+			return err
+		}
+		return f.parse(s)
+	}
+	var v float64
+	if err := bson.UnmarshalValue(bson.Type(typ), data, &v); err != nil {
+		return err
+	}
+	*f = storedFloat(v)
+	return nil
+}
+
+func (f *storedFloat) parse(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("float %q: %w", s, err)
+	}
+	*f = storedFloat(v)
+	return nil
+}
+
+// Bounds of the times a record can hold: int64 unix nanoseconds.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// encoder converts values into records, keeping the first error so the
+// conversions below read as plain field assignments.
+type encoder struct{ err error }
+
+// time returns t as unix nanoseconds, or nil for the zero time.
+func (e *encoder) time(field string, t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		if e.err == nil {
+			e.err = fmt.Errorf("%s: time %s outside the storable range [%s, %s]",
+				field, t.Format(time.RFC3339Nano), minTime.UTC().Format(time.RFC3339), maxTime.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+// decodeTime is the inverse of encoder.time.
+func decodeTime(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
+}
+
+func encodeJob(j Job) (jobRecord, error) {
+	var e encoder
+	r := jobRecord{
+		Name:            j.Name,
+		Kind:            j.Kind,
+		Manifest:        nilIfEmpty(j.Manifest),
+		Spec:            e.spec(j.Spec),
+		Model:           j.Model,
+		DeleteRequested: j.DeleteRequested,
+		Status:          e.status(j.Status),
+	}
+	r.Live = r.Status.live()
+	return r, e.err
+}
+
+func decodeJob(r jobRecord) Job {
+	return Job{
+		Name:            r.Name,
+		Kind:            r.Kind,
+		Manifest:        nilIfEmpty(r.Manifest),
+		Spec:            decodeSpec(r.Spec),
+		Model:           r.Model,
+		DeleteRequested: r.DeleteRequested,
+		Status:          decodeStatus(r.Status),
+	}
+}
+
+func (e *encoder) spec(s model.JobSpec) specRecord {
+	return specRecord{
+		Name:             s.Name,
+		GPUType:          s.GPUType,
+		MinWorkers:       s.MinWorkers,
+		MaxWorkers:       s.MaxWorkers,
+		RequestedWorkers: s.RequestedWorkers,
+		Priority:         s.Priority,
+		Epochs:           s.Epochs,
+		SubmitTime:       e.time("spec.submitTime", s.SubmitTime),
+	}
+}
+
+func decodeSpec(r specRecord) model.JobSpec {
+	return model.JobSpec{
+		Name:             r.Name,
+		GPUType:          r.GPUType,
+		MinWorkers:       r.MinWorkers,
+		MaxWorkers:       r.MaxWorkers,
+		RequestedWorkers: r.RequestedWorkers,
+		Priority:         r.Priority,
+		Epochs:           r.Epochs,
+		SubmitTime:       decodeTime(r.SubmitTime),
+	}
+}
+
+// encodeStatus converts a status on its own, for SaveStatus.
+func encodeStatus(s JobStatus) (statusRecord, error) {
+	var e encoder
+	r := e.status(s)
+	return r, e.err
+}
+
+// encodeStatuses converts every status, failing on the first bad one in
+// name order so the error does not depend on map order.
+func encodeStatuses(statuses map[string]JobStatus) (map[string]statusRecord, error) {
+	recs := make(map[string]statusRecord, len(statuses))
+	for _, name := range slices.Sorted(maps.Keys(statuses)) {
+		rec, err := encodeStatus(statuses[name])
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", name, err)
+		}
+		recs[name] = rec
+	}
+	return recs, nil
+}
+
+// live reports whether the status is not terminal.
+func (r statusRecord) live() bool { return !model.Status(r.State.Status).Done() }
+
+func (e *encoder) status(s JobStatus) statusRecord {
+	return statusRecord{
+		State:          e.state(s.State),
+		Est:            encodeEstimates(s.Est),
+		Progress:       storedFloat(s.Progress),
+		QueuePosition:  s.QueuePosition,
+		EstimatedStart: e.time("status.estimatedStart", s.EstimatedStart),
+		FinishTime:     e.time("status.finishTime", s.FinishTime),
+		Updated:        e.time("status.updated", s.Updated),
+	}
+}
+
+func decodeStatus(r statusRecord) JobStatus {
+	return JobStatus{
+		State:          decodeState(r.State),
+		Est:            decodeEstimates(r.Est),
+		Progress:       float64(r.Progress),
+		QueuePosition:  r.QueuePosition,
+		EstimatedStart: decodeTime(r.EstimatedStart),
+		FinishTime:     decodeTime(r.FinishTime),
+		Updated:        decodeTime(r.Updated),
+	}
+}
+
+func (e *encoder) state(s model.JobState) stateRecord {
+	return stateRecord{
+		Status:          string(s.Status),
+		GPUs:            s.GPUs,
+		Placement:       encodePlacement(s.Placement),
+		AttainedService: storedFloat(s.AttainedService),
+		FirstStart:      e.time("status.state.firstStart", s.FirstStart),
+		LastChange:      e.time("status.state.lastChange", s.LastChange),
+		Queue:           s.Queue,
+		RunSeconds:      storedFloat(s.RunSeconds),
+		QueueSince:      e.time("status.state.queueSince", s.QueueSince),
+		QueueService:    storedFloat(s.QueueService),
+		QueueRunSeconds: storedFloat(s.QueueRunSeconds),
+		WaitingSince:    e.time("status.state.waitingSince", s.WaitingSince),
+		Restarts:        s.Restarts,
+	}
+}
+
+func decodeState(r stateRecord) model.JobState {
+	return model.JobState{
+		Status:          model.Status(r.Status),
+		GPUs:            r.GPUs,
+		Placement:       decodePlacement(r.Placement),
+		AttainedService: float64(r.AttainedService),
+		FirstStart:      decodeTime(r.FirstStart),
+		LastChange:      decodeTime(r.LastChange),
+		Queue:           r.Queue,
+		RunSeconds:      float64(r.RunSeconds),
+		QueueSince:      decodeTime(r.QueueSince),
+		QueueService:    float64(r.QueueService),
+		QueueRunSeconds: float64(r.QueueRunSeconds),
+		WaitingSince:    decodeTime(r.WaitingSince),
+		Restarts:        r.Restarts,
+	}
+}
+
+func encodePlacement(p model.JobPlacement) []nodeWorkersRecord {
+	if len(p) == 0 {
+		return nil
+	}
+	r := make([]nodeWorkersRecord, len(p))
+	for i, nw := range p {
+		r[i] = nodeWorkersRecord{Node: nw.Node, Workers: nw.Workers}
+	}
+	return r
+}
+
+func decodePlacement(r []nodeWorkersRecord) model.JobPlacement {
+	if len(r) == 0 {
+		return nil
+	}
+	p := make(model.JobPlacement, len(r))
+	for i, nw := range r {
+		p[i] = model.NodeWorkers{Node: nw.Node, Workers: nw.Workers}
+	}
+	return p
+}
+
+func encodeEstimates(est model.Estimates) estimatesRecord {
+	r := estimatesRecord{RemainingSeconds: storedFloat(est.RemainingSeconds)}
+	if len(est.Speedup) > 0 {
+		r.Speedup = make([]storedFloat, len(est.Speedup))
+		for i, v := range est.Speedup {
+			r.Speedup[i] = storedFloat(v)
+		}
+	}
+	return r
+}
+
+func decodeEstimates(r estimatesRecord) model.Estimates {
+	est := model.Estimates{RemainingSeconds: float64(r.RemainingSeconds)}
+	if len(r.Speedup) > 0 {
+		est.Speedup = make([]float64, len(r.Speedup))
+		for i, v := range r.Speedup {
+			est.Speedup[i] = float64(v)
+		}
+	}
+	return est
+}
+
+func encodeSettings(s Settings) settingsRecord {
+	r := settingsRecord{Algorithm: s.Algorithm, RateLimitNs: int64(s.RateLimit)}
+	for k, v := range s.Params {
+		r.Params = append(r.Params, paramRecord{Key: k, Value: v})
+	}
+	slices.SortFunc(r.Params, func(a, b paramRecord) int { return strings.Compare(a.Key, b.Key) })
+	return r
+}
+
+func decodeSettings(r settingsRecord) Settings {
+	s := Settings{Algorithm: r.Algorithm, RateLimit: time.Duration(r.RateLimitNs)}
+	if len(r.Params) > 0 {
+		s.Params = make(map[string]string, len(r.Params))
+		for _, p := range r.Params {
+			s.Params[p.Key] = p.Value
+		}
+	}
+	return s
+}
+
+func encodeSchedulerStatus(s SchedulerStatus) (schedulerStatusRecord, error) {
+	var e encoder
+	r := schedulerStatusRecord{
+		Now:       e.time("status.now", s.Now),
+		LastCycle: e.time("status.lastCycle", s.LastCycle),
+		Cycles:    s.Cycles,
+		Nodes:     s.Nodes,
+		GPUs:      s.GPUs,
+		GPUsInUse: s.GPUsInUse,
+		Waiting:   s.Waiting,
+		Running:   s.Running,
+	}
+	return r, e.err
+}
+
+func decodeSchedulerStatus(r schedulerStatusRecord) SchedulerStatus {
+	return SchedulerStatus{
+		Now:       decodeTime(r.Now),
+		LastCycle: decodeTime(r.LastCycle),
+		Cycles:    r.Cycles,
+		Nodes:     r.Nodes,
+		GPUs:      r.GPUs,
+		GPUsInUse: r.GPUsInUse,
+		Waiting:   r.Waiting,
+		Running:   r.Running,
+	}
+}
+
+func decodeScheduler(r schedulerRecord) Scheduler {
+	return Scheduler{
+		GPUType:  r.GPUType,
+		Settings: decodeSettings(r.Settings),
+		Status:   decodeSchedulerStatus(r.Status),
+	}
+}
+
+// jobBefore orders jobs as ListJobs returns them: by submit time, then name.
+func jobBefore(a, b Job) int {
+	if c := a.Spec.SubmitTime.Compare(b.Spec.SubmitTime); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,929 @@
+// Package storetest is the contract every store.Store implementation must
+// pass, plus a MongoDB-compatible server (embedded FerretDB) for tests.
+// Only tests import it, so FerretDB never reaches the production binary.
+//
+// Use it from an implementation's test:
+//
+//	storetest.Run(t, func(t *testing.T) storetest.Opener {
+//		dir := t.TempDir()
+//		return func(ctx context.Context) (store.Store, error) {
+//			return store.Open(ctx, "", dir)
+//		}
+//	})
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// Opener opens a store on one piece of storage (a directory, a database).
+// The suite calls it again after closing a store, to check that what was
+// written is still there.
+type Opener func(ctx context.Context) (store.Store, error)
+
+// Factory allocates fresh, empty storage for one test and returns an
+// Opener for it. The suite's subtests run in parallel, each calling
+// Factory once.
+type Factory func(t *testing.T) Opener
+
+// Run runs the contract suite; every subtest gets its own storage.
+//
+// The contract, beyond what store.Store documents:
+//   - times come back in UTC, to the nanosecond; the zero time comes back
+//     as the zero time and the Unix epoch as the epoch; times outside the
+//     int64-nanosecond range (before 1677-09-21, after 2262-04-11) are
+//     rejected with an error and nothing is written;
+//   - empty slices, maps and byte strings come back nil;
+//   - NaN and ±Inf floats survive;
+//   - every method but Close returns an error matching ctx.Err() when ctx
+//     is done, without writing; after Close, every method (Close too)
+//     returns an error wrapping store.ErrClosed.
+func Run(t *testing.T, f Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, f Factory)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"RoundTripEdges", testRoundTripEdges},
+		{"TimeOutOfRange", testTimeOutOfRange},
+		{"EmptyKeys", testEmptyKeys},
+		{"Exists", testExists},
+		{"SameNameRace", testSameNameRace},
+		{"ConcurrentCreates", testConcurrentCreates},
+		{"ListOrderAndFilters", testListOrderAndFilters},
+		{"OwnedFields", testOwnedFields},
+		{"OwnedFieldsConcurrent", testOwnedFieldsConcurrent},
+		{"SaveStatusMissing", testSaveStatusMissing},
+		{"DeleteJob", testDeleteJob},
+		{"NotFound", testNotFound},
+		{"Schedulers", testSchedulers},
+		{"SchedulersConcurrent", testSchedulersConcurrent},
+		{"Durability", testDurability},
+		{"Closed", testClosed},
+		{"CancelledContext", testCancelledContext},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, f)
+		})
+	}
+}
+
+// newStore allocates storage, opens a store on it and returns it with a
+// function that opens another store on the same storage. Every store is
+// closed when the test ends.
+func newStore(t *testing.T, f Factory) (store.Store, func() store.Store) {
+	t.Helper()
+	open := f(t)
+	reopen := func() store.Store {
+		t.Helper()
+		s, err := open(context.Background())
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(context.Background()); err != nil && !errors.Is(err, store.ErrClosed) {
+				t.Errorf("close store: %v", err)
+			}
+		})
+		return s
+	}
+	return reopen(), reopen
+}
+
+// ist is a non-UTC zone: stores must return the same instants in UTC.
+func ist() *time.Location { return time.FixedZone("IST", 5*3600+1800) }
+
+// fullJob returns a job with every field set (checkAllSet proves it), in a
+// non-UTC zone with nanosecond times.
+func fullJob(name string) store.Job {
+	base := time.Date(2024, 3, 1, 12, 30, 45, 123456789, ist())
+	return store.Job{
+		Name:     name,
+		Kind:     "PyTorchJob",
+		Manifest: []byte(`{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"` + name + `"}}`),
+		Spec: model.JobSpec{
+			Name: name, GPUType: "v100", MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4,
+			Priority: 3, Epochs: 90, SubmitTime: base,
+		},
+		Model:           "resnet50",
+		DeleteRequested: true,
+		Status: store.JobStatus{
+			State: model.JobState{
+				Status:          model.StatusRunning,
+				GPUs:            4,
+				Placement:       model.JobPlacement{{Node: "node-b", Workers: 3}, {Node: "node-a", Workers: 1}},
+				AttainedService: 1234.5,
+				FirstStart:      base.Add(time.Second + 1),
+				LastChange:      base.Add(2*time.Minute + 7),
+				Queue:           2,
+				RunSeconds:      600.25,
+				QueueSince:      base.Add(3),
+				QueueService:    77.125,
+				QueueRunSeconds: 33.5,
+				WaitingSince:    base.Add(-time.Hour + 11),
+				Restarts:        2,
+			},
+			Est:            model.Estimates{RemainingSeconds: 3600.5, Speedup: []float64{0, 1, 1.9, 2.7, 3.4}},
+			Progress:       0.42,
+			QueuePosition:  3,
+			EstimatedStart: base.Add(time.Hour + 13),
+			FinishTime:     base.Add(2*time.Hour + 17),
+			Updated:        base.Add(3*time.Hour + 19),
+		},
+	}
+}
+
+// simpleJob returns a minimal job of a GPU type, submit time and status.
+func simpleJob(name, gpuType string, submit time.Time, status model.Status) store.Job {
+	return store.Job{
+		Name: name,
+		Kind: "MPIJob",
+		Spec: model.JobSpec{
+			Name: name, GPUType: gpuType, MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1,
+			SubmitTime: submit,
+		},
+		Status: store.JobStatus{State: model.JobState{Status: status}},
+	}
+}
+
+func testRoundTrip(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	want := fullJob("full-1")
+	checkAllSet(t, "Job", reflect.ValueOf(want))
+
+	in := fullJob("full-1")
+	mustCreate(t, s, in)
+	// The store must not alias the caller's memory.
+	in.Manifest[0] = 'X'
+	in.Status.Est.Speedup[1] = 99
+	in.Status.State.Placement[0].Workers = 99
+
+	got := mustGet(t, s, want.Name)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GetJob after CreateJob (-want +got):\n%s", diff)
+	}
+	checkUTC(t, "GetJob", reflect.ValueOf(got))
+
+	got.Manifest[0] = 'Y'
+	got.Status.Est.Speedup[1] = 98
+	if diff := cmp.Diff(want, mustGet(t, s, want.Name)); diff != "" {
+		t.Errorf("GetJob after changing a returned job (-want +got):\n%s", diff)
+	}
+
+	list, err := s.ListJobs(ctx, store.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	if diff := cmp.Diff([]store.Job{want}, list); diff != "" {
+		t.Errorf("ListJobs (-want +got):\n%s", diff)
+	}
+	checkUTC(t, "ListJobs", reflect.ValueOf(list))
+}
+
+// testRoundTripEdges covers zero and boundary times, empty versus nil,
+// and non-finite floats.
+func testRoundTripEdges(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	in := store.Job{
+		Name:     "edges",
+		Manifest: []byte{},
+		Spec:     model.JobSpec{Name: "edges", SubmitTime: time.Unix(0, 0)},
+		Status: store.JobStatus{
+			State: model.JobState{
+				Placement:       model.JobPlacement{},
+				AttainedService: math.Inf(1),
+				FirstStart:      time.Date(1969, 7, 20, 20, 17, 40, 1, time.UTC),
+				LastChange:      time.Unix(0, math.MaxInt64).In(ist()),
+				QueueSince:      time.Unix(0, math.MinInt64),
+				QueueService:    math.Copysign(0, -1),
+			},
+			Est:      model.Estimates{RemainingSeconds: math.Inf(-1), Speedup: []float64{}},
+			Progress: math.NaN(),
+		},
+	}
+	want := in
+	want.Manifest = nil
+	want.Status.State.Placement = nil
+	want.Status.Est.Speedup = nil
+	mustCreate(t, s, in)
+	got := mustGet(t, s, "edges")
+	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
+		t.Errorf("GetJob (-want +got):\n%s", diff)
+	}
+	// cmp compares times with Equal; zero must stay zero, not the epoch.
+	if !got.Spec.SubmitTime.Equal(time.Unix(0, 0)) || got.Spec.SubmitTime.IsZero() {
+		t.Errorf("SubmitTime = %v, want the Unix epoch", got.Spec.SubmitTime)
+	}
+	if !got.Status.Updated.IsZero() {
+		t.Errorf("Updated = %v, want the zero time", got.Status.Updated)
+	}
+	checkUTC(t, "GetJob", reflect.ValueOf(got))
+	for _, v := range []float64{got.Status.State.AttainedService, got.Status.Est.RemainingSeconds} {
+		if !math.IsInf(v, 0) {
+			t.Errorf("got %v, want an infinity", v)
+		}
+	}
+}
+
+func testTimeOutOfRange(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	bad := simpleJob("far", "v100", far, model.StatusWaiting)
+	if err := s.CreateJob(ctx, bad); err == nil {
+		t.Errorf("CreateJob with submit time %v: no error", far)
+	}
+	wantErrIs(t, "GetJob after a rejected create", getErr(s, ctx, "far"), store.ErrNotFound)
+
+	mustCreate(t, s, simpleJob("a", "v100", time.Unix(1, 0), model.StatusWaiting))
+	mustCreate(t, s, simpleJob("b", "v100", time.Unix(2, 0), model.StatusWaiting))
+	good := store.JobStatus{State: model.JobState{Status: model.StatusRunning}, Progress: 0.5}
+	_, err := s.SaveStatus(ctx, map[string]store.JobStatus{
+		"a": good,
+		"b": {State: model.JobState{Status: model.StatusRunning}, Updated: far},
+	})
+	if err == nil {
+		t.Errorf("SaveStatus with a time in %d: no error", far.Year())
+	}
+	if got := mustGet(t, s, "a"); got.Status.State.Status != model.StatusWaiting {
+		t.Errorf("SaveStatus that failed wrote job a's status: %+v", got.Status)
+	}
+
+	if err := s.PutStatus(ctx, "v100", store.SchedulerStatus{Now: far}); err == nil {
+		t.Errorf("PutStatus with a time in %d: no error", far.Year())
+	}
+	wantErrIs(t, "GetScheduler after a rejected PutStatus", schedErr(s, ctx, "v100"), store.ErrNotFound)
+}
+
+func testEmptyKeys(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	if err := s.CreateJob(ctx, simpleJob("", "v100", time.Unix(1, 0), "")); err == nil {
+		t.Error("CreateJob with an empty name: no error")
+	}
+	if err := s.PutSettings(ctx, "", store.Settings{Algorithm: "fifo"}); err == nil {
+		t.Error("PutSettings with an empty GPU type: no error")
+	}
+	if err := s.PutStatus(ctx, "", store.SchedulerStatus{Cycles: 1}); err == nil {
+		t.Error("PutStatus with an empty GPU type: no error")
+	}
+	wantNames(t, s, store.ListOptions{}, nil)
+	if list, err := s.ListSchedulers(ctx); err != nil || len(list) != 0 {
+		t.Errorf("ListSchedulers = %v, %v; want none", list, err)
+	}
+}
+
+func testExists(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	first := fullJob("dup")
+	mustCreate(t, s, first)
+
+	second := simpleJob("dup", "k80", time.Unix(5, 0), model.StatusWaiting)
+	wantErrIs(t, "CreateJob of a taken name", s.CreateJob(ctx, second), store.ErrExists)
+	if diff := cmp.Diff(first, mustGet(t, s, "dup")); diff != "" {
+		t.Errorf("duplicate CreateJob changed the job (-want +got):\n%s", diff)
+	}
+
+	finished := first.Status
+	finished.State.Status = model.StatusCompleted
+	mustSave(t, s, map[string]store.JobStatus{"dup": finished})
+	wantErrIs(t, "CreateJob of a finished job's name", s.CreateJob(ctx, second), store.ErrExists)
+}
+
+func testSameNameRace(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	const n = 50
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			j := simpleJob("same", "v100", time.Unix(int64(i), 0), "")
+			j.Model = fmt.Sprint("model-", i)
+			errs[i] = s.CreateJob(ctx, j)
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Errorf("creators %d and %d both succeeded", winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, store.ErrExists):
+			t.Errorf("creator %d: %v, want ErrExists", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no creator succeeded")
+	}
+	if got, want := mustGet(t, s, "same").Model, fmt.Sprint("model-", winner); got != want {
+		t.Errorf("stored job's Model = %q, want the winner's %q", got, want)
+	}
+	wantNames(t, s, store.ListOptions{}, []string{"same"})
+}
+
+func testConcurrentCreates(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	const n = 1000
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Scatter submit times (with ties) so order is not name order.
+			submit := base.Add(time.Duration(i*7919%(n/2)) * time.Millisecond)
+			errs[i] = s.CreateJob(ctx, simpleJob(fmt.Sprintf("job-%04d", i), "v100", submit, ""))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("CreateJob job-%04d: %v", i, err)
+		}
+	}
+	list, err := s.ListJobs(ctx, store.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	if len(list) != n {
+		t.Errorf("ListJobs returned %d jobs, want %d", len(list), n)
+	}
+	seen := make(map[string]int)
+	for _, j := range list {
+		seen[j.Name]++
+	}
+	for i := range n {
+		if name := fmt.Sprintf("job-%04d", i); seen[name] != 1 {
+			t.Errorf("%s listed %d times, want once", name, seen[name])
+		}
+	}
+	if !slices.IsSortedFunc(list, byOrder) {
+		t.Error("ListJobs not ordered by submit time, then name")
+	}
+}
+
+func byOrder(a, b store.Job) int {
+	if c := a.Spec.SubmitTime.Compare(b.Spec.SubmitTime); c != 0 {
+		return c
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
+
+func testListOrderAndFilters(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	tA := time.Date(2024, 1, 1, 5, 30, 0, 1, ist())
+	tB := tA.Add(time.Millisecond).UTC()
+	jobs := []store.Job{
+		simpleJob("y", "k80", tB, model.StatusRunning),
+		simpleJob("c-tie", "v100", tA, model.StatusCanceled),
+		simpleJob("zeta", "v100", time.Time{}, model.StatusWaiting),
+		simpleJob("fresh", "v100", tB, ""),
+		simpleJob("a-tie", "k80", tA.UTC(), model.StatusFailed),
+		simpleJob("epoch", "v100", time.Unix(0, 0), model.StatusSubmitted),
+		simpleJob("aa-later", "v100", tA.Add(1), model.StatusCompleted),
+		simpleJob("x", "v100", tB, model.StatusWaiting),
+		simpleJob("pre", "k80", time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC), model.StatusCompleted),
+		simpleJob("b-tie", "v100", tA, model.StatusRunning),
+	}
+	for _, j := range jobs {
+		mustCreate(t, s, j)
+	}
+	cases := []struct {
+		opts store.ListOptions
+		want []string
+	}{
+		{store.ListOptions{}, []string{"zeta", "pre", "epoch", "a-tie", "b-tie", "c-tie", "aa-later", "fresh", "x", "y"}},
+		{store.ListOptions{GPUType: "v100"}, []string{"zeta", "epoch", "b-tie", "c-tie", "aa-later", "fresh", "x"}},
+		{store.ListOptions{GPUType: "k80"}, []string{"pre", "a-tie", "y"}},
+		{store.ListOptions{Live: true}, []string{"zeta", "epoch", "b-tie", "fresh", "x", "y"}},
+		{store.ListOptions{GPUType: "v100", Live: true}, []string{"zeta", "epoch", "b-tie", "fresh", "x"}},
+		{store.ListOptions{GPUType: "k80", Live: true}, []string{"y"}},
+		{store.ListOptions{GPUType: "a100"}, nil},
+	}
+	for _, c := range cases {
+		wantNames(t, s, c.opts, c.want)
+	}
+
+	// The live filter follows statuses SaveStatus writes, both ways.
+	done := store.JobStatus{State: model.JobState{Status: model.StatusCompleted}}
+	revived := store.JobStatus{State: model.JobState{Status: model.StatusWaiting}}
+	mustSave(t, s, map[string]store.JobStatus{"x": done, "pre": revived})
+	wantNames(t, s, store.ListOptions{Live: true}, []string{"zeta", "pre", "epoch", "b-tie", "fresh", "y"})
+	wantNames(t, s, store.ListOptions{GPUType: "k80", Live: true}, []string{"pre", "y"})
+	wantNames(t, s, store.ListOptions{GPUType: "v100", Live: true}, []string{"zeta", "epoch", "b-tie", "fresh"})
+}
+
+func testOwnedFields(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	want := fullJob("owned")
+	want.DeleteRequested = false
+	mustCreate(t, s, want)
+
+	if err := s.SetPriority(ctx, "owned", 7); err != nil {
+		t.Fatalf("SetPriority: %v", err)
+	}
+	want.Spec.Priority = 7
+	checkJob(t, s, "after SetPriority", want)
+
+	if err := s.RequestDelete(ctx, "owned"); err != nil {
+		t.Fatalf("RequestDelete: %v", err)
+	}
+	want.DeleteRequested = true
+	checkJob(t, s, "after RequestDelete", want)
+
+	st := store.JobStatus{
+		State:    model.JobState{Status: model.StatusWaiting, Queue: 1, WaitingSince: time.Unix(100, 5)},
+		Progress: 0.9,
+	}
+	mustSave(t, s, map[string]store.JobStatus{"owned": st})
+	want.Status = st
+	checkJob(t, s, "after SaveStatus", want)
+
+	if err := s.SetPriority(ctx, "owned", 0); err != nil {
+		t.Fatalf("SetPriority: %v", err)
+	}
+	want.Spec.Priority = 0
+	checkJob(t, s, "after SetPriority to 0", want)
+}
+
+// testOwnedFieldsConcurrent interleaves the API's and the scheduler's
+// writes to one job: a store that rewrites whole records from a stale
+// read loses one side's update. Each writer owns its field, so it checks
+// after every write that its field holds what it last wrote, and the end
+// state must hold every writer's last write.
+func testOwnedFieldsConcurrent(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	want := fullJob("busy")
+	want.DeleteRequested = false
+	mustCreate(t, s, want)
+	const n = 40
+	statusAt := func(i int) store.JobStatus {
+		st := want.Status
+		st.Progress = float64(i) / n
+		st.QueuePosition = i
+		return st
+	}
+	writers := []func(ctx context.Context, i int) error{
+		func(ctx context.Context, i int) error { return s.SetPriority(ctx, "busy", i) },
+		func(ctx context.Context, i int) error {
+			_, err := s.SaveStatus(ctx, map[string]store.JobStatus{"busy": statusAt(i)})
+			return err
+		},
+		func(ctx context.Context, i int) error {
+			if i%4 != 3 {
+				return nil
+			}
+			return s.RequestDelete(ctx, "busy")
+		},
+	}
+	owned := []func(j store.Job, i int) bool{
+		func(j store.Job, i int) bool { return j.Spec.Priority == i },
+		func(j store.Job, i int) bool { return j.Status.QueuePosition == i },
+		func(j store.Job, i int) bool { return i < 3 || j.DeleteRequested },
+	}
+	race(t, n, len(writers), func(w, i int) error {
+		if err := writers[w](t.Context(), i); err != nil {
+			return err
+		}
+		j, err := s.GetJob(t.Context(), "busy")
+		if err == nil && !owned[w](j, i) {
+			err = fmt.Errorf("another writer undid write %d: got %+v", i, j)
+		}
+		return err
+	})
+	want.Spec.Priority = n - 1
+	want.DeleteRequested = true
+	want.Status = statusAt(n - 1)
+	checkJob(t, s, "after concurrent writes", want)
+}
+
+// race runs writers goroutines, each calling fn(writer, i) for i in
+// [0, n), released together to maximise overlap; a writer stops at its
+// first error.
+func race(t *testing.T, n, writers int, fn func(w, i int) error) {
+	t.Helper()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			<-start
+			for i := range n {
+				if err := fn(w, i); err != nil {
+					t.Errorf("writer %d, write %d: %v", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+func testSaveStatusMissing(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	a := simpleJob("a", "v100", time.Unix(1, 0), model.StatusWaiting)
+	b := simpleJob("b", "v100", time.Unix(2, 0), model.StatusWaiting)
+	mustCreate(t, s, a)
+	mustCreate(t, s, b)
+
+	run := store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 1}, Updated: time.Unix(3, 0)}
+	missing, err := s.SaveStatus(ctx, map[string]store.JobStatus{"a": run, "zz-gone": run, "b": run, "m-gone": run})
+	if err != nil {
+		t.Fatalf("SaveStatus: %v", err)
+	}
+	slices.Sort(missing)
+	if diff := cmp.Diff([]string{"m-gone", "zz-gone"}, missing); diff != "" {
+		t.Errorf("SaveStatus missing (-want +got):\n%s", diff)
+	}
+	a.Status, b.Status = run, run
+	checkJob(t, s, "a", a)
+	checkJob(t, s, "b", b)
+	wantErrIs(t, "GetJob of a missing job SaveStatus skipped", getErr(s, ctx, "m-gone"), store.ErrNotFound)
+
+	for _, in := range []map[string]store.JobStatus{nil, {}, {"a": run}} {
+		missing, err := s.SaveStatus(ctx, in)
+		if err != nil || len(missing) != 0 {
+			t.Errorf("SaveStatus(%v) = %v, %v; want no missing, no error", in, missing, err)
+		}
+	}
+	wantNames(t, s, store.ListOptions{}, []string{"a", "b"})
+}
+
+func testDeleteJob(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	mustCreate(t, s, simpleJob("a", "v100", time.Unix(1, 0), model.StatusCompleted))
+	mustCreate(t, s, simpleJob("b", "v100", time.Unix(2, 0), model.StatusWaiting))
+	if err := s.DeleteJob(ctx, "a"); err != nil {
+		t.Fatalf("DeleteJob: %v", err)
+	}
+	wantErrIs(t, "GetJob of a deleted job", getErr(s, ctx, "a"), store.ErrNotFound)
+	wantErrIs(t, "DeleteJob twice", s.DeleteJob(ctx, "a"), store.ErrNotFound)
+	wantNames(t, s, store.ListOptions{}, []string{"b"})
+	// The name is free again once the record is gone.
+	mustCreate(t, s, simpleJob("a", "v100", time.Unix(3, 0), ""))
+	wantNames(t, s, store.ListOptions{}, []string{"b", "a"})
+}
+
+func testNotFound(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	mustCreate(t, s, simpleJob("other", "v100", time.Unix(1, 0), ""))
+	wantErrIs(t, "GetJob", getErr(s, ctx, "nope"), store.ErrNotFound)
+	wantErrIs(t, "SetPriority", s.SetPriority(ctx, "nope", 1), store.ErrNotFound)
+	wantErrIs(t, "RequestDelete", s.RequestDelete(ctx, "nope"), store.ErrNotFound)
+	wantErrIs(t, "DeleteJob", s.DeleteJob(ctx, "nope"), store.ErrNotFound)
+	wantErrIs(t, "GetScheduler", schedErr(s, ctx, "nope"), store.ErrNotFound)
+	// Updates of a missing job must not create it.
+	wantErrIs(t, "GetJob after updates of a missing job", getErr(s, ctx, "nope"), store.ErrNotFound)
+	wantNames(t, s, store.ListOptions{}, []string{"other"})
+}
+
+func testSchedulers(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	if list, err := s.ListSchedulers(ctx); err != nil || len(list) != 0 {
+		t.Errorf("ListSchedulers on an empty store = %v, %v; want none", list, err)
+	}
+	set1 := store.Settings{
+		Algorithm: "tiresias",
+		Params:    map[string]string{"thresholds.0": "3600", "$weird": "x", "plain": "1"},
+		RateLimit: 1500 * time.Millisecond,
+	}
+	st1 := store.SchedulerStatus{
+		Now: time.Date(2024, 5, 6, 7, 8, 9, 10, ist()), LastCycle: time.Date(2024, 5, 6, 7, 8, 8, 999999999, ist()),
+		Cycles: 1 << 40, Nodes: 4, GPUs: 32, GPUsInUse: 30, Waiting: 5, Running: 9,
+	}
+	checkAllSet(t, "Settings", reflect.ValueOf(set1))
+	checkAllSet(t, "SchedulerStatus", reflect.ValueOf(st1))
+
+	mustPutSettings(t, s, "v100", set1)
+	checkScheduler(t, s, "settings only", store.Scheduler{GPUType: "v100", Settings: set1})
+	mustPutStatus(t, s, "v100", st1)
+	checkScheduler(t, s, "settings then status", store.Scheduler{GPUType: "v100", Settings: set1, Status: st1})
+	set2 := store.Settings{Algorithm: "fifo", Params: map[string]string{}}
+	mustPutSettings(t, s, "v100", set2)
+	set2.Params = nil // empty maps come back nil
+	checkScheduler(t, s, "settings replaced", store.Scheduler{GPUType: "v100", Settings: set2, Status: st1})
+
+	st2 := store.SchedulerStatus{Now: time.Unix(0, 1), Cycles: 2}
+	mustPutStatus(t, s, "k80", st2)
+	checkScheduler(t, s, "status only", store.Scheduler{GPUType: "k80", Status: st2})
+	mustPutSettings(t, s, "a100", set1)
+
+	list, err := s.ListSchedulers(ctx)
+	if err != nil {
+		t.Fatalf("ListSchedulers: %v", err)
+	}
+	want := []store.Scheduler{
+		{GPUType: "a100", Settings: set1},
+		{GPUType: "k80", Status: st2},
+		{GPUType: "v100", Settings: set2, Status: st1},
+	}
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("ListSchedulers (-want +got):\n%s", diff)
+	}
+	checkUTC(t, "ListSchedulers", reflect.ValueOf(list))
+}
+
+// testSchedulersConcurrent races the API's and the scheduler's writes to
+// one record, starting from no record, so both may try to create it.
+func testSchedulersConcurrent(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	const n = 40
+	settingsAt := func(i int) store.Settings { return store.Settings{Algorithm: fmt.Sprint("alg-", i)} }
+	statusAt := func(i int) store.SchedulerStatus { return store.SchedulerStatus{Cycles: int64(i)} }
+	race(t, n, 2, func(w, i int) error {
+		ctx := t.Context()
+		var err error
+		if w == 0 {
+			err = s.PutSettings(ctx, "v100", settingsAt(i))
+		} else {
+			err = s.PutStatus(ctx, "v100", statusAt(i))
+		}
+		if err != nil {
+			return err
+		}
+		got, err := s.GetScheduler(ctx, "v100")
+		if err == nil && (w == 0 && got.Settings.Algorithm != settingsAt(i).Algorithm ||
+			w == 1 && got.Status.Cycles != int64(i)) {
+			err = fmt.Errorf("the other writer undid write %d: got %+v", i, got)
+		}
+		return err
+	})
+	checkScheduler(t, s, "after concurrent puts", store.Scheduler{
+		GPUType: "v100", Settings: settingsAt(n - 1), Status: statusAt(n - 1),
+	})
+}
+
+func testDurability(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, reopen := newStore(t, f)
+	for i := range 5 {
+		mustCreate(t, s, fullJob(fmt.Sprint("job-", i)))
+	}
+	mustCreate(t, s, simpleJob("plain", "k80", time.Time{}, ""))
+	if err := s.SetPriority(ctx, "job-1", 9); err != nil {
+		t.Fatalf("SetPriority: %v", err)
+	}
+	if err := s.RequestDelete(ctx, "plain"); err != nil {
+		t.Fatalf("RequestDelete: %v", err)
+	}
+	mustSave(t, s, map[string]store.JobStatus{"job-2": {State: model.JobState{Status: model.StatusCompleted}}})
+	if err := s.DeleteJob(ctx, "job-3"); err != nil {
+		t.Fatalf("DeleteJob: %v", err)
+	}
+	mustPutSettings(t, s, "v100", store.Settings{Algorithm: "elastic", Params: map[string]string{"k": "v"}})
+	mustPutStatus(t, s, "v100", store.SchedulerStatus{Now: time.Unix(7, 7), Cycles: 7})
+	mustPutStatus(t, s, "k80", store.SchedulerStatus{Cycles: 1})
+
+	jobs, scheds := dump(t, s)
+	if len(jobs) != 5 || len(scheds) != 2 {
+		t.Fatalf("before close: %d jobs, %d schedulers; want 5, 2", len(jobs), len(scheds))
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s2 := reopen()
+	jobs2, scheds2 := dump(t, s2)
+	if diff := cmp.Diff(jobs, jobs2); diff != "" {
+		t.Errorf("jobs after reopen (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(scheds, scheds2); diff != "" {
+		t.Errorf("schedulers after reopen (-before +after):\n%s", diff)
+	}
+	wantErrIs(t, "CreateJob of a taken name after reopen", s2.CreateJob(ctx, fullJob("job-0")), store.ErrExists)
+	mustCreate(t, s2, fullJob("job-3"))
+}
+
+func dump(t *testing.T, s store.Store) ([]store.Job, []store.Scheduler) {
+	t.Helper()
+	jobs, err := s.ListJobs(t.Context(), store.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	scheds, err := s.ListSchedulers(t.Context())
+	if err != nil {
+		t.Fatalf("ListSchedulers: %v", err)
+	}
+	return jobs, scheds
+}
+
+// calls runs every Store method but Close with ctx and returns their
+// errors by name. Writes target "victim" jobs and the "victim" GPU type.
+func calls(ctx context.Context, s store.Store) map[string]error {
+	errs := make(map[string]error)
+	errs["CreateJob"] = s.CreateJob(ctx, simpleJob("victim-new", "victim", time.Unix(1, 0), ""))
+	errs["GetJob"] = getErr(s, ctx, "victim")
+	_, errs["ListJobs"] = s.ListJobs(ctx, store.ListOptions{})
+	errs["SetPriority"] = s.SetPriority(ctx, "victim", 5)
+	errs["RequestDelete"] = s.RequestDelete(ctx, "victim")
+	_, errs["SaveStatus"] = s.SaveStatus(ctx, map[string]store.JobStatus{
+		"victim": {State: model.JobState{Status: model.StatusFailed}},
+	})
+	errs["DeleteJob"] = s.DeleteJob(ctx, "victim")
+	errs["GetScheduler"] = schedErr(s, ctx, "victim")
+	_, errs["ListSchedulers"] = s.ListSchedulers(ctx)
+	errs["PutSettings"] = s.PutSettings(ctx, "victim", store.Settings{Algorithm: "x"})
+	errs["PutStatus"] = s.PutStatus(ctx, "victim", store.SchedulerStatus{Cycles: 9})
+	return errs
+}
+
+func testClosed(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, reopen := newStore(t, f)
+	victim := simpleJob("victim", "victim", time.Unix(1, 0), model.StatusWaiting)
+	mustCreate(t, s, victim)
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for name, err := range calls(ctx, s) {
+		wantErrIs(t, name+" after Close", err, store.ErrClosed)
+	}
+	wantErrIs(t, "Close twice", s.Close(ctx), store.ErrClosed)
+	checkJob(t, reopen(), "victim after calls on a closed store", victim)
+}
+
+func testCancelledContext(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	victim := simpleJob("victim", "victim", time.Unix(1, 0), model.StatusWaiting)
+	mustCreate(t, s, victim)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, err := range calls(ctx, s) {
+		wantErrIs(t, name+" with a cancelled context", err, context.Canceled)
+	}
+	checkJob(t, s, "victim after cancelled calls", victim)
+	wantErrIs(t, "GetJob of a job created with a cancelled context",
+		getErr(s, t.Context(), "victim-new"), store.ErrNotFound)
+	wantErrIs(t, "GetScheduler of one written with a cancelled context",
+		schedErr(s, t.Context(), "victim"), store.ErrNotFound)
+}
+
+func mustCreate(t *testing.T, s store.Store, j store.Job) {
+	t.Helper()
+	if err := s.CreateJob(t.Context(), j); err != nil {
+		t.Fatalf("CreateJob %s: %v", j.Name, err)
+	}
+}
+
+func mustGet(t *testing.T, s store.Store, name string) store.Job {
+	t.Helper()
+	j, err := s.GetJob(t.Context(), name)
+	if err != nil {
+		t.Fatalf("GetJob %s: %v", name, err)
+	}
+	return j
+}
+
+func mustSave(t *testing.T, s store.Store, statuses map[string]store.JobStatus) {
+	t.Helper()
+	missing, err := s.SaveStatus(t.Context(), statuses)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("SaveStatus = %v, %v; want no missing, no error", missing, err)
+	}
+}
+
+func mustPutSettings(t *testing.T, s store.Store, gpuType string, set store.Settings) {
+	t.Helper()
+	if err := s.PutSettings(t.Context(), gpuType, set); err != nil {
+		t.Fatalf("PutSettings %s: %v", gpuType, err)
+	}
+}
+
+func mustPutStatus(t *testing.T, s store.Store, gpuType string, st store.SchedulerStatus) {
+	t.Helper()
+	if err := s.PutStatus(t.Context(), gpuType, st); err != nil {
+		t.Fatalf("PutStatus %s: %v", gpuType, err)
+	}
+}
+
+func getErr(s store.Store, ctx context.Context, name string) error {
+	_, err := s.GetJob(ctx, name)
+	return err
+}
+
+func schedErr(s store.Store, ctx context.Context, gpuType string) error {
+	_, err := s.GetScheduler(ctx, gpuType)
+	return err
+}
+
+func checkJob(t *testing.T, s store.Store, what string, want store.Job) {
+	t.Helper()
+	if diff := cmp.Diff(want, mustGet(t, s, want.Name)); diff != "" {
+		t.Errorf("%s: GetJob %s (-want +got):\n%s", what, want.Name, diff)
+	}
+}
+
+func checkScheduler(t *testing.T, s store.Store, what string, want store.Scheduler) {
+	t.Helper()
+	got, err := s.GetScheduler(t.Context(), want.GPUType)
+	if err != nil {
+		t.Fatalf("%s: GetScheduler %s: %v", what, want.GPUType, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: GetScheduler %s (-want +got):\n%s", what, want.GPUType, diff)
+	}
+	checkUTC(t, what, reflect.ValueOf(got))
+}
+
+func wantNames(t *testing.T, s store.Store, opts store.ListOptions, want []string) {
+	t.Helper()
+	list, err := s.ListJobs(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("ListJobs(%+v): %v", opts, err)
+	}
+	var got []string
+	for _, j := range list {
+		got = append(got, j.Name)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListJobs(%+v) names (-want +got):\n%s", opts, diff)
+	}
+}
+
+func wantErrIs(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: error %v, want one matching %q", what, err, target)
+	}
+}
+
+// checkAllSet fails if any field reachable from v is zero, so a fixture
+// that claims to cover every field does; a field added to the model later
+// fails here until the fixture (and the stores' records) cover it.
+func checkAllSet(t *testing.T, path string, v reflect.Value) {
+	t.Helper()
+	if v.IsZero() {
+		t.Errorf("fixture leaves %s zero", path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		for i := range v.NumField() {
+			checkAllSet(t, path+"."+v.Type().Field(i).Name, v.Field(i))
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Struct {
+			return // elements may legitimately be zero, as Speedup[0] is
+		}
+		for i := range v.Len() {
+			checkAllSet(t, fmt.Sprintf("%s[%d]", path, i), v.Index(i))
+		}
+	}
+}
+
+// checkUTC fails if any time reachable from v is not in UTC.
+func checkUTC(t *testing.T, path string, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			if loc := v.Interface().(time.Time).Location(); loc != time.UTC {
+				t.Errorf("%s is in %v, want UTC", path, loc)
+			}
+			return
+		}
+		for i := range v.NumField() {
+			checkUTC(t, path+"."+v.Type().Field(i).Name, v.Field(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			checkUTC(t, fmt.Sprintf("%s[%d]", path, i), v.Index(i))
+		}
+	}
+}
