@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# test-deps.sh installs, from Debian's repositories, what Voda's test suite
+# needs beyond Go: today only rabbitmq-server (internal/queue/rabbittest
+# starts its own isolated broker from it; this script starts nothing).
+# It is idempotent and prints one line per package it installs, nothing
+# when everything is already there.
+set -euo pipefail
+
+# Each entry: "<command that proves it is installed> <debian package>".
+deps=(
+	"rabbitmq-server rabbitmq-server"
+)
+
+have() {
+	command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" || -x "/usr/lib/rabbitmq/bin/$1" ]]
+}
+
+missing=()
+for dep in "${deps[@]}"; do
+	read -r cmd pkg <<<"$dep"
+	if ! have "$cmd"; then
+		missing+=("$pkg")
+	fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "test-deps: not root and no sudo: install ${missing[*]} as root" >&2
+		exit 1
+	fi
+	sudo=(sudo)
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "test-deps: apt-get not found: install ${missing[*]} with this system's package manager" >&2
+	exit 1
+fi
+
+# env, not export: sudo resets the environment.
+apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! "${apt[@]}" update >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "test-deps: apt-get update failed" >&2
+	exit 1
+fi
+for pkg in "${missing[@]}"; do
+	if ! "${apt[@]}" install -y --no-install-recommends "$pkg" >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "test-deps: apt-get install $pkg failed" >&2
+		exit 1
+	fi
+	echo "test-deps: installed $pkg"
+done
