@@ -1,0 +1,17 @@
+// Package jobspec owns the job manifest a user submits to Voda: it decodes
+// a Kubeflow MPIJob or PyTorchJob (YAML or JSON), reads Voda's settings
+// from the manifest (the original's launcher environment variables, the
+// PyTorchJob elastic policy, the worker nodeSelector, or vodascheduler/*
+// annotations), validates them, and turns them into a model.JobSpec.
+//
+// Every rejection is a *FieldError naming the place in the manifest the
+// user has to fix; Parse reports the first one in a fixed order (see
+// Parse), so the same input always gets the same answer.
+//
+// The decoded manifest travels with the spec: Spec.Rename gives it the
+// unique name the service chose, and Spec.JSON is what gets stored and,
+// later, created in Kubernetes. The package imports no Kubernetes or
+// Kubeflow types; it reads the few fields it needs from a generic map.
+//
+// docs/job-spec.md describes the accepted formats for users.
+package jobspec

@@ -1,0 +1,129 @@
+package jobspec
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fuzzMinimizeTime replaces go test's default of 60s for
+// -fuzzminimizetime: the fuzzer minimizes every new interesting input for
+// up to that long, and a few KB manifest at a few parses per execution
+// takes most of it, so that a one-minute run spends all its time
+// minimizing. An explicit -fuzzminimizetime wins.
+const fuzzMinimizeTime = "5s"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.fuzzminimizetime" })
+	if !set {
+		if err := flag.Set("test.fuzzminimizetime", fuzzMinimizeTime); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// FuzzParse checks that Parse never panics, that every error is a
+// *FieldError, and that every accepted spec is valid and survives
+// Rename, JSON and Parse again.
+//
+// Most mutated inputs are rejected after one Parse; the extra parses run
+// for accepted ones only, which keeps executions cheap.
+func FuzzParse(f *testing.F) {
+	for _, path := range exampleFiles(f) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{baseMPIJob, baseMPIJobV1Short, basePyTorchJob, annotationsOnly} {
+		f.Add([]byte(s))
+	}
+	for _, tc := range badInputs {
+		if len(tc.input) <= 64<<10 {
+			f.Add([]byte(tc.input))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec := checkParse(t, data, Options{})
+		if spec == nil {
+			return
+		}
+		// A cluster with a list of GPU types and models accepts the same
+		// spec, or rejects it for its GPU type or model only.
+		if other := checkParse(t, data, badInputOptions); other != nil {
+			if diff := cmp.Diff(spec, other, ignoreManifest); diff != "" {
+				t.Fatalf("Options changed the spec (-without,+with):\n%s", diff)
+			}
+			return
+		}
+		_, err := Parse(data, badInputOptions)
+		if r := err.(*FieldError).Reason; !strings.HasPrefix(r, "unknown GPU type") && !strings.HasPrefix(r, "unknown performance model") {
+			t.Fatalf("accepted without GPU types and models, rejected with them: %v", err)
+		}
+	})
+}
+
+// checkParse parses data and checks the result's invariants; it returns
+// the spec, or nil if Parse rejected data.
+func checkParse(t *testing.T, data []byte, opts Options) *Spec {
+	t.Helper()
+	spec, err := Parse(data, opts)
+	if err != nil {
+		fe, ok := err.(*FieldError)
+		if !ok {
+			t.Fatalf("error %v is %T, not *FieldError", err, err)
+		}
+		if fe.Field == "" || fe.Reason == "" {
+			t.Fatalf("incomplete FieldError %+v", fe)
+		}
+		return nil
+	}
+	if spec == nil {
+		t.Fatal("nil spec and nil error")
+	}
+	if err := spec.JobSpec.Validate(); err != nil {
+		t.Fatalf("accepted spec fails Validate: %v (%+v)", err, spec.JobSpec)
+	}
+	if spec.Name != spec.JobSpec.Name || spec.Namespace == "" || spec.JobSpec.GPUType == "" || !spec.JobSpec.SubmitTime.IsZero() {
+		t.Fatalf("inconsistent spec %+v", spec)
+	}
+	if opts.GPUTypes != nil {
+		// The caller checks the rest against the spec without options.
+		return spec
+	}
+	// JSON, then Parse again: the same spec.
+	out, err := spec.JSON()
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	again, err := Parse(out, Options{MaxBytes: 1 << 30})
+	if err != nil {
+		t.Fatalf("Parse(JSON()) of an accepted spec: %v\ninput: %q\nJSON: %s", err, data, out)
+	}
+	if diff := cmp.Diff(spec, again, ignoreManifest); diff != "" {
+		t.Fatalf("Parse(JSON()) (-first,+second):\n%s", diff)
+	}
+	// Rename, JSON, Parse: the same spec under the new name.
+	unique := spec.Name + "-20240102-030405"
+	again.Rename(unique)
+	if out, err = again.JSON(); err != nil {
+		t.Fatalf("JSON after Rename: %v", err)
+	}
+	renamed, err := Parse(out, Options{MaxBytes: 1 << 30, MaxNameLength: 63})
+	if err != nil {
+		t.Fatalf("Parse after Rename: %v\nJSON: %s", err, out)
+	}
+	want := spec.JobSpec
+	want.Name = unique
+	if diff := cmp.Diff(want, renamed.JobSpec); diff != "" {
+		t.Fatalf("JobSpec after Rename (-want,+got):\n%s", diff)
+	}
+	return spec
+}

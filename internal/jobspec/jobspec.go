@@ -1,0 +1,224 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// Kinds and API versions Parse accepts.
+const (
+	KindMPIJob     = "MPIJob"
+	KindPyTorchJob = "PyTorchJob"
+
+	// APIVersionV1 is the training-operator's group version (MPIJob and
+	// PyTorchJob); the original Voda submitted kubeflow.org/v1 MPIJobs.
+	APIVersionV1 = "kubeflow.org/v1"
+	// APIVersionV2Beta1 is the mpi-operator's MPIJob.
+	APIVersionV2Beta1 = "kubeflow.org/v2beta1"
+)
+
+// Annotations on metadata.annotations that carry Voda's settings. They
+// work for every kind and may replace the environment variables, the
+// elastic policy and the nodeSelector; where both are given they must
+// agree. Every other key under the vodascheduler/ prefix is rejected, so
+// that a misspelt setting is not silently ignored.
+const (
+	AnnotationMinWorkers = "vodascheduler/min-workers"
+	AnnotationMaxWorkers = "vodascheduler/max-workers"
+	AnnotationWorkers    = "vodascheduler/workers"
+	AnnotationEpochs     = "vodascheduler/epochs"
+	AnnotationPriority   = "vodascheduler/priority"
+	AnnotationGPUType    = "vodascheduler/gpu-type"
+	// AnnotationSimModel names the performance model a simulated cluster
+	// runs the job with; a real cluster ignores it.
+	AnnotationSimModel = "vodascheduler/sim-model"
+
+	// annotationPrefix is reserved for the annotations above.
+	annotationPrefix = "vodascheduler/"
+)
+
+// LabelAccelerator is the node label naming a node's GPU type; a worker
+// template's nodeSelector on it is how the original named the GPU type.
+const LabelAccelerator = "vodascheduler/accelerator"
+
+// EnvJobName is the launcher environment variable Rename sets to the
+// job's unique name, so the training script can find its own files.
+const EnvJobName = "JOB_NAME"
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultMaxBytes      = 1 << 20
+	DefaultMaxNameLength = 40
+	DefaultMaxPriority   = 100
+	DefaultNamespace     = "default"
+)
+
+// maxLabelLength bounds a DNS-1123 label and a Kubernetes label value.
+const maxLabelLength = 63
+
+// Options tune Parse. The zero value is ready to use.
+type Options struct {
+	// MaxBytes bounds the body; 0 (or less) means DefaultMaxBytes.
+	MaxBytes int
+	// MaxNameLength bounds metadata.name; 0 (or less) means
+	// DefaultMaxNameLength, above 63 means 63. The service appends
+	// "-YYYYMMDD-hhmmss" and maybe "-NN" to make the name unique, and the
+	// result must stay a Kubernetes label value (at most 63 characters),
+	// hence 40. A manifest Rename gave its unique name needs 63 to parse
+	// again.
+	MaxNameLength int
+	// MaxPriority is the largest (least urgent) priority accepted; 0 (or
+	// less) means DefaultMaxPriority. Priority 0 is the most urgent.
+	MaxPriority int
+	// GPUTypes, when not empty, lists the GPU types the cluster has; a
+	// job asking for another one is rejected rather than left waiting.
+	GPUTypes []string
+	// Models, when not empty, lists the performance models the simulated
+	// cluster knows; the vodascheduler/sim-model annotation must name one.
+	Models []string
+	// RequireEpochs rejects jobs that do not say how many epochs they
+	// train. Without it a missing count is 0, meaning unknown.
+	RequireEpochs bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxNameLength <= 0 {
+		o.MaxNameLength = DefaultMaxNameLength
+	}
+	o.MaxNameLength = min(o.MaxNameLength, maxLabelLength)
+	if o.MaxPriority <= 0 {
+		o.MaxPriority = DefaultMaxPriority
+	}
+	o.GPUTypes = sortedCopy(o.GPUTypes)
+	o.Models = sortedCopy(o.Models)
+	return o
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// Spec is an accepted job manifest.
+type Spec struct {
+	// Kind is KindMPIJob or KindPyTorchJob; APIVersion is the manifest's.
+	Kind       string
+	APIVersion string
+	// Name is metadata.name.
+	Name string
+	// Namespace is metadata.namespace, DefaultNamespace when absent.
+	Namespace string
+	// JobSpec is what the scheduler needs; its SubmitTime is zero.
+	JobSpec model.JobSpec
+	// Model is the vodascheduler/sim-model annotation, empty if absent.
+	Model string
+	// Manifest is the decoded manifest. JSON numbers are json.Number, so
+	// that integers survive unchanged.
+	Manifest map[string]any
+}
+
+// Rename gives the job a new name: metadata.name, Name, JobSpec.Name and,
+// for an MPIJob, the launcher's JOB_NAME environment variable, which is
+// added to the launcher's first container if absent. The stored manifest
+// thus carries the unique name the service chose. Rename does not check
+// the name; the caller builds it from an accepted one.
+func (s *Spec) Rename(name string) {
+	s.Name = name
+	s.JobSpec.Name = name
+	if s.Manifest == nil {
+		s.Manifest = map[string]any{}
+	}
+	meta, ok := s.Manifest["metadata"].(map[string]any)
+	if !ok {
+		meta = map[string]any{}
+		s.Manifest["metadata"] = meta
+	}
+	meta["name"] = name
+	if s.Kind == KindMPIJob {
+		setLauncherJobName(s.Manifest, name)
+	}
+}
+
+// setLauncherJobName sets JOB_NAME on the launcher's first container. A
+// manifest without that container (one Parse did not accept) is left as
+// it is.
+func setLauncherJobName(manifest map[string]any, name string) {
+	c, ok := dig(manifest, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+	if !ok {
+		return
+	}
+	containers, ok := c.([]any)
+	if !ok || len(containers) == 0 {
+		return
+	}
+	container, ok := containers[0].(map[string]any)
+	if !ok {
+		return
+	}
+	env, _ := container["env"].([]any)
+	found := false
+	for _, e := range env {
+		entry, ok := e.(map[string]any)
+		if !ok || entry["name"] != EnvJobName {
+			continue
+		}
+		// Every entry: Kubernetes lets the last of duplicates win.
+		entry["value"] = name
+		delete(entry, "valueFrom")
+		found = true
+	}
+	if !found {
+		container["env"] = append(env, map[string]any{"name": EnvJobName, "value": name})
+	}
+}
+
+// dig follows keys through nested objects.
+func dig(v any, keys ...string) (any, bool) {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// JSON encodes the manifest. Object keys come out sorted, so equal
+// manifests encode to equal bytes.
+func (s *Spec) JSON() ([]byte, error) {
+	b, err := json.Marshal(s.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest of job %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// FieldError is why Parse rejected a manifest.
+type FieldError struct {
+	// Field locates the problem in the manifest, JSON-path style:
+	// "metadata.name", "spec.elasticPolicy.minReplicas",
+	// "metadata.annotations[vodascheduler/priority]",
+	// "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env[NP]".
+	// "body" is the request body as a whole.
+	Field string
+	// Value is the offending value as written, empty when the field is
+	// missing or not a scalar.
+	Value string
+	// Reason says what is wrong and, where it helps, what is accepted.
+	Reason string
+}
+
+// Error implements error as "<field>: <reason>".
+func (e *FieldError) Error() string {
+	return e.Field + ": " + e.Reason
+}

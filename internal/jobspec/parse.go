@@ -1,0 +1,259 @@
+package jobspec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Parse decodes one job manifest, YAML or JSON, and validates it for Voda.
+// Every error it returns is a *FieldError. It reports the first problem
+// found, checking in this order:
+//
+//  1. the body: size, emptiness, syntax (duplicate keys included), a single
+//     document, an object at the root;
+//  2. kind, then apiVersion;
+//  3. metadata: name (present, a DNS-1123 label, at most
+//     Options.MaxNameLength long), namespace, annotations (string values,
+//     no unknown vodascheduler/ key);
+//  4. the structure Voda reads. MPIJob: spec.mpiReplicaSpecs.Launcher, then
+//     .Worker, each with template.spec.containers[0]; the launcher
+//     container's env list; the Worker's nodeSelector. PyTorchJob:
+//     spec.pytorchReplicaSpecs, no Master, spec.elasticPolicy, then the
+//     Worker with its template.spec.containers[0], that container's env
+//     list and the nodeSelector;
+//  5. the settings, one after the other: min workers, max workers,
+//     requested workers, epochs, priority, GPU type, simulation model. For
+//     each: every source's syntax, the annotation first; then the sources'
+//     agreement; then the range (min against max when max is checked,
+//     requested against both);
+//  6. model.JobSpec.Validate, which the checks above already imply.
+func Parse(data []byte, opts Options) (*Spec, error) {
+	s, ferr := parse(data, opts.withDefaults())
+	if ferr != nil {
+		// Return a nil error interface, never a typed nil pointer.
+		return nil, ferr
+	}
+	return s, nil
+}
+
+func parse(data []byte, opts Options) (*Spec, *FieldError) {
+	root, err := decodeBody(data, opts.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	kind, apiVersion, err := kindOf(root)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := readMetadata(root, opts)
+	if err != nil {
+		return nil, err
+	}
+	var l *layout
+	switch kind {
+	case KindMPIJob:
+		l, err = mpiJobLayout(root)
+	default:
+		l, err = pyTorchJobLayout(root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.addAnnotations(meta.annotations)
+	js, simModel, err := l.resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	js.Name = meta.name
+	if verr := js.Validate(); verr != nil {
+		return nil, l.validateError(verr)
+	}
+	return &Spec{
+		Kind:       kind,
+		APIVersion: apiVersion,
+		Name:       meta.name,
+		Namespace:  meta.namespace,
+		JobSpec:    js,
+		Model:      simModel,
+		Manifest:   root,
+	}, nil
+}
+
+type acceptedKind struct {
+	kind     string
+	versions []string
+}
+
+// accepted lists the kinds and, per kind, the API versions Parse takes.
+var accepted = []acceptedKind{
+	{KindMPIJob, []string{APIVersionV2Beta1, APIVersionV1}},
+	{KindPyTorchJob, []string{APIVersionV1}},
+}
+
+func acceptedText() string {
+	parts := make([]string, len(accepted))
+	for i, a := range accepted {
+		parts[i] = fmt.Sprintf("%s (%s)", a.kind, joinList(a.versions))
+	}
+	return "accepted: " + joinList(parts)
+}
+
+func kindOf(root map[string]any) (kind, apiVersion string, err *FieldError) {
+	kind, ok, err := stringAt(root, "kind", "kind")
+	if err != nil {
+		err.Reason += "; " + acceptedText()
+		return "", "", err
+	}
+	if !ok {
+		return "", "", &FieldError{Field: "kind", Reason: "required; " + acceptedText()}
+	}
+	i := slices.IndexFunc(accepted, func(a acceptedKind) bool { return a.kind == kind })
+	if i < 0 {
+		return "", "", &FieldError{Field: "kind", Value: kind,
+			Reason: fmt.Sprintf("%s is not accepted; %s", quote(kind), acceptedText())}
+	}
+	versions := accepted[i].versions
+	apiVersion, ok, err = stringAt(root, "apiVersion", "apiVersion")
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return "", "", &FieldError{Field: "apiVersion",
+			Reason: fmt.Sprintf("required; accepted for %s: %s", kind, joinList(versions))}
+	}
+	if !slices.Contains(versions, apiVersion) {
+		return "", "", &FieldError{Field: "apiVersion", Value: apiVersion,
+			Reason: fmt.Sprintf("%s is not accepted for %s; accepted: %s", quote(apiVersion), kind, joinList(versions))}
+	}
+	return kind, apiVersion, nil
+}
+
+type metadata struct {
+	name, namespace string
+	annotations     map[string]string
+}
+
+// knownAnnotations is sorted, for messages.
+var knownAnnotations = []string{
+	AnnotationEpochs,
+	AnnotationGPUType,
+	AnnotationMaxWorkers,
+	AnnotationMinWorkers,
+	AnnotationPriority,
+	AnnotationSimModel,
+	AnnotationWorkers,
+}
+
+func readMetadata(root map[string]any, opts Options) (metadata, *FieldError) {
+	var md metadata
+	meta, err := requiredObjectAt(root, "metadata", "metadata", "; set metadata.name")
+	if err != nil {
+		return md, err
+	}
+	name, ok, err := stringAt(meta, "name", "metadata.name")
+	if err != nil {
+		return md, err
+	}
+	if !ok {
+		why := "required"
+		if meta["generateName"] != nil {
+			why += "; metadata.generateName is not supported: the service makes the name unique itself"
+		}
+		return md, &FieldError{Field: "metadata.name", Reason: why}
+	}
+	if reason := checkName(name, opts.MaxNameLength); reason != "" {
+		return md, &FieldError{Field: "metadata.name", Value: name, Reason: reason}
+	}
+	md.name = name
+	ns, _, err := stringAt(meta, "namespace", "metadata.namespace")
+	if err != nil {
+		return md, err
+	}
+	if ns != "" {
+		if reason := checkName(ns, maxLabelLength); reason != "" {
+			return md, &FieldError{Field: "metadata.namespace", Value: ns, Reason: reason}
+		}
+	} else {
+		ns = DefaultNamespace
+	}
+	md.namespace = ns
+	md.annotations, err = stringMapAt(meta, "annotations", "metadata.annotations")
+	if err != nil {
+		return md, err
+	}
+	for _, k := range sortedKeys(md.annotations) {
+		if strings.HasPrefix(k, annotationPrefix) && !slices.Contains(knownAnnotations, k) {
+			return md, &FieldError{Field: index("metadata.annotations", k), Value: md.annotations[k],
+				Reason: "unknown Voda annotation; known: " + joinList(knownAnnotations)}
+		}
+	}
+	return md, nil
+}
+
+// checkName returns why name is not a DNS-1123 label of at most maxLen
+// characters, or "".
+func checkName(name string, maxLen int) string {
+	if name == "" {
+		return "must not be empty"
+	}
+	if !isDNSLabel(name) {
+		return fmt.Sprintf("%s must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit", quote(name))
+	}
+	if len(name) > maxLen {
+		return fmt.Sprintf("is %d characters; at most %d are accepted, because the service appends -YYYYMMDD-hhmmss (and maybe -NN) to make it unique and Kubernetes label values stop at 63", len(name), maxLen)
+	}
+	return ""
+}
+
+func isDNSLabel(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLabelValue reports whether s is a non-empty Kubernetes label value.
+func isLabelValue(s string) bool {
+	if s == "" || len(s) > maxLabelLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		inner := c == '-' || c == '_' || c == '.'
+		if !alnum && (!inner || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// validateError maps a model.JobSpec.Validate error ("minWorkers: ...")
+// to the field the user wrote the setting in.
+func (l *layout) validateError(err error) *FieldError {
+	prefix, reason, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		return &FieldError{Field: "spec", Reason: err.Error()}
+	}
+	fields := map[string]string{
+		"name":             "metadata.name",
+		"minWorkers":       l.field(settingMin),
+		"maxWorkers":       l.field(settingMax),
+		"requestedWorkers": l.field(settingRequested),
+		"priority":         l.field(settingPriority),
+		"epochs":           l.field(settingEpochs),
+	}
+	f, ok := fields[prefix]
+	if !ok {
+		return &FieldError{Field: "spec", Reason: err.Error()}
+	}
+	return &FieldError{Field: f, Reason: reason}
+}
