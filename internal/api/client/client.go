@@ -1,0 +1,302 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vodascheduler/voda/internal/api"
+)
+
+// DefaultTimeout bounds one request when New is given no *http.Client.
+const DefaultTimeout = 30 * time.Second
+
+// Size limits of the bodies the client reads: a success answer (a job
+// list can be long) and an error answer (only its message is shown).
+const (
+	maxBody      = 64 << 20
+	maxErrorBody = 64 << 10
+)
+
+// Client talks to one Voda server. It is safe for concurrent use.
+type Client struct {
+	base *url.URL
+	hc   *http.Client
+}
+
+// New returns a client of the server at baseURL: "host:port",
+// "http://host:port" or "https://host:port", optionally with a path prefix
+// when the API sits behind a proxy ("https://gw.example.com/voda"). hc nil
+// means an http.Client with DefaultTimeout.
+func New(baseURL string, hc *http.Client) (*Client, error) {
+	base, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: DefaultTimeout}
+	}
+	return &Client{base: base, hc: hc}, nil
+}
+
+func parseBaseURL(s string) (*url.URL, error) {
+	raw := strings.TrimSpace(s)
+	if raw == "" {
+		return nil, errors.New("server address is empty")
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("server address %q: %w", s, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("server address %q: scheme %q is not http or https", s, u.Scheme)
+	case u.Hostname() == "":
+		return nil, fmt.Errorf("server address %q has no host", s)
+	case u.User != nil:
+		return nil, fmt.Errorf("server address %q: user information is not supported", s)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, fmt.Errorf("server address %q: a query or fragment is not allowed", s)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// BaseURL is the server's address as the client uses it, e.g.
+// "http://127.0.0.1:55587".
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// CreateJob submits a job manifest (an MPIJob or PyTorchJob in YAML or
+// JSON) and returns the job as created, under the unique name the server
+// gave it.
+func (c *Client) CreateJob(ctx context.Context, manifest []byte) (api.Job, error) {
+	var job api.Job
+	if len(bytes.TrimSpace(manifest)) == 0 {
+		return job, errors.New("create job: the manifest is empty")
+	}
+	err := c.do(ctx, http.MethodPost, api.RouteJobs, nil, manifest, manifestType(manifest), &job)
+	return job, err
+}
+
+// manifestType is the Content-Type of a manifest: JSON when it parses as
+// JSON (a YAML flow mapping that is also JSON is sent as JSON, which means
+// the same), YAML otherwise.
+func manifestType(manifest []byte) string {
+	if json.Valid(manifest) {
+		return "application/json"
+	}
+	return "application/yaml"
+}
+
+// ListOptions filter ListJobs; the zero value lists every job.
+type ListOptions struct {
+	// GPUType keeps the jobs of one GPU type.
+	GPUType string
+	// Status keeps the jobs in one status (Submitted, Waiting, Running,
+	// Completed, Failed or Canceled).
+	Status string
+	// Live keeps the jobs that have not finished.
+	Live bool
+}
+
+// ListJobs returns the jobs that match opts, in submission order.
+func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, error) {
+	q := url.Values{}
+	if opts.GPUType != "" {
+		q.Set("gpuType", opts.GPUType)
+	}
+	if opts.Status != "" {
+		q.Set("status", opts.Status)
+	}
+	if opts.Live {
+		q.Set("live", "true")
+	}
+	var list api.JobList
+	err := c.do(ctx, http.MethodGet, api.RouteJobs, q, nil, "", &list)
+	return list.Items, err
+}
+
+// GetJob returns one job.
+func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
+	var job api.Job
+	if err := required(name, "job name"); err != nil {
+		return job, err
+	}
+	err := c.do(ctx, http.MethodGet, route(api.RouteJob, "name", name), nil, nil, "", &job)
+	return job, err
+}
+
+// DeleteJob asks the scheduler to halt a job; the job returned has
+// DeleteRequested set and becomes Canceled once halted. Deleting a job
+// that already finished is a 409 *APIError.
+func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
+	var job api.Job
+	if err := required(name, "job name"); err != nil {
+		return job, err
+	}
+	err := c.do(ctx, http.MethodDelete, route(api.RouteJob, "name", name), nil, nil, "", &job)
+	return job, err
+}
+
+// SetPriority changes a job's priority (0 is the highest).
+func (c *Client) SetPriority(ctx context.Context, name string, priority int) (api.Job, error) {
+	var job api.Job
+	if err := required(name, "job name"); err != nil {
+		return job, err
+	}
+	body, err := json.Marshal(api.PriorityRequest{Priority: &priority})
+	if err != nil {
+		return job, err
+	}
+	err = c.do(ctx, http.MethodPut, route(api.RouteJobPriority, "name", name), nil, body, "application/json", &job)
+	return job, err
+}
+
+// ListSchedulers returns the scheduler of every GPU type.
+func (c *Client) ListSchedulers(ctx context.Context) ([]api.Scheduler, error) {
+	var list api.SchedulerList
+	err := c.do(ctx, http.MethodGet, api.RouteSchedulers, nil, nil, "", &list)
+	return list.Items, err
+}
+
+// GetScheduler returns the scheduler of one GPU type.
+func (c *Client) GetScheduler(ctx context.Context, gpuType string) (api.Scheduler, error) {
+	var s api.Scheduler
+	if err := required(gpuType, "GPU type"); err != nil {
+		return s, err
+	}
+	err := c.do(ctx, http.MethodGet, route(api.RouteScheduler, "gpuType", gpuType), nil, nil, "", &s)
+	return s, err
+}
+
+// SetAlgorithm switches a GPU type's scheduler to another algorithm with
+// the given parameters (nil for the algorithm's defaults).
+func (c *Client) SetAlgorithm(ctx context.Context, gpuType, algorithm string, params map[string]string) (api.Scheduler, error) {
+	var s api.Scheduler
+	if err := required(gpuType, "GPU type"); err != nil {
+		return s, err
+	}
+	body, err := json.Marshal(api.AlgorithmRequest{Algorithm: algorithm, Params: params})
+	if err != nil {
+		return s, err
+	}
+	err = c.do(ctx, http.MethodPut, route(api.RouteAlgorithm, "gpuType", gpuType), nil, body, "application/json", &s)
+	return s, err
+}
+
+// SetRateLimit sets the least time between two scheduling cycles of a
+// GPU type's scheduler.
+func (c *Client) SetRateLimit(ctx context.Context, gpuType string, seconds float64) (api.Scheduler, error) {
+	var s api.Scheduler
+	if err := required(gpuType, "GPU type"); err != nil {
+		return s, err
+	}
+	if math.IsNaN(seconds) || math.IsInf(seconds, 0) {
+		return s, fmt.Errorf("set rate limit: %v seconds is not a number of seconds", seconds)
+	}
+	body, err := json.Marshal(api.RateLimitRequest{Seconds: &seconds})
+	if err != nil {
+		return s, err
+	}
+	err = c.do(ctx, http.MethodPut, route(api.RouteRateLimit, "gpuType", gpuType), nil, body, "application/json", &s)
+	return s, err
+}
+
+// ListAlgorithms returns the scheduling algorithms the server offers.
+func (c *Client) ListAlgorithms(ctx context.Context) ([]api.Algorithm, error) {
+	var list api.AlgorithmList
+	err := c.do(ctx, http.MethodGet, api.RouteAlgorithms, nil, nil, "", &list)
+	return list.Items, err
+}
+
+// required rejects an empty path value, which would name another route.
+func required(value, what string) error {
+	if value == "" {
+		return fmt.Errorf("the %s is empty", what)
+	}
+	return nil
+}
+
+// route fills the {param} of a route pattern with an escaped value.
+func route(pattern, param, value string) string {
+	return strings.Replace(pattern, "{"+param+"}", url.PathEscape(value), 1)
+}
+
+// do sends one request and decodes a 2xx answer's JSON body into out.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) error {
+	// path holds escaped values already, so it is appended as text.
+	u := c.BaseURL() + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.connectionError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return newAPIError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: the server's answer is not the expected JSON (%w): %s", method, path, err, snippet(b))
+	}
+	return nil
+}
+
+// connectionError explains a failed round trip; a canceled or expired
+// context is reported as such, without the hint.
+func (c *Client) connectionError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("request to the voda server at %s: %w", c.BaseURL(), ctxErr)
+	}
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err
+	}
+	return &ConnectionError{Server: c.BaseURL(), Err: cause}
+}
+
+// snippet is a short, printable excerpt of a body for error messages.
+func snippet(b []byte) string {
+	const max = 200
+	s := strings.TrimSpace(string(b))
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "?")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,9 @@
+// Package client is the Go client of Voda's REST API (internal/api): job
+// submission, listing, deletion and priority; per-GPU-type scheduler
+// state, algorithm and rate limit; the algorithm registry. The voda CLI's
+// create, get, describe, delete and set commands are built on it.
+//
+// Answers decode into the wire types of internal/api. A 4xx or 5xx answer
+// is an *APIError carrying the server's reason, offending field and
+// message; a server that cannot be reached is a *ConnectionError.
+package client

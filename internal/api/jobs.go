@@ -1,0 +1,304 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// nameStampLayout is the original's 24-hour timestamp suffix.
+const nameStampLayout = "20060102-150405"
+
+// maxNameTries bounds the numeric suffixes tried within one second.
+const maxNameTries = 10000
+
+// submit validates, names and stores a manifest and notifies its
+// scheduler. It returns the stored job, or writes the error answer.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) (store.Job, bool) {
+	if !s.checkManifestType(w, r) {
+		return store.Job{}, false
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return store.Job{}, false
+	}
+	spec, err := jobspec.Parse(body, s.spec)
+	if err != nil {
+		s.failSpec(w, r, err)
+		return store.Job{}, false
+	}
+	job, err := s.create(r.Context(), spec)
+	if err != nil {
+		s.failInternal(w, r, err)
+		return store.Job{}, false
+	}
+	s.cfg.Metrics.JobsCreated.WithLabelValues(job.Spec.GPUType).Inc()
+	s.notify(r.Context(), job.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: job.Name})
+	s.log.Info("job created", "job", job.Name, "gpuType", job.Spec.GPUType,
+		"min", job.Spec.MinWorkers, "max", job.Spec.MaxWorkers)
+	return job, true
+}
+
+// create stores the job under a unique name: the user's name plus the
+// submission time to the second, and -2, -3, ... when that is taken. The
+// store's unique key makes this safe across API replicas; the counter
+// only saves tries within this one.
+func (s *Server) create(ctx context.Context, spec *jobspec.Spec) (store.Job, error) {
+	now := s.cfg.Clock.Now()
+	base := spec.Name + "-" + now.Format(nameStampLayout)
+	for try := 0; try < maxNameTries; try++ {
+		name := s.candidate(base)
+		spec.Rename(name)
+		manifest, err := spec.JSON()
+		if err != nil {
+			return store.Job{}, err
+		}
+		js := spec.JobSpec
+		js.SubmitTime = now
+		job := store.Job{
+			Name: name, Kind: spec.Kind, Manifest: manifest, Spec: js, Model: spec.Model,
+			Status: store.JobStatus{
+				State:   model.JobState{Status: model.StatusSubmitted},
+				Est:     model.Estimates{RemainingSeconds: -1},
+				Updated: now,
+			},
+		}
+		err = s.cfg.Store.CreateJob(ctx, job)
+		if errors.Is(err, store.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return store.Job{}, fmt.Errorf("create job %s: %w", name, err)
+		}
+		return job, nil
+	}
+	return store.Job{}, fmt.Errorf("create job %s: no free name after %d tries", base, maxNameTries)
+}
+
+// candidate returns the next name to try for base.
+func (s *Server) candidate(base string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stamp := base[len(base)-len(nameStampLayout):]; stamp != s.stamp {
+		s.stamp = stamp
+		clear(s.next)
+	}
+	n := s.next[base]
+	s.next[base] = n + 1
+	if n == 0 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(n+1)
+}
+
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
+	job, ok := s.submit(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Location", RouteJobs+"/"+job.Name)
+	writeJSON(w, http.StatusCreated, s.view(job, s.cfg.DefaultAlgorithm, s.cfg.Clock.Now()))
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := store.ListOptions{GPUType: q.Get("gpuType")}
+	if v := q.Get("live"); v != "" {
+		live, err := strconv.ParseBool(v)
+		if err != nil {
+			s.fail(w, http.StatusBadRequest, "BadRequest", "live", fmt.Sprintf("live: %q is not a boolean", v))
+			return
+		}
+		opts.Live = live
+	}
+	status := q.Get("status")
+	if status != "" && !validStatus(status) {
+		s.fail(w, http.StatusBadRequest, "BadRequest", "status",
+			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", status))
+		return
+	}
+	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
+	if err != nil {
+		s.failInternal(w, r, err)
+		return
+	}
+	algos, err := s.settings(r.Context())
+	if err != nil {
+		s.failInternal(w, r, err)
+		return
+	}
+	now := s.cfg.Clock.Now()
+	out := JobList{Items: []Job{}}
+	for _, j := range jobs {
+		if status != "" && string(statusOf(j)) != status {
+			continue
+		}
+		out.Items = append(out.Items, s.view(j, s.algorithmOf(algos[j.Spec.GPUType]), now))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func validStatus(s string) bool {
+	switch model.Status(s) {
+	case model.StatusSubmitted, model.StatusWaiting, model.StatusRunning,
+		model.StatusCompleted, model.StatusFailed, model.StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// lookup loads the job named in the path, answering 404 if absent.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
+	j, err := s.cfg.Store.GetJob(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", name))
+		return store.Job{}, false
+	}
+	if err != nil {
+		s.failInternal(w, r, err)
+		return store.Job{}, false
+	}
+	return j, true
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	j, ok := s.lookup(w, r, r.PathValue("name"))
+	if !ok {
+		return
+	}
+	s.writeJob(w, r, http.StatusOK, j)
+}
+
+func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, code int, j store.Job) {
+	algo := s.cfg.DefaultAlgorithm
+	if rec, err := s.cfg.Store.GetScheduler(r.Context(), j.Spec.GPUType); err == nil {
+		algo = s.algorithmOf(rec)
+	}
+	writeJSON(w, code, s.view(j, algo, s.cfg.Clock.Now()))
+}
+
+// requestDelete marks a live job for deletion and notifies its scheduler.
+// It returns the updated job and the HTTP status to answer with, or writes
+// the error itself.
+func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
+	j, ok := s.lookup(w, r, name)
+	if !ok {
+		return store.Job{}, false
+	}
+	if st := statusOf(j); st.Done() {
+		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s already finished (%s)", name, st))
+		return store.Job{}, false
+	}
+	if !j.DeleteRequested {
+		if err := s.cfg.Store.RequestDelete(r.Context(), name); err != nil {
+			s.failInternal(w, r, err)
+			return store.Job{}, false
+		}
+		j.DeleteRequested = true
+		s.cfg.Metrics.JobsDeleted.WithLabelValues(j.Spec.GPUType).Inc()
+		s.log.Info("job deletion requested", "job", name)
+	}
+	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
+	return j, true
+}
+
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
+	j, ok := s.requestDelete(w, r, r.PathValue("name"))
+	if !ok {
+		return
+	}
+	s.writeJob(w, r, http.StatusAccepted, j)
+}
+
+func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var req PriorityRequest
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	max := jobspec.DefaultMaxPriority
+	switch {
+	case req.Priority == nil:
+		s.fail(w, http.StatusBadRequest, "Invalid", "priority", "priority: required")
+		return
+	case *req.Priority < 0 || *req.Priority > max:
+		s.fail(w, http.StatusBadRequest, "Invalid", "priority", fmt.Sprintf("priority: %d is outside [0, %d] (0 is the highest)", *req.Priority, max))
+		return
+	}
+	j, ok := s.lookup(w, r, name)
+	if !ok {
+		return
+	}
+	if st := statusOf(j); st.Done() {
+		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s already finished (%s)", name, st))
+		return
+	}
+	if err := s.cfg.Store.SetPriority(r.Context(), name, *req.Priority); err != nil {
+		s.failInternal(w, r, err)
+		return
+	}
+	j.Spec.Priority = *req.Priority
+	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
+	s.writeJob(w, r, http.StatusOK, j)
+}
+
+// statusOf is the status a user sees.
+func statusOf(j store.Job) model.Status {
+	if st := j.Status.State.Status; st != "" {
+		return st
+	}
+	return model.StatusSubmitted
+}
+
+// view turns a stored job into its API form as of now.
+func (s *Server) view(j store.Job, algo string, now time.Time) Job {
+	st := j.Status.State
+	out := Job{
+		Name: j.Name, Kind: j.Kind, GPUType: j.Spec.GPUType,
+		Status: string(statusOf(j)), DeleteRequested: j.DeleteRequested,
+		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
+		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,
+		Scheduler: algo, SubmitTime: j.Spec.SubmitTime,
+		AttainedService: st.AttainedService, Restarts: st.Restarts, PriorityQueue: st.Queue,
+		Progress: j.Status.Progress, QueuePosition: j.Status.QueuePosition,
+	}
+	if len(st.Placement) > 0 {
+		out.Placement = map[string]int{}
+		for _, nw := range st.Placement {
+			out.Placement[nw.Node] += nw.Workers
+		}
+	}
+	out.FirstStart = timePtr(st.FirstStart)
+	out.FinishTime = timePtr(j.Status.FinishTime)
+	out.EstimatedStart = timePtr(j.Status.EstimatedStart)
+	if rem := j.Status.Est.RemainingSeconds; rem >= 0 && !statusOf(j).Done() {
+		out.RemainingSeconds = &rem
+	}
+	end := now
+	if !j.Status.FinishTime.IsZero() {
+		end = j.Status.FinishTime
+	}
+	total := max(end.Sub(j.Spec.SubmitTime).Seconds(), 0)
+	running := st.RunSeconds
+	if st.GPUs > 0 && j.Status.FinishTime.IsZero() && now.After(j.Status.Updated) {
+		running += now.Sub(j.Status.Updated).Seconds()
+	}
+	running = min(running, total)
+	out.TotalSeconds, out.RunningSeconds, out.WaitingSeconds = total, running, total-running
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

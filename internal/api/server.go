@@ -1,0 +1,244 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/utils/clock"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/metrics"
+	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/scheduler"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// DefaultAlgorithm is shown for GPU types with no stored setting; it must
+// match the schedulers' default.
+const DefaultAlgorithm = "ElasticFIFO"
+
+// MaxRateLimitSeconds bounds PUT .../ratelimit: a day between cycles is
+// already no scheduling at all.
+const MaxRateLimitSeconds = 86400
+
+// Config configures a Server.
+type Config struct {
+	Store store.Store
+	Queue queue.Queue
+	// GPUTypes are the GPU types jobs may ask for, each with a scheduler.
+	GPUTypes   []string
+	Algorithms *algorithm.Registry
+	// DefaultAlgorithm and DefaultRateLimit are what schedulers use when
+	// no setting is stored (DefaultAlgorithm and the scheduler default if
+	// empty or zero).
+	DefaultAlgorithm string
+	DefaultRateLimit time.Duration
+	// Models, if not empty, are the performance models jobs may name in
+	// the vodascheduler/sim-model annotation.
+	Models []string
+	// Clock stamps submissions and names; the scheduler's clock when they
+	// share a process.
+	Clock    clock.PassiveClock
+	Metrics  *metrics.Metrics
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+	// Ready, if set, adds a readiness condition (schedulers recovered).
+	Ready func() error
+	// OpenAPI is the API description served at RouteOpenAPI.
+	OpenAPI []byte
+}
+
+// Server serves the REST API. It keeps no job state of its own, so any
+// number of replicas can run against the same store and queue.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	spec jobspec.Options
+	mux  *http.ServeMux
+
+	mu    sync.Mutex
+	stamp string         // the timestamp suffix last used
+	next  map[string]int // name-stamp -> next numeric suffix to try
+}
+
+// New checks the configuration and builds the routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Queue == nil || cfg.Algorithms == nil || cfg.Metrics == nil {
+		return nil, errors.New("api: store, queue, algorithms and metrics are required")
+	}
+	if len(cfg.GPUTypes) == 0 {
+		return nil, errors.New("api: at least one GPU type is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.DefaultAlgorithm == "" {
+		cfg.DefaultAlgorithm = DefaultAlgorithm
+	}
+	if cfg.DefaultRateLimit == 0 {
+		cfg.DefaultRateLimit = scheduler.DefaultRateLimit
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.GPUTypes = slices.Sorted(slices.Values(cfg.GPUTypes))
+	s := &Server{
+		cfg: cfg, log: log,
+		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models},
+		mux:  http.NewServeMux(),
+		next: map[string]int{},
+	}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler with request metrics and panic recovery.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p)
+				if !rec.wrote {
+					s.fail(rec, http.StatusInternalServerError, "InternalError", "", "internal error; see the server log")
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			s.cfg.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+			s.cfg.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}()
+		s.mux.ServeHTTP(rec, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("POST "+RouteJobs, s.createJob)
+	m.HandleFunc("GET "+RouteJobs, s.listJobs)
+	m.HandleFunc("GET "+RouteJob, s.getJob)
+	m.HandleFunc("DELETE "+RouteJob, s.deleteJob)
+	m.HandleFunc("PUT "+RouteJobPriority, s.setPriority)
+	m.HandleFunc("GET "+RouteSchedulers, s.listSchedulers)
+	m.HandleFunc("GET "+RouteScheduler, s.getScheduler)
+	m.HandleFunc("PUT "+RouteAlgorithm, s.setAlgorithm)
+	m.HandleFunc("PUT "+RouteRateLimit, s.setRateLimit)
+	m.HandleFunc("GET "+RouteAlgorithms, s.listAlgorithms)
+	m.HandleFunc("GET "+RouteOpenAPI, s.openAPI)
+	m.HandleFunc("POST "+RouteLegacyJobs, s.legacyCreate)
+	m.HandleFunc("DELETE "+RouteLegacyJobs, s.legacyDelete)
+	m.HandleFunc("GET "+RouteLegacyJobs, s.legacyList)
+	m.HandleFunc("PUT "+RouteLegacyAlgo, s.legacyAlgorithm)
+	m.HandleFunc("PUT "+RouteLegacyLimit, s.legacyRateLimit)
+	m.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+	m.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
+	m.HandleFunc("GET "+RouteReadyz, s.readyz)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, http.StatusNotFound, "NotFound", "", fmt.Sprintf("no route %s %s; see %s", r.Method, r.URL.Path, RouteOpenAPI))
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Store.ListSchedulers(ctx); err != nil {
+		writeText(w, http.StatusServiceUnavailable, fmt.Sprintf("store not reachable: %v\n", err))
+		return
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, err.Error()+"\n")
+			return
+		}
+	}
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(s.cfg.OpenAPI)
+}
+
+// knownGPUType reports whether a GPU type has a scheduler.
+func (s *Server) knownGPUType(t string) bool {
+	_, ok := slices.BinarySearch(s.cfg.GPUTypes, t)
+	return ok
+}
+
+// notify tells a GPU type's scheduler to look at the store. A failure is
+// logged, not returned: the change is stored and the scheduler's periodic
+// resync will find it.
+func (s *Server) notify(ctx context.Context, gpuType string, msg queue.Message) {
+	if err := s.cfg.Queue.Publish(ctx, queue.SchedulerQueue(gpuType), msg.Encode()); err != nil {
+		s.log.Warn("notify scheduler; it will catch up at its next resync", "gpuType", gpuType, "verb", msg.Verb, "job", msg.Job, "err", err)
+	}
+}
+
+// algorithms returns each GPU type's stored settings.
+func (s *Server) settings(ctx context.Context) (map[string]store.Scheduler, error) {
+	recs, err := s.cfg.Store.ListSchedulers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]store.Scheduler, len(recs))
+	for _, r := range recs {
+		out[r.GPUType] = r
+	}
+	return out, nil
+}
+
+func (s *Server) algorithmOf(rec store.Scheduler) string {
+	if rec.Settings.Algorithm == "" {
+		return s.cfg.DefaultAlgorithm
+	}
+	if e, ok := s.cfg.Algorithms.Lookup(rec.Settings.Algorithm); ok {
+		return e.Name
+	}
+	return rec.Settings.Algorithm
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,137 @@
+package api
+
+import "time"
+
+// Version is the REST API's version; every route below lives under
+// /api/v1.
+const Version = "v1"
+
+// Routes of the v1 API (Go 1.22 ServeMux patterns).
+const (
+	RouteJobs         = "/api/v1/jobs"                           // GET list, POST create
+	RouteJob          = "/api/v1/jobs/{name}"                    // GET, DELETE
+	RouteJobPriority  = "/api/v1/jobs/{name}/priority"           // PUT
+	RouteSchedulers   = "/api/v1/schedulers"                     // GET list
+	RouteScheduler    = "/api/v1/schedulers/{gpuType}"           // GET
+	RouteAlgorithm    = "/api/v1/schedulers/{gpuType}/algorithm" // PUT
+	RouteRateLimit    = "/api/v1/schedulers/{gpuType}/ratelimit" // PUT
+	RouteAlgorithms   = "/api/v1/algorithms"                     // GET
+	RouteOpenAPI      = "/api/v1/openapi.yaml"                   // GET
+	RouteLegacyJobs   = "/training"                              // original: POST, DELETE, GET
+	RouteLegacyAlgo   = "/algorithm"                             // original: PUT
+	RouteLegacyLimit  = "/ratelimit"                             // original: PUT
+	RouteMetrics      = "/metrics"
+	RouteHealthz      = "/healthz"
+	RouteReadyz       = "/readyz"
+	DefaultServerAddr = "127.0.0.1:55587"
+)
+
+// Job is a training job as the API shows it.
+type Job struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	GPUType string `json:"gpuType"`
+	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
+	Status           string `json:"status"`
+	DeleteRequested  bool   `json:"deleteRequested,omitempty"`
+	Workers          int    `json:"workers"`
+	MinWorkers       int    `json:"minWorkers"`
+	MaxWorkers       int    `json:"maxWorkers"`
+	RequestedWorkers int    `json:"requestedWorkers"`
+	Priority         int    `json:"priority"`
+	Epochs           int    `json:"epochs"`
+	// Scheduler is the GPU type's current algorithm.
+	Scheduler string `json:"scheduler"`
+	// Placement maps node name to workers there.
+	Placement map[string]int `json:"placement,omitempty"`
+
+	SubmitTime time.Time  `json:"submitTime"`
+	FirstStart *time.Time `json:"firstStart,omitempty"`
+	FinishTime *time.Time `json:"finishTime,omitempty"`
+	// WaitingSeconds, RunningSeconds and TotalSeconds split the job's life
+	// so far (or until it finished): time without GPUs, time with GPUs.
+	WaitingSeconds float64 `json:"waitingSeconds"`
+	RunningSeconds float64 `json:"runningSeconds"`
+	TotalSeconds   float64 `json:"totalSeconds"`
+	// AttainedService is GPU-seconds held so far.
+	AttainedService float64 `json:"attainedService"`
+	Restarts        int     `json:"restarts"`
+	PriorityQueue   int     `json:"priorityQueue"`
+	// Progress is the fraction of the work done, in [0, 1].
+	Progress float64 `json:"progress"`
+	// RemainingSeconds is the estimated remaining time at one GPU; absent
+	// when unknown.
+	RemainingSeconds *float64 `json:"remainingSeconds,omitempty"`
+	// QueuePosition is 1 for the next waiting job to start; absent unless
+	// waiting.
+	QueuePosition  int        `json:"queuePosition,omitempty"`
+	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
+}
+
+// JobList is the answer to GET /api/v1/jobs.
+type JobList struct {
+	Items []Job `json:"items"`
+}
+
+// PriorityRequest is the body of PUT .../priority.
+type PriorityRequest struct {
+	Priority *int `json:"priority"`
+}
+
+// AlgorithmRequest is the body of PUT .../algorithm.
+type AlgorithmRequest struct {
+	Algorithm string            `json:"algorithm"`
+	Params    map[string]string `json:"params,omitempty"`
+}
+
+// RateLimitRequest is the body of PUT .../ratelimit.
+type RateLimitRequest struct {
+	Seconds *float64 `json:"seconds"`
+}
+
+// Scheduler is one GPU type's scheduler as the API shows it.
+type Scheduler struct {
+	GPUType          string            `json:"gpuType"`
+	Algorithm        string            `json:"algorithm"`
+	Params           map[string]string `json:"params,omitempty"`
+	RateLimitSeconds float64           `json:"rateLimitSeconds"`
+	Now              *time.Time        `json:"now,omitempty"`
+	LastCycle        *time.Time        `json:"lastCycle,omitempty"`
+	Cycles           int64             `json:"cycles"`
+	Nodes            int               `json:"nodes"`
+	GPUs             int               `json:"gpus"`
+	GPUsInUse        int               `json:"gpusInUse"`
+	Waiting          int               `json:"waiting"`
+	Running          int               `json:"running"`
+}
+
+// SchedulerList is the answer to GET /api/v1/schedulers.
+type SchedulerList struct {
+	Items []Scheduler `json:"items"`
+}
+
+// Algorithm describes one algorithm of the registry.
+type Algorithm struct {
+	Name    string   `json:"name"`
+	Summary string   `json:"summary"`
+	Params  []string `json:"params,omitempty"`
+}
+
+// AlgorithmList is the answer to GET /api/v1/algorithms.
+type AlgorithmList struct {
+	Items []Algorithm `json:"items"`
+}
+
+// Error is the body of every 4xx and 5xx answer.
+type Error struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong; Field names the offending input when
+// there is one (a JSON path into the manifest or request body).
+type ErrorDetail struct {
+	Code    int    `json:"code"`
+	Reason  string `json:"reason"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}

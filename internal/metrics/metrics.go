@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+const ns = "voda"
+
+// Metrics holds every collector. Create one per process with New.
+type Metrics struct {
+	JobsCreated   *prometheus.CounterVec
+	JobsDeleted   *prometheus.CounterVec
+	JobsCompleted *prometheus.CounterVec
+	JobsFailed    *prometheus.CounterVec
+
+	Reschedules        *prometheus.CounterVec
+	RescheduleDuration *prometheus.HistogramVec
+	AllocatorDuration  *prometheus.HistogramVec
+	PlacementDuration  *prometheus.HistogramVec
+	WorkersMigrated    *prometheus.CounterVec
+	LaunchersRestarted *prometheus.CounterVec
+
+	JobsReady     *prometheus.GaugeVec
+	JobsWaiting   *prometheus.GaugeVec
+	JobsRunning   *prometheus.GaugeVec
+	JobsCrossNode *prometheus.GaugeVec
+	GPUs          *prometheus.GaugeVec
+	GPUsInUse     *prometheus.GaugeVec
+
+	HTTPRequests *prometheus.CounterVec
+	HTTPDuration *prometheus.HistogramVec
+}
+
+// decisionBuckets cover 10 µs to about 10 s: allocation and placement
+// decisions take microseconds to milliseconds, the original's took seconds.
+var decisionBuckets = prometheus.ExponentialBuckets(1e-5, 4, 12)
+
+// New creates the metrics and registers them, plus the Go and process
+// collectors, on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	gt := []string{"gpu_type"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, gt)
+	}
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: decisionBuckets}, labels)
+	}
+	m := &Metrics{
+		JobsCreated:   counter("jobs_created_total", "Jobs accepted by the API.", gt...),
+		JobsDeleted:   counter("jobs_deleted_total", "Jobs deleted by users.", gt...),
+		JobsCompleted: counter("jobs_completed_total", "Jobs that completed.", gt...),
+		JobsFailed:    counter("jobs_failed_total", "Jobs that failed.", gt...),
+
+		Reschedules:        counter("reschedules_total", "Scheduling cycles run.", gt...),
+		RescheduleDuration: hist("reschedule_duration_seconds", "Time of one scheduling cycle, from snapshot to the last action applied.", gt...),
+		AllocatorDuration:  hist("allocator_duration_seconds", "Time the algorithm took to decide an allocation.", "gpu_type", "algorithm"),
+		PlacementDuration:  hist("placement_duration_seconds", "Time the placer took.", gt...),
+		WorkersMigrated:    counter("workers_migrated_total", "Workers moved to another node.", gt...),
+		LaunchersRestarted: counter("launchers_restarted_total", "Job restarts: every start, resize, migration or halt of a job restarts its launcher.", gt...),
+
+		JobsReady:     gauge("jobs_ready", "Live jobs the scheduler holds (waiting or running)."),
+		JobsWaiting:   gauge("jobs_waiting", "Live jobs holding no GPU."),
+		JobsRunning:   gauge("jobs_running", "Jobs holding GPUs."),
+		JobsCrossNode: gauge("jobs_cross_node", "Running jobs whose workers span more than one node."),
+		GPUs:          gauge("gpus", "GPUs of the GPU type's nodes."),
+		GPUsInUse:     gauge("gpus_in_use", "GPUs held by jobs."),
+
+		HTTPRequests: counter("http_requests_total", "API requests by route pattern and status code.", "route", "code"),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Name: "http_request_duration_seconds", Help: "API request latency by route pattern.",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 2.5, 14),
+		}, []string{"route"}),
+	}
+	reg.MustRegister(
+		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed,
+		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
+		m.WorkersMigrated, m.LaunchersRestarted,
+		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
+		m.HTTPRequests, m.HTTPDuration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
