@@ -18,6 +18,7 @@ simulator, so you can compare algorithms on your own workload first.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand())
+	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand(), newServerCommand())
+	root.AddCommand(newClientCommands()...)
 	return root
 }

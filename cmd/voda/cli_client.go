@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/api/client"
+)
+
+// serverEnv names the environment variable that points the client
+// commands at a server when --server is not given.
+const serverEnv = "VODA_SERVER"
+
+// clientOptions are the settings every command that talks to the API
+// shares.
+type clientOptions struct {
+	server string
+}
+
+// newClientCommands returns the commands that talk to a Voda server:
+// create, get, describe, delete and set. They share --server.
+func newClientCommands() []*cobra.Command {
+	o := &clientOptions{}
+	cmds := []*cobra.Command{
+		newCreateCommand(o),
+		newGetCommand(o),
+		newDescribeCommand(o),
+		newDeleteCommand(o),
+		newSetCommand(o),
+	}
+	for _, c := range cmds {
+		c.PersistentFlags().StringVar(&o.server, "server", "",
+			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else "+api.DefaultServerAddr+")")
+	}
+	return cmds
+}
+
+// serverAddr is the server to talk to: --server, else $VODA_SERVER,
+// else the default address of `voda server`.
+func (o *clientOptions) serverAddr() string {
+	if o.server != "" {
+		return o.server
+	}
+	if s := strings.TrimSpace(os.Getenv(serverEnv)); s != "" {
+		return s
+	}
+	return "http://" + api.DefaultServerAddr
+}
+
+// client returns a client of the chosen server.
+func (o *clientOptions) client() (*client.Client, error) {
+	addr := o.serverAddr()
+	c, err := client.New(addr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--server or $%s: %w", serverEnv, err)
+	}
+	return c, nil
+}
+
+// resolveGPUType is gpuType when given; otherwise the server's only GPU
+// type, since then there is nothing to choose.
+func resolveGPUType(ctx context.Context, c *client.Client, gpuType string) (string, error) {
+	if gpuType != "" {
+		return gpuType, nil
+	}
+	scheds, err := c.ListSchedulers(ctx)
+	if err != nil {
+		return "", err
+	}
+	types := make([]string, 0, len(scheds))
+	for _, s := range scheds {
+		types = append(types, s.GPUType)
+	}
+	sort.Strings(types)
+	switch len(types) {
+	case 0:
+		return "", errors.New("the server has no schedulers (no GPU nodes are labeled vodascheduler/accelerator=<gpu-type>)")
+	case 1:
+		return types[0], nil
+	}
+	return "", fmt.Errorf("the server schedules several GPU types (%s): choose one with --gpu-type", strings.Join(types, ", "))
+}
+
+// unknownResource is the error of a get or describe with a resource it
+// does not know.
+func unknownResource(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("%s needs a resource: %s (see '%s --help')", cmd.CommandPath(), orList(names), cmd.CommandPath())
+	}
+	return fmt.Errorf("unknown resource %q for %s: use %s", args[0], cmd.CommandPath(), orList(names))
+}

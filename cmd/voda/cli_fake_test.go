@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/internal/api"
+)
+
+// fakeAPI is an in-memory stand-in for the Voda API, enough to unit-test
+// the client commands: it keeps jobs and schedulers in slices, names
+// created jobs with a fixed timestamp and records every request. The
+// end-to-end tests run the commands against the real server.
+type fakeAPI struct {
+	URL string
+
+	mu       sync.Mutex
+	jobs     []api.Job
+	scheds   []api.Scheduler
+	algos    []api.Algorithm
+	requests []fakeRequest
+}
+
+// fakeRequest is a request as the fake saw it.
+type fakeRequest struct {
+	Method, Path, Query, ContentType, Body string
+}
+
+// fakeStamp is the suffix the fake gives created jobs' names.
+const fakeStamp = "-20250601-101000"
+
+func newFakeAPI(t *testing.T, jobs []api.Job, scheds []api.Scheduler) *fakeAPI {
+	t.Helper()
+	f := &fakeAPI{
+		jobs:   slices.Clone(jobs),
+		scheds: slices.Clone(scheds),
+		algos: []api.Algorithm{
+			{Name: "ElasticFIFO", Summary: "FIFO order; min first, then spare GPUs round-robin"},
+			{Name: "Tiresias", Summary: "discretized 2D-LAS with two queues", Params: []string{"threshold", "starvation"}},
+		},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+api.RouteJobs, f.create)
+	mux.HandleFunc("GET "+api.RouteJobs, f.list)
+	mux.HandleFunc("GET "+api.RouteJob, f.get)
+	mux.HandleFunc("DELETE "+api.RouteJob, f.delete)
+	mux.HandleFunc("PUT "+api.RouteJobPriority, f.priority)
+	mux.HandleFunc("GET "+api.RouteSchedulers, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, api.SchedulerList{Items: f.scheds})
+	})
+	mux.HandleFunc("GET "+api.RouteScheduler, func(w http.ResponseWriter, r *http.Request) {
+		if i := f.scheduler(w, r); i >= 0 {
+			writeJSON(w, http.StatusOK, f.scheds[i])
+		}
+	})
+	mux.HandleFunc("PUT "+api.RouteAlgorithm, f.algorithm)
+	mux.HandleFunc("PUT "+api.RouteRateLimit, f.rateLimit)
+	mux.HandleFunc("GET "+api.RouteAlgorithms, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, api.AlgorithmList{Items: f.algos})
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.requests = append(f.requests, fakeRequest{
+			Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+			ContentType: r.Header.Get("Content-Type"), Body: string(b),
+		})
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// Requests returns the requests seen so far.
+func (f *fakeAPI) Requests() []fakeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+// Jobs returns the jobs as they are now.
+func (f *fakeAPI) Jobs() []api.Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.jobs)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, format string, args ...any) {
+	reason := map[int]string{400: "Invalid", 404: "NotFound", 409: "Conflict"}[status]
+	writeJSON(w, status, api.Error{Error: api.ErrorDetail{
+		Code: status, Reason: reason, Field: field, Message: fmt.Sprintf(format, args...),
+	}})
+}
+
+func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
+	ct := r.Header.Get("Content-Type")
+	if ct != "application/yaml" && ct != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "", "content type %q", ct)
+		return
+	}
+	var m struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		writeError(w, http.StatusBadRequest, "", "manifest: %v", err)
+		return
+	}
+	if m.Kind != "MPIJob" && m.Kind != "PyTorchJob" {
+		writeError(w, http.StatusBadRequest, "kind", "kind %q is not MPIJob or PyTorchJob", m.Kind)
+		return
+	}
+	if m.Metadata.Name == "" {
+		writeError(w, http.StatusBadRequest, "metadata.name", "a job needs a name")
+		return
+	}
+	name := m.Metadata.Name + fakeStamp
+	for n := 2; f.find(name) >= 0; n++ {
+		name = fmt.Sprintf("%s%s-%d", m.Metadata.Name, fakeStamp, n)
+	}
+	job := api.Job{
+		Name: name, Kind: m.Kind, GPUType: "v100", Status: "Submitted",
+		MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, Scheduler: "ElasticFIFO",
+		SubmitTime: time.Date(2025, 6, 1, 10, 10, 0, 0, time.UTC),
+	}
+	f.jobs = append(f.jobs, job)
+	w.Header().Set("Location", api.RouteJobs+"/"+name)
+	writeJSON(w, http.StatusCreated, job)
+}
+
+func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	items := []api.Job{}
+	for _, j := range f.jobs {
+		if (q.Get("gpuType") == "" || j.GPUType == q.Get("gpuType")) &&
+			(q.Get("status") == "" || j.Status == q.Get("status")) &&
+			(q.Get("live") != "true" || !finished(j.Status)) {
+			items = append(items, j)
+		}
+	}
+	writeJSON(w, http.StatusOK, api.JobList{Items: items})
+}
+
+func (f *fakeAPI) find(name string) int {
+	return slices.IndexFunc(f.jobs, func(j api.Job) bool { return j.Name == name })
+}
+
+// job finds the job of the request's path, or answers 404.
+func (f *fakeAPI) job(w http.ResponseWriter, r *http.Request) int {
+	i := f.find(r.PathValue("name"))
+	if i < 0 {
+		writeError(w, http.StatusNotFound, "", "job %s not found", r.PathValue("name"))
+	}
+	return i
+}
+
+func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
+	if i := f.job(w, r); i >= 0 {
+		writeJSON(w, http.StatusOK, f.jobs[i])
+	}
+}
+
+func (f *fakeAPI) delete(w http.ResponseWriter, r *http.Request) {
+	i := f.job(w, r)
+	if i < 0 {
+		return
+	}
+	if finished(f.jobs[i].Status) {
+		writeError(w, http.StatusConflict, "", "job %s already finished (%s)", f.jobs[i].Name, f.jobs[i].Status)
+		return
+	}
+	f.jobs[i].DeleteRequested = true
+	writeJSON(w, http.StatusAccepted, f.jobs[i])
+}
+
+func (f *fakeAPI) priority(w http.ResponseWriter, r *http.Request) {
+	i := f.job(w, r)
+	if i < 0 {
+		return
+	}
+	var req api.PriorityRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Priority == nil || *req.Priority < 0 {
+		writeError(w, http.StatusBadRequest, "priority", "priority must be a non-negative integer")
+		return
+	}
+	f.jobs[i].Priority = *req.Priority
+	writeJSON(w, http.StatusOK, f.jobs[i])
+}
+
+func (f *fakeAPI) scheduler(w http.ResponseWriter, r *http.Request) int {
+	gt := r.PathValue("gpuType")
+	i := slices.IndexFunc(f.scheds, func(s api.Scheduler) bool { return s.GPUType == gt })
+	if i < 0 {
+		writeError(w, http.StatusNotFound, "", "no scheduler for GPU type %s", gt)
+	}
+	return i
+}
+
+func (f *fakeAPI) algorithm(w http.ResponseWriter, r *http.Request) {
+	i := f.scheduler(w, r)
+	if i < 0 {
+		return
+	}
+	var req api.AlgorithmRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	k := slices.IndexFunc(f.algos, func(a api.Algorithm) bool { return strings.EqualFold(a.Name, req.Algorithm) })
+	if k < 0 {
+		writeError(w, http.StatusBadRequest, "algorithm", "unknown algorithm %q", req.Algorithm)
+		return
+	}
+	f.scheds[i].Algorithm = f.algos[k].Name
+	f.scheds[i].Params = req.Params
+	writeJSON(w, http.StatusOK, f.scheds[i])
+}
+
+func (f *fakeAPI) rateLimit(w http.ResponseWriter, r *http.Request) {
+	i := f.scheduler(w, r)
+	if i < 0 {
+		return
+	}
+	var req api.RateLimitRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Seconds == nil || *req.Seconds < 0 {
+		writeError(w, http.StatusBadRequest, "seconds", "seconds must be a non-negative number")
+		return
+	}
+	f.scheds[i].RateLimitSeconds = *req.Seconds
+	writeJSON(w, http.StatusOK, f.scheds[i])
+}

@@ -1,0 +1,720 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/api/client"
+)
+
+// jobStatuses are the statuses a job goes through, as the API spells them.
+var jobStatuses = []string{"Submitted", "Waiting", "Running", "Completed", "Failed", "Canceled"}
+
+// finished reports whether a job's status is final.
+func finished(status string) bool {
+	return status == "Completed" || status == "Failed" || status == "Canceled"
+}
+
+// ---- create ----
+
+type createFlags struct {
+	files  []string
+	output string
+}
+
+func newCreateCommand(o *clientOptions) *cobra.Command {
+	f := &createFlags{}
+	cmd := &cobra.Command{
+		Use:   "create -f FILE [-f FILE...]",
+		Short: "Submit training jobs from manifests",
+		Long: `Submit elastic training jobs to a Voda server.
+
+A manifest is a Kubeflow MPIJob or PyTorchJob in YAML or JSON, as for the
+original Voda: the launcher's environment sets MIN_NUM_PROC (or MIN_NP),
+MAX_NUM_PROC (or MAX_NP), NUM_PROC (or NP), EPOCHS and JOB_PRIORITY, and the
+worker template's nodeSelector vodascheduler/accelerator names the GPU type.
+The annotations vodascheduler/min-workers, max-workers, workers, epochs,
+priority and gpu-type may say the same for any kind (see docs/job-spec.md).
+A file may hold several YAML documents separated by '---'; each is a job.
+
+The server makes every name unique by appending the submission time, so the
+name printed is the one to use with 'voda get', 'voda describe' and
+'voda delete'. Files are read before anything is submitted; when a
+submission fails, the others still go ahead and the command exits non-zero.`,
+		Example: `  # Submit a job
+  voda create -f mnist-elastic.yaml
+  Training job created: mnist-elastic-20250601-100000
+
+  # Submit two files, then a manifest from standard input
+  voda create -f bert.yaml -f resnet.yaml
+  cat job.json | voda create -f -
+
+  # Keep the new name for a script
+  name=$(voda create -f mnist-elastic.yaml -o name)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCreate(cmd, o, f) },
+	}
+	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file to submit, '-' for standard input (repeatable)")
+	_ = cmd.MarkFlagRequired("filename")
+	addOutputFlag(cmd, &f.output, outJSON, outYAML, outName)
+	return cmd
+}
+
+// manifest is one job manifest and where it came from, for messages.
+type manifest struct {
+	source string
+	body   []byte
+}
+
+func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
+	if err := checkOutput(&f.output, outJSON, outYAML, outName); err != nil {
+		return err
+	}
+	manifests, err := readManifests(cmd.InOrStdin(), f.files)
+	if err != nil {
+		return err
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	var created []api.Job
+	var errs []error
+	for _, m := range manifests {
+		job, err := c.CreateJob(cmd.Context(), m.body)
+		var ce *client.ConnectionError
+		if errors.As(err, &ce) {
+			return err // the other submissions would fail the same way
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.source, err))
+			continue
+		}
+		created = append(created, job)
+		switch f.output {
+		case outTable:
+			fmt.Fprintf(out, "Training job created: %s\n", job.Name)
+		case outName:
+			fmt.Fprintln(out, job.Name)
+		}
+	}
+	if (f.output == outJSON || f.output == outYAML) && len(created) > 0 {
+		if err := printJobs(out, f.output, created, len(manifests) == 1); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readManifests reads every file ("-" is in) and splits it into its YAML
+// documents.
+func readManifests(in io.Reader, files []string) ([]manifest, error) {
+	var all []manifest
+	stdin := 0
+	for _, file := range files {
+		if file == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return nil, errors.New("-f -: standard input can be read only once")
+	}
+	for _, file := range files {
+		var b []byte
+		var err error
+		source := file
+		if file == "-" {
+			source = "stdin"
+			b, err = io.ReadAll(in)
+		} else {
+			b, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		docs := splitDocuments(b)
+		if len(docs) == 0 {
+			return nil, fmt.Errorf("%s: no job manifest in it", source)
+		}
+		for i, d := range docs {
+			s := source
+			if len(docs) > 1 {
+				s = fmt.Sprintf("%s (document %d)", source, i+1)
+			}
+			all = append(all, manifest{source: s, body: d})
+		}
+	}
+	return all, nil
+}
+
+// docSeparator is a YAML document start marker on a line of its own.
+var docSeparator = regexp.MustCompile(`^---[ \t]*(#.*)?$`)
+
+// splitDocuments splits a YAML stream at its '---' lines and drops the
+// documents with nothing but comments. A JSON manifest is one document.
+func splitDocuments(b []byte) [][]byte {
+	if json.Valid(b) {
+		return [][]byte{b}
+	}
+	var docs [][]byte
+	var cur []string
+	flush := func() {
+		doc := strings.Join(cur, "\n")
+		cur = nil
+		for _, l := range strings.Split(doc, "\n") {
+			t := strings.TrimSpace(l)
+			if t != "" && !strings.HasPrefix(t, "#") && t != "..." {
+				docs = append(docs, []byte(doc+"\n"))
+				return
+			}
+		}
+	}
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if docSeparator.MatchString(strings.TrimRight(l, "\r")) {
+			flush()
+			continue
+		}
+		cur = append(cur, l)
+	}
+	flush()
+	return docs
+}
+
+// printJobs writes jobs as JSON or YAML: the job itself when one was
+// asked for by name, else an api.JobList.
+func printJobs(w io.Writer, format string, jobs []api.Job, single bool) error {
+	if single && len(jobs) == 1 {
+		return printObject(w, format, jobs[0])
+	}
+	if jobs == nil {
+		jobs = []api.Job{}
+	}
+	return printObject(w, format, api.JobList{Items: jobs})
+}
+
+// ---- get ----
+
+func newGetCommand(o *clientOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "List jobs, schedulers or algorithms of a Voda server",
+		Long: `List the jobs, the per-GPU-type schedulers or the scheduling algorithms of a
+Voda server, as a table or, with -o, as JSON, YAML or bare names.`,
+		Example: `  voda get jobs
+  voda get jobs --live -o wide
+  voda get schedulers
+  voda get algorithms`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
+	}
+	cmd.AddCommand(newGetJobsCommand(o), newGetSchedulersCommand(o), newGetAlgorithmsCommand(o))
+	return cmd
+}
+
+type getJobsFlags struct {
+	output  string
+	gpuType string
+	status  string
+	live    bool
+}
+
+func newGetJobsCommand(o *clientOptions) *cobra.Command {
+	f := &getJobsFlags{}
+	cmd := &cobra.Command{
+		Use:     "jobs [NAME...]",
+		Aliases: []string{"job"},
+		Short:   "List training jobs",
+		Long: `List training jobs in submission order, or the jobs named.
+
+The table shows, as the original Voda did, each job's status, its current
+number of workers (one GPU each), the scheduling algorithm of its GPU type
+and how long it has waited without GPUs, run with GPUs and existed in all.
+-o wide adds the GPU type, priority, worker range, the position of a waiting
+job in the queue, its estimated start and the progress of its training.
+
+A job being deleted shows its status followed by ",Deleting" until the
+scheduler has halted it.`,
+		Example: `  voda get jobs
+  NAME                              STATUS    WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL
+  mnist-elastic-20250601-100000     Running   1         ElasticFIFO   0s        28s       28s
+
+  # Unfinished jobs of one GPU type, with queue positions and estimates
+  voda get jobs --live --gpu-type nvidia-tesla-v100 -o wide
+
+  # One job as YAML
+  voda get job mnist-elastic-20250601-100000 -o yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runGetJobs(cmd, o, f, args) },
+	}
+	fl := cmd.Flags()
+	addOutputFlag(cmd, &f.output, outWide, outJSON, outYAML, outName)
+	fl.StringVar(&f.gpuType, "gpu-type", "", "only the jobs of this GPU type")
+	fl.StringVar(&f.status, "status", "", "only the jobs in this status: "+orList(jobStatuses))
+	fl.BoolVar(&f.live, "live", false, "only the jobs that have not finished")
+	return cmd
+}
+
+func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []string) error {
+	if err := checkOutput(&f.output, outWide, outJSON, outYAML, outName); err != nil {
+		return err
+	}
+	if len(names) > 0 && (f.gpuType != "" || f.status != "" || f.live) {
+		return errors.New("--gpu-type, --status and --live filter the list of all jobs; they cannot be combined with job names")
+	}
+	status, err := canonicalStatus(f.status)
+	if err != nil {
+		return err
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	var jobs []api.Job
+	var errs []error
+	if len(names) == 0 {
+		if jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live}); err != nil {
+			return err
+		}
+	} else {
+		for _, name := range names {
+			job, err := c.GetJob(ctx, name)
+			var ce *client.ConnectionError
+			if errors.As(err, &ce) {
+				return err
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("job %s: %w", name, err))
+				continue
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	out := cmd.OutOrStdout()
+	switch f.output {
+	case outJSON, outYAML:
+		if len(jobs) == 0 && len(names) > 0 {
+			break // every job named failed; an empty list would hide it
+		}
+		if err := printJobs(out, f.output, jobs, len(names) == 1); err != nil {
+			return err
+		}
+	case outName:
+		for _, j := range jobs {
+			fmt.Fprintln(out, j.Name)
+		}
+	default:
+		if len(jobs) == 0 && len(names) == 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "No jobs found.")
+			break
+		}
+		if len(jobs) > 0 {
+			now, _ := clockFrom(ctx)
+			if err := printJobTable(out, jobs, f.output == outWide, now); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// canonicalStatus spells a --status value as the API does, whatever its
+// case.
+func canonicalStatus(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	for _, st := range jobStatuses {
+		if strings.EqualFold(s, st) {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job status %q (--status): use %s", s, orList(jobStatuses))
+}
+
+// printJobTable writes the original's job table, with more columns when
+// wide.
+func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error {
+	tw := newTable(w)
+	header := "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
+	if wide {
+		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS"
+	}
+	fmt.Fprintln(tw, header)
+	for _, j := range jobs {
+		row := []string{
+			j.Name, jobStatus(j), strconv.Itoa(j.Workers), dash(j.Scheduler),
+			humanSeconds(j.WaitingSeconds), humanSeconds(j.RunningSeconds), humanSeconds(j.TotalSeconds),
+		}
+		if wide {
+			queue, start := "-", "-"
+			if j.QueuePosition > 0 {
+				queue = strconv.Itoa(j.QueuePosition)
+			}
+			if j.EstimatedStart != nil {
+				start = relative(*j.EstimatedStart, serverNow(j, now))
+			} else if j.Status == "Waiting" {
+				start = "unknown"
+			}
+			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
+				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+// serverNow is the server's time when it answered with a live job: the
+// job's submission plus its total time so far. The server's clock can run
+// ahead of the wall clock (a simulated cluster with --speed), so ages and
+// estimates are measured on it. A finished job's total stops at its end;
+// then fallback it is.
+func serverNow(j api.Job, fallback time.Time) time.Time {
+	if j.FinishTime != nil || j.SubmitTime.IsZero() {
+		return fallback
+	}
+	return j.SubmitTime.Add(time.Duration(j.TotalSeconds * float64(time.Second)))
+}
+
+// describeNow is the time a job's description measures ages from: the
+// server's time, from the job itself when it is live, else from its GPU
+// type's scheduler; the local clock when neither says.
+func describeNow(ctx context.Context, c *client.Client, j api.Job, local time.Time) time.Time {
+	if j.FinishTime == nil {
+		return serverNow(j, local)
+	}
+	if s, err := c.GetScheduler(ctx, j.GPUType); err == nil && s.Now != nil {
+		return *s.Now
+	}
+	return local
+}
+
+// jobStatus is a job's status as tables show it: a job being deleted is
+// marked until it is halted, the way kubectl marks a cordoned node.
+func jobStatus(j api.Job) string {
+	if j.DeleteRequested && !finished(j.Status) {
+		return j.Status + ",Deleting"
+	}
+	return j.Status
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// percent formats a fraction as a whole percentage, never rounding an
+// unfinished job up to 100%.
+func percent(f float64) string {
+	p := f * 100
+	if p > 99 && p < 100 {
+		return "99%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+// ---- describe ----
+
+func newDescribeCommand(o *clientOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "describe",
+		Short:   "Show the details of a training job",
+		Example: `  voda describe job mnist-elastic-20250601-100000`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
+	}
+	cmd.AddCommand(newDescribeJobCommand(o))
+	return cmd
+}
+
+func newDescribeJobCommand(o *clientOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "job NAME...",
+		Aliases: []string{"jobs"},
+		Short:   "Show the details of training jobs",
+		Long: `Show everything the server knows about a training job: its worker range and
+priority, its times (submitted, first started, finished; waiting, running,
+total), the GPU-seconds it attained, its restarts, progress and estimated
+remaining time, and where its workers run. For a waiting job, its position
+in the queue and when the scheduler expects to start it.`,
+		Example: `  voda describe job mnist-elastic-20250601-100000
+  voda describe job mnist-elastic-20250601-100000 -o json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			if err := checkOutput(&output, outJSON, outYAML); err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			now, loc := clockFrom(ctx)
+			out := cmd.OutOrStdout()
+			var jobs []api.Job
+			var errs []error
+			for _, name := range names {
+				job, err := c.GetJob(ctx, name)
+				var ce *client.ConnectionError
+				if errors.As(err, &ce) {
+					return err
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("job %s: %w", name, err))
+					continue
+				}
+				if output == outTable {
+					if len(jobs) > 0 {
+						fmt.Fprintln(out)
+					}
+					describeJob(out, job, describeNow(ctx, c, job, now), loc)
+				}
+				jobs = append(jobs, job)
+			}
+			if output != outTable && len(jobs) > 0 {
+				if err := printJobs(out, output, jobs, len(names) == 1); err != nil {
+					return err
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	addOutputFlag(cmd, &output, outJSON, outYAML)
+	return cmd
+}
+
+// describeJob writes a job for a person, one "Label: value" a line.
+func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
+	var d describer
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%s)", t.In(loc).Format(time.RFC3339), relative(*t, now))
+	}
+	d.add("Name", j.Name)
+	d.add("Kind", dash(j.Kind))
+	d.add("GPU type", dash(j.GPUType))
+	d.add("Status", j.Status)
+	if j.DeleteRequested && !finished(j.Status) {
+		d.add("Deletion requested", "yes; the scheduler is halting the job")
+	}
+	d.add("Workers", fmt.Sprintf("%d (min %d, max %d, requested %d)", j.Workers, j.MinWorkers, j.MaxWorkers, j.RequestedWorkers))
+	d.add("Priority", strconv.Itoa(j.Priority))
+	d.add("Priority queue", strconv.Itoa(j.PriorityQueue))
+	d.add("Epochs", strconv.Itoa(j.Epochs))
+	d.add("Scheduler", dash(j.Scheduler))
+	submit := j.SubmitTime
+	d.add("Submitted", at(&submit))
+	d.add("First started", at(j.FirstStart))
+	d.add("Finished", at(j.FinishTime))
+	d.add("Waiting", humanSeconds(j.WaitingSeconds))
+	d.add("Running", humanSeconds(j.RunningSeconds))
+	d.add("Total", humanSeconds(j.TotalSeconds))
+	d.add("Attained service", fmt.Sprintf("%.0f GPU-seconds", j.AttainedService))
+	d.add("Restarts", strconv.Itoa(j.Restarts))
+	d.add("Progress", fmt.Sprintf("%.1f%%", j.Progress*100))
+	switch {
+	case j.RemainingSeconds != nil:
+		d.add("Remaining", fmt.Sprintf("about %s on one GPU", humanSeconds(*j.RemainingSeconds)))
+	case !finished(j.Status):
+		d.add("Remaining", "unknown")
+	}
+	if j.Status == "Waiting" || j.QueuePosition > 0 {
+		pos := "unknown"
+		if j.QueuePosition > 0 {
+			pos = strconv.Itoa(j.QueuePosition)
+		}
+		d.add("Queue position", pos)
+		start := "unknown"
+		if j.EstimatedStart != nil {
+			start = at(j.EstimatedStart)
+		}
+		d.add("Estimated start", start)
+	}
+	if len(j.Placement) == 0 {
+		d.add("Placement", "none")
+	} else {
+		d.add("Placement", "")
+		nodes := make([]string, 0, len(j.Placement))
+		for n := range j.Placement {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		for _, n := range nodes {
+			d.sub(n, fmt.Sprintf("%d %s", j.Placement[n], plural(j.Placement[n], "worker", "workers")))
+		}
+	}
+	d.write(w)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// describer aligns "Label:  value" lines; sub lines are indented under
+// the line before.
+type describer struct {
+	lines []describeLine
+}
+
+type describeLine struct {
+	label, value string
+	sub          bool
+}
+
+func (d *describer) add(label, value string) {
+	d.lines = append(d.lines, describeLine{label: label, value: value})
+}
+
+func (d *describer) sub(label, value string) {
+	d.lines = append(d.lines, describeLine{label: label, value: value, sub: true})
+}
+
+func (d *describer) write(w io.Writer) {
+	width, subWidth := 0, 0
+	for _, l := range d.lines {
+		if l.sub {
+			subWidth = max(subWidth, len(l.label)+1)
+		} else {
+			width = max(width, len(l.label)+1)
+		}
+	}
+	var b bytes.Buffer
+	for _, l := range d.lines {
+		var line string
+		if l.sub {
+			line = fmt.Sprintf("  %-*s  %s", subWidth, l.label+":", l.value)
+		} else {
+			line = fmt.Sprintf("%-*s  %s", width, l.label+":", l.value)
+		}
+		b.WriteString(strings.TrimRight(line, " "))
+		b.WriteByte('\n')
+	}
+	_, _ = w.Write(b.Bytes())
+}
+
+// ---- delete ----
+
+func newDeleteCommand(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete [job] NAME...",
+		Short: "Delete training jobs",
+		Long: `Delete training jobs. The scheduler halts each job (its workers stop and
+free their GPUs) and the job ends Canceled; it stays listed by 'voda get jobs'.
+Deleting a job that already finished is an error.
+
+'voda delete job NAME' is accepted as well, like kubectl.`,
+		Example: `  voda delete mnist-elastic-20250601-100000
+  Training job deleted: mnist-elastic-20250601-100000
+
+  # Every waiting job
+  voda delete $(voda get jobs --status Waiting -o name)`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			names := args
+			if names[0] == "job" || names[0] == "jobs" {
+				// The server's names end in a timestamp, so no job is
+				// named "job".
+				names = names[1:]
+			}
+			if len(names) == 0 {
+				return errors.New("delete: name the jobs to delete")
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range names {
+				job, err := c.DeleteJob(cmd.Context(), name)
+				var ce *client.ConnectionError
+				if errors.As(err, &ce) {
+					return err
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("delete %s: %w", name, err))
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s\n", job.Name)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// ---- set ----
+
+func newSetCommand(o *clientOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set",
+		Short: "Change a scheduler's algorithm or rate limit, or a job's priority",
+		Long: `Change, while the server runs, the scheduling algorithm or the rate limit of a
+GPU type's scheduler, or the priority of a job. The scheduler applies the
+change at its next cycle.`,
+		Example: `  voda set algorithm ElasticTiresias --gpu-type nvidia-tesla-v100
+  voda set ratelimit 10 --gpu-type nvidia-tesla-v100
+  voda set priority mnist-elastic-20250601-100000 1`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
+	}
+	cmd.AddCommand(newSetAlgorithmCommand(o), newSetRateLimitCommand(o), newSetPriorityCommand(o))
+	return cmd
+}
+
+func newSetPriorityCommand(o *clientOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "priority JOB PRIORITY",
+		Short: "Change a job's priority",
+		Long: `Change a job's priority, an integer where 0 is the highest (the original's
+JOB_PRIORITY). Algorithms that order jobs by priority use it from their next
+cycle. A finished job's priority cannot be changed.`,
+		Example: `  voda set priority mnist-elastic-20250601-100000 0
+  Priority of mnist-elastic-20250601-100000 set to 0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(&output, outJSON, outYAML); err != nil {
+				return err
+			}
+			p, err := strconv.Atoi(args[1])
+			if err != nil {
+				return fmt.Errorf("priority %q is not an integer", args[1])
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			job, err := c.SetPriority(cmd.Context(), args[0], p)
+			if err != nil {
+				return err
+			}
+			if output != outTable {
+				return printObject(cmd.OutOrStdout(), output, job)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Priority of %s set to %d\n", job.Name, job.Priority)
+			return nil
+		},
+	}
+	addOutputFlag(cmd, &output, outJSON, outYAML)
+	return cmd
+}
