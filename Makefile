@@ -6,21 +6,28 @@ BIN       := bin/voda
 SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 
-.PHONY: all build run test test-short bench fuzz vet fmt fidelity compare-table placement-table clean
+.PHONY: all build run simulate test test-deps test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
 
 all: vet test build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/voda
 
-## run: simulate a generated workload with the default algorithm (no external data needed)
+## run: start Voda (API, schedulers, simulated GPU cluster, embedded store) on 127.0.0.1:55587
 run:
+	$(GO) run ./cmd/voda server
+
+## simulate: replay a generated workload with the default algorithm (no external data needed)
+simulate:
 	$(GO) run ./cmd/voda simulate
 
-## test: every test, with the race detector
-test:
+## test: every test, with the race detector; installs what the tests need first (RabbitMQ)
+test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-deps:
+	./hack/test-deps.sh
 
 test-short:
 	$(GO) test -short ./...
@@ -31,8 +38,13 @@ bench:
 	$(GO) test ./internal/placement -run '^$$' -bench 'BenchmarkPlace' -benchtime 50x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate' -benchtime 10x
 
+## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments
+load: test-deps
+	$(GO) test ./test/e2e -run 'TestLoad' -count=1 -v
+
 ## fuzz: run each parser fuzz target for a short while
 fuzz:
+	$(GO) test ./internal/jobspec -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadPollux -fuzztime 30s
 	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadVoda -fuzztime 30s
 	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadDuration -fuzztime 30s
