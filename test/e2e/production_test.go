@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +27,16 @@ func TestMain(m *testing.M) {
 // productionArgs points a server at MongoDB (FerretDB embedded in this
 // test binary) and a real RabbitMQ broker, as the production deployment
 // does.
+// The connection pool is kept small: FerretDB v1's SQLite backend can
+// stall when a hundred connections write at once, which real MongoDB
+// does not.
 func productionArgs(t *testing.T) []string {
-	return []string{"--store", storetest.FerretDB(t), "--queue", rabbittest.Start(t)}
+	uri := storetest.FerretDB(t)
+	sep := "?"
+	if strings.Contains(uri, "?") {
+		sep = "&"
+	}
+	return []string{"--store", uri + sep + "maxPoolSize=4", "--queue", rabbittest.Start(t)}
 }
 
 func TestRecoveryAfterKillMongoRabbitMQ(t *testing.T) {
