@@ -20,6 +20,7 @@ import (
 	"github.com/vodascheduler/voda/docs"
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/queue"
@@ -47,6 +48,7 @@ type serverOptions struct {
 	resync      time.Duration
 	logLevel    string
 	logFormat   string
+	kube        kubeOptions
 }
 
 func newServerCommand() *cobra.Command {
@@ -63,6 +65,14 @@ needed: no Kubernetes, no database, no broker.
 State survives restarts: a restarted server resumes every job with its
 status, priority queue, attained service, time counters and allocation.
 
+On Kubernetes (--cluster kubernetes) the schedulers drive the nodes labelled
+vodascheduler/accelerator=<gpu type>: they create MPIJobs (mpi-operator,
+kubeflow.org/v2beta1) and elastic PyTorchJobs (training-operator) with the
+worker count they decide, resize them, place each worker pod on the node the
+placer chose (a scheduling gate holds it until then), and delete them to
+halt. One scheduler per GPU type leads through a Lease, so replicas stand by
+and take over. The permissions it needs are in deploy/rbac.yaml.
+
 For the production layout, point every process at MongoDB and RabbitMQ and
 run the parts apart:
   voda server --components api       --store mongodb://... --queue amqp://... --gpu-types v100,a100
@@ -74,7 +84,10 @@ VODA_SERVER.`,
   voda server --speed 60
 
   # Two GPU types, state in ./state
-  voda server --sim-nodes nvidia-tesla-v100=4x8,nvidia-gtx-1080ti=2x4 --data-dir ./state`,
+  voda server --sim-nodes nvidia-tesla-v100=4x8,nvidia-gtx-1080ti=2x4 --data-dir ./state
+
+  # On Kubernetes, with the kubeconfig of $KUBECONFIG
+  voda server --cluster kubernetes --store mongodb://mongo:27017 --queue amqp://rabbitmq:5672`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), o) },
 	}
@@ -84,9 +97,9 @@ VODA_SERVER.`,
 	f.StringVar(&o.storeURI, "store", "", "store: empty for the embedded file store, or a mongodb:// URI")
 	f.StringVar(&o.queueURL, "queue", "", "queue: empty or mem:// for in-process, or an amqp:// URL (RabbitMQ)")
 	f.StringVar(&o.components, "components", "all", "parts to run: all, or a list of api,scheduler")
-	f.StringVar(&o.cluster, "cluster", "sim", "cluster the schedulers drive: sim (a simulated cluster)")
+	f.StringVar(&o.cluster, "cluster", "sim", "cluster the schedulers drive: sim (a simulated cluster) or kubernetes")
 	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
-	f.StringSliceVar(&o.gpuTypes, "gpu-types", nil, "GPU types the API accepts (default: those of --sim-nodes)")
+	f.StringSliceVar(&o.gpuTypes, "gpu-types", nil, "GPU types the API accepts and the schedulers run (default: those of --sim-nodes, or of the Kubernetes nodes' vodascheduler/accelerator labels)")
 	f.Float64Var(&o.speed, "speed", 1, "how many times faster than real time simulated time runs")
 	f.StringVar(&o.algorithm, "algorithm", service.DefaultAlgorithm, "algorithm of GPU types with none set at run time (see voda algorithms)")
 	f.StringVar(&o.placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
@@ -96,6 +109,14 @@ VODA_SERVER.`,
 	f.DurationVar(&o.resync, "resync", service.DefaultResync, "wall time between reconciliations of the store with the schedulers")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
+	f.StringVar(&o.kube.namespace, "namespace", kube.DefaultNamespace, "namespace of jobs whose manifest names none (--cluster kubernetes)")
+	f.StringVar(&o.kube.leaseNS, "lease-namespace", "", "namespace of the schedulers' leases (default: --namespace)")
+	f.BoolVar(&o.kube.leaderElect, "leader-elect", true, "elect one scheduler per GPU type with a Lease, so replicas can stand by (--cluster kubernetes)")
+	f.DurationVar(&o.kube.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long standby replicas wait before taking over a lease that is not renewed")
+	f.DurationVar(&o.kube.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
+	f.DurationVar(&o.kube.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
+	f.StringVar(&o.kube.identity, "identity", "", "this replica's name in leases (default HOSTNAME_PID)")
 	return cmd
 }
 
@@ -172,21 +193,27 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.cluster != "sim" {
-		return fmt.Errorf("--cluster: %q is not supported yet; only sim (the Kubernetes cluster comes with the kube integration)", o.cluster)
-	}
 	if !(o.speed > 0) {
 		return fmt.Errorf("--speed: %v must be positive", o.speed)
 	}
-	groups, err := parseSimNodes(o.simNodes)
-	if err != nil {
-		return err
-	}
+	var groups []simGroup
 	gpuTypes := o.gpuTypes
-	if len(gpuTypes) == 0 {
-		for _, g := range groups {
-			gpuTypes = append(gpuTypes, g.gpuType)
+	switch o.cluster {
+	case "sim":
+		if groups, err = parseSimNodes(o.simNodes); err != nil {
+			return err
 		}
+		if len(gpuTypes) == 0 {
+			for _, g := range groups {
+				gpuTypes = append(gpuTypes, g.gpuType)
+			}
+		}
+	case "kubernetes":
+		if o.speed != 1 {
+			return fmt.Errorf("--speed: %v: a real cluster runs in real time (1)", o.speed)
+		}
+	default:
+		return fmt.Errorf("--cluster: %q is not sim or kubernetes", o.cluster)
 	}
 	algos := algorithm.Builtin()
 	if _, err := algos.NewFromMap(o.algorithm, nil); err != nil {
@@ -223,10 +250,45 @@ func runServer(ctx context.Context, o *serverOptions) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var kc *kube.Client
+	if o.cluster == "kubernetes" && !schedOn && len(gpuTypes) == 0 {
+		return errors.New("--gpu-types: an API without schedulers on Kubernetes needs the GPU types it accepts")
+	}
+	if o.cluster == "kubernetes" && schedOn {
+		if kc, err = connectKube(ctx, o.kube, st, log); err != nil {
+			return err
+		}
+		if len(gpuTypes) == 0 {
+			gpuTypes = kc.GPUTypes()
+		}
+		if len(gpuTypes) == 0 {
+			return errNoGPUTypes
+		}
+	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(groups)+1)
+	errc := make(chan error, len(gpuTypes)+1)
 	var services []*service.Service
-	if schedOn {
+	ks := &kubeSchedulers{current: map[string]*service.Service{}}
+	newService := func(gpuType string, cl service.Cluster) (*service.Service, error) {
+		return service.New(service.Config{
+			GPUType: gpuType, Store: st, Queue: q, Cluster: cl, Algorithms: algos, Placer: placer,
+			DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit, Tick: o.tick,
+			Clock: clk, Metrics: m, Logger: log, Resync: o.resync,
+		})
+	}
+	if schedOn && kc != nil {
+		for _, t := range gpuTypes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				build := func(cl *kube.Cluster) (*service.Service, error) { return newService(t, cl) }
+				if err := ks.run(ctx, o.kube, kc, t, build, log); err != nil {
+					errc <- fmt.Errorf("scheduler %s: %w", t, err)
+				}
+			}()
+		}
+	}
+	if schedOn && kc == nil {
 		for _, g := range groups {
 			cl, err := livecluster.New(livecluster.Options{
 				GPUType: g.gpuType, Nodes: g.nodes, GPUsPerNode: g.gpus,
@@ -235,11 +297,7 @@ func runServer(ctx context.Context, o *serverOptions) error {
 			if err != nil {
 				return err
 			}
-			svc, err := service.New(service.Config{
-				GPUType: g.gpuType, Store: st, Queue: q, Cluster: cl, Algorithms: algos, Placer: placer,
-				DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit, Tick: o.tick,
-				Clock: clk, Metrics: m, Logger: log, Resync: o.resync,
-			})
+			svc, err := newService(g.gpuType, cl)
 			if err != nil {
 				return err
 			}
@@ -259,6 +317,9 @@ func runServer(ctx context.Context, o *serverOptions) error {
 			DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit,
 			Models: livecluster.Models(), Clock: clk, Metrics: m, Gatherer: reg, Logger: log,
 			Ready: func() error {
+				if err := ks.Ready(); err != nil {
+					return err
+				}
 				for _, s := range services {
 					if !s.Ready() {
 						return errors.New("schedulers still recovering")
@@ -290,7 +351,7 @@ func runServer(ctx context.Context, o *serverOptions) error {
 			_ = hs.Shutdown(sctx) // the listener is closed either way
 		}()
 		log.Info("voda server listening", "addr", "http://"+ln.Addr().String(), "gpuTypes", gpuTypes,
-			"dataDir", o.dataDir, "speed", o.speed)
+			"cluster", o.cluster, "dataDir", o.dataDir, "speed", o.speed)
 	} else if !schedOn {
 		return errors.New("--components: nothing to run")
 	}

@@ -13,6 +13,9 @@ type Node struct {
 	GPUs int
 	// Index orders nodes for placement tie-breaks (lower first).
 	Index int
+	// Cordoned nodes keep the workers they run but take no new ones: a
+	// cycle sees such a node with only the GPUs its workers use.
+	Cordoned bool
 }
 
 // NodeWorkers is a number of one job's workers on one node.

@@ -396,6 +396,7 @@ func (c *Core) Snapshot(now time.Time) *model.Snapshot {
 	}
 	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Index < snap.Nodes[j].Index })
 	entries := c.sortedJobs()
+	cordonedCapacity(snap.Nodes, entries)
 	snap.Jobs = make([]model.Job, len(entries))
 	for i, e := range entries {
 		j := e.job
@@ -595,4 +596,31 @@ func moved(from, to model.JobPlacement) int {
 		added += max(0, w-old[node])
 	}
 	return max(0, added-max(0, to.Workers()-from.Workers()))
+}
+
+// cordonedCapacity shrinks every cordoned node to the GPUs its workers
+// use, so that jobs keep their workers there and no new ones arrive.
+func cordonedCapacity(nodes []model.Node, jobs []*jobEntry) {
+	used := map[string]int{}
+	for _, e := range jobs {
+		for _, nw := range e.job.State.Placement {
+			used[nw.Node] += nw.Workers
+		}
+	}
+	for i := range nodes {
+		if nodes[i].Cordoned {
+			nodes[i].GPUs = min(nodes[i].GPUs, used[nodes[i].Name])
+		}
+	}
+}
+
+// Nodes returns the nodes as added (cordoned ones with all their GPUs),
+// sorted by index.
+func (c *Core) Nodes() []model.Node {
+	out := make([]model.Node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
 }

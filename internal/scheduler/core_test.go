@@ -257,6 +257,51 @@ func TestRemoveNodeReplacesItsWorkers(t *testing.T) {
 	}
 }
 
+// TestCordonedNodeKeepsWorkersTakesNoNew: a cordoned node keeps the
+// workers it runs, and a new job is placed elsewhere even when the
+// cordoned node has free GPUs.
+func TestCordonedNodeKeepsWorkersTakesNoNew(t *testing.T) {
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 2, "c": 3}}
+	c, port := newTestCore(t, alloc, 2)
+	c.Submit(t0, spec("a", 1, 8, t0))
+	c.Submit(t0, spec("c", 1, 8, t0))
+	c.Cycle(context.Background(), t0)
+	ja, _ := c.Job("a")
+	if len(ja.State.Placement) != 1 {
+		t.Fatalf("placement %v: want one node", ja.State.Placement)
+	}
+	home := ja.State.Placement[0].Node
+	now := t0.Add(time.Minute)
+	if err := c.AddNode(now, model.Node{Name: home, GPUs: 4, Cordoned: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Nodes(); len(n) != 2 || n[0].GPUs != 4 {
+		t.Fatalf("Nodes() = %v: want both, with all their GPUs", n)
+	}
+	// Uncordoned, the home node (2 free) would be the placer's choice
+	// over the other (1 free).
+	alloc.gpus["b"] = 1
+	c.Submit(now, spec("b", 1, 8, now))
+	port.actions = nil
+	c.Cycle(context.Background(), now)
+	ja, _ = c.Job("a")
+	jb, _ := c.Job("b")
+	if !ja.State.Placement.Equal(model.JobPlacement{{Node: home, Workers: 2}}) {
+		t.Errorf("job a moved off the cordoned node: %v", ja.State.Placement)
+	}
+	for _, nw := range jb.State.Placement {
+		if nw.Node == home {
+			t.Errorf("new job b placed on cordoned node %s: %v", home, jb.State.Placement)
+		}
+	}
+	if got := port.kinds(); !equal(got, []string{"start:b"}) {
+		t.Errorf("actions %v, want only b started", got)
+	}
+	if snap := c.Snapshot(now); snap.Nodes[0].GPUs+snap.Nodes[1].GPUs != 6 {
+		t.Errorf("snapshot nodes %v: want the cordoned node at the 2 GPUs in use", snap.Nodes)
+	}
+}
+
 func TestFinishFreesGPUs(t *testing.T) {
 	alloc := &fixedAlloc{gpus: map[string]int{"a": 4, "b": 4}}
 	c, port := newTestCore(t, alloc, 1)

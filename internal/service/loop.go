@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sort"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
@@ -290,4 +291,86 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	m.JobsCrossNode.WithLabelValues(gt).Set(float64(cross))
 	m.GPUs.WithLabelValues(gt).Set(float64(st.GPUs))
 	m.GPUsInUse.WithLabelValues(gt).Set(float64(st.GPUsInUse))
+}
+
+// watchNodes brings the core's nodes in line with the cluster's each time
+// they change: new and changed nodes (capacity, cordon) are added, gone
+// and unready ones removed, and the next cycle re-places what they held.
+func (s *Service) watchNodes(ctx context.Context, src NodeSource) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-src.NodesChanged():
+		}
+		nodes := s.cfg.Cluster.Nodes()
+		err := s.loop.Do(ctx, func(c *scheduler.Core) {
+			now := s.cfg.Clock.Now()
+			cur := map[string]model.Node{}
+			for _, n := range nodes {
+				cur[n.Name] = n
+			}
+			for _, old := range c.Nodes() {
+				n, ok := cur[old.Name]
+				if !ok {
+					s.removeNode(ctx, c, now, old.Name)
+					continue
+				}
+				delete(cur, old.Name)
+				if n.GPUs != old.GPUs || n.Cordoned != old.Cordoned {
+					s.log.Info("node changed", "node", n.Name, "gpus", n.GPUs, "cordoned", n.Cordoned)
+					if err := c.AddNode(now, n); err != nil {
+						s.log.Warn("update node", "node", n.Name, "err", err)
+					}
+				}
+			}
+			for _, n := range nodes {
+				if _, added := cur[n.Name]; !added {
+					continue
+				}
+				s.log.Info("node joined", "node", n.Name, "gpus", n.GPUs, "cordoned", n.Cordoned)
+				if err := c.AddNode(now, n); err != nil {
+					s.log.Warn("add node", "node", n.Name, "err", err)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// removeNode takes a node out of the core and tells the cluster at once
+// which jobs lost workers there: a job left with none is halted, the
+// others shrink to what they keep. The next cycle re-places them.
+func (s *Service) removeNode(ctx context.Context, c *scheduler.Core, now time.Time, node string) {
+	before := map[string]model.JobPlacement{}
+	for _, j := range c.Snapshot(now).Jobs {
+		for _, nw := range j.State.Placement {
+			if nw.Node == node {
+				before[j.Spec.Name] = j.State.Placement
+				break
+			}
+		}
+	}
+	s.log.Info("node left", "node", node, "jobsThere", len(before))
+	if err := c.RemoveNode(now, node); err != nil {
+		s.log.Warn("remove node", "node", node, "err", err)
+		return
+	}
+	names := make([]string, 0, len(before))
+	for name := range before {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		j, _ := c.Job(name)
+		a := scheduler.Action{Kind: scheduler.Shrink, Job: name, From: before[name], To: j.State.Placement}
+		if len(a.To) == 0 {
+			a.Kind = scheduler.Halt
+		}
+		if err := s.cfg.Cluster.Apply(ctx, a); err != nil {
+			s.log.Warn("apply the loss of a node", "job", name, "node", node, "err", err)
+		}
+	}
 }

@@ -44,6 +44,12 @@ type Cluster interface {
 	Run(ctx context.Context, onDone func(name string, status model.Status)) error
 }
 
+// NodeSource is a Cluster whose nodes change while it runs (Kubernetes).
+// Each receive from NodesChanged means Nodes may answer differently.
+type NodeSource interface {
+	NodesChanged() <-chan struct{}
+}
+
 // Estimator is a Cluster that measures jobs for the collector.
 type Estimator interface {
 	Observations() []collector.Observation
@@ -128,17 +134,25 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 4)
-	go func() { errc <- s.loop.Run(ctx) }()
-	go func() { errc <- s.cfg.Cluster.Run(ctx, s.onDone) }()
-	go func() { errc <- s.consume(ctx) }()
-	go func() { errc <- s.resyncEvery(ctx) }()
+	workers := []func(context.Context) error{
+		s.loop.Run,
+		func(ctx context.Context) error { return s.cfg.Cluster.Run(ctx, s.onDone) },
+		s.consume,
+		s.resyncEvery,
+	}
+	if ns, ok := s.cfg.Cluster.(NodeSource); ok {
+		workers = append(workers, func(ctx context.Context) error { return s.watchNodes(ctx, ns) })
+	}
+	errc := make(chan error, len(workers))
+	for _, w := range workers {
+		go func() { errc <- w(ctx) }()
+	}
 	s.ready.Store(true)
 	s.log.Info("scheduler ready", "algorithm", s.core.Allocator().Name(), "jobs", s.core.Len())
 	err := <-errc
 	s.ready.Store(false)
 	cancel()
-	for range 3 {
+	for range len(workers) - 1 {
 		<-errc
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {

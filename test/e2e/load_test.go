@@ -35,7 +35,7 @@ func runLoad(t *testing.T, label string, stateArgs ...string) loadResult {
 	srv := startServer(t, append([]string{"--sim-nodes", "v100=8x8", "--log-level", "warn"}, stateArgs...)...)
 	body := manifest("burst", 1, 4, 3)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: loadSubmissions, MaxConnsPerHost: 0}, Timeout: 60 * time.Second}
-	url := "http://" + srv.addr + api.RouteJobs
+	url := "http://" + srv.Addr + api.RouteJobs
 
 	lat := make([]time.Duration, loadSubmissions)
 	names := make([]string, loadSubmissions)
@@ -89,7 +89,7 @@ func runLoad(t *testing.T, label string, stateArgs ...string) loadResult {
 		}
 		answered[n] = true
 	}
-	list, err := srv.client().ListJobs(ctxT(t), clientListAll)
+	list, err := srv.Client().ListJobs(ctxT(t), clientListAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func runLoad(t *testing.T, label string, stateArgs ...string) loadResult {
 	}
 	// The scheduler admits every job exactly once: all leave Submitted.
 	waitFor(t, "the scheduler to admit every job", 60*time.Second, func() (bool, error) {
-		list, err := srv.client().ListJobs(ctxT(t), clientListAll)
+		list, err := srv.Client().ListJobs(ctxT(t), clientListAll)
 		if err != nil {
 			return false, err
 		}

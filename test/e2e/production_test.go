@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/queue/rabbittest"
 	"github.com/vodascheduler/voda/internal/store/storetest"
+	"github.com/vodascheduler/voda/test/vodatest"
 )
 
 // TestMain stops the RabbitMQ broker the production-layout tests start
@@ -24,20 +24,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// productionArgs points a server at MongoDB (FerretDB embedded in this
-// test binary) and a real RabbitMQ broker, as the production deployment
-// does.
-// The connection pool is kept small: FerretDB v1's SQLite backend can
-// stall when a hundred connections write at once, which real MongoDB
-// does not.
-func productionArgs(t *testing.T) []string {
-	uri := storetest.FerretDB(t)
-	sep := "?"
-	if strings.Contains(uri, "?") {
-		sep = "&"
-	}
-	return []string{"--store", uri + sep + "maxPoolSize=4", "--queue", rabbittest.Start(t)}
-}
+func productionArgs(t *testing.T) []string { return vodatest.ProductionArgs(t) }
 
 func TestRecoveryAfterKillMongoRabbitMQ(t *testing.T) {
 	runRecovery(t, productionArgs(t)...)

@@ -16,7 +16,7 @@ func TestQuickstart(t *testing.T) {
 	voda := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(binary(t), args...)
-		cmd.Env = append(cmd.Environ(), "VODA_SERVER=http://"+srv.addr)
+		cmd.Env = append(cmd.Environ(), "VODA_SERVER=http://"+srv.Addr)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("voda %s: %v\n%s", strings.Join(args, " "), err, out)

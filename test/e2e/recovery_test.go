@@ -33,7 +33,7 @@ func runRecovery(t *testing.T, stateArgs ...string) {
 		"--restart-cost", "5s", "--resync", "1s", "--log-level", "debug",
 	}, stateArgs...)
 	srv := startServer(t, args...)
-	c := srv.client()
+	c := srv.Client()
 	ctx := ctxT(t)
 
 	// Ten jobs of 2 to 4 workers on 8 GPUs: at most four run at once, so
@@ -71,12 +71,12 @@ func runRecovery(t *testing.T, stateArgs ...string) {
 		return count(list, "Completed") >= 2 && count(list, "Running") >= 1 && count(list, "Waiting") >= 1, nil
 	})
 	checkQueue(t, before)
-	srv.kill()
+	srv.Kill()
 	for _, j := range before {
 		t.Logf("before kill: %s %s workers=%d progress=%.3f service=%.0f", j.Name, j.Status, j.Workers, j.Progress, j.AttainedService)
 	}
-	srv.start()
-	c = srv.client()
+	srv.Start()
+	c = srv.Client()
 
 	after, err := c.ListJobs(ctx, clientListAll)
 	if err != nil {
@@ -125,7 +125,7 @@ func runRecovery(t *testing.T, stateArgs ...string) {
 			t.Errorf("job %s: times do not add up: waiting %v running %v total %v", j.Name, j.WaitingSeconds, j.RunningSeconds, j.TotalSeconds)
 		}
 	}
-	metrics := get(t, "http://"+srv.addr+api.RouteMetrics)
+	metrics := get(t, "http://"+srv.Addr+api.RouteMetrics)
 	for _, want := range []string{`voda_jobs_completed_total{gpu_type="v100"}`, `voda_reschedules_total{gpu_type="v100"}`, `voda_gpus{gpu_type="v100"} 8`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

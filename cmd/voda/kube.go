@@ -1,0 +1,112 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vodascheduler/voda/internal/kube"
+	"github.com/vodascheduler/voda/internal/service"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// kubeOptions are the flags of --cluster kubernetes.
+type kubeOptions struct {
+	kubeconfig    string
+	namespace     string
+	leaseNS       string
+	leaderElect   bool
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	identity      string
+}
+
+// connectKube builds and starts the Kubernetes client: the kubeconfig
+// flag, else $KUBECONFIG or ~/.kube/config, else the in-cluster account.
+func connectKube(ctx context.Context, o kubeOptions, st store.Store, log *slog.Logger) (*kube.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.namespace, Jobs: st, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := client.Start(sctx); err != nil {
+		return nil, fmt.Errorf("kubernetes: %w (is the API server reachable and are Voda's RBAC rules applied?)", err)
+	}
+	return client, nil
+}
+
+// kubeSchedulers runs one scheduler service per GPU type on Kubernetes,
+// each under its own Lease unless leader election is off.
+type kubeSchedulers struct {
+	mu      sync.Mutex
+	current map[string]*service.Service // GPU type -> service of this replica's term
+}
+
+// Ready is nil when every GPU type either runs here and has recovered, or
+// is led by another replica.
+func (k *kubeSchedulers) Ready() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for t, s := range k.current {
+		if !s.Ready() {
+			return fmt.Errorf("scheduler %s still recovering", t)
+		}
+	}
+	return nil
+}
+
+func (k *kubeSchedulers) set(gpuType string, s *service.Service) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s == nil {
+		delete(k.current, gpuType)
+		return
+	}
+	k.current[gpuType] = s
+}
+
+// run leads gpuType's scheduler: each leadership term builds a fresh
+// service on a fresh cluster view, so state is rebuilt from the store
+// and the cluster on every takeover.
+func (k *kubeSchedulers) run(ctx context.Context, o kubeOptions, client *kube.Client, gpuType string,
+	newService func(kube *kube.Cluster) (*service.Service, error), log *slog.Logger) error {
+	lead := func(ctx context.Context) error {
+		svc, err := newService(client.Cluster(gpuType))
+		if err != nil {
+			return err
+		}
+		k.set(gpuType, svc)
+		defer k.set(gpuType, nil)
+		return svc.Run(ctx)
+	}
+	if !o.leaderElect {
+		return lead(ctx)
+	}
+	id := o.identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	return kube.RunLeader(ctx, kube.LeaderOptions{
+		Client: client.Clientset(), Namespace: cmp.Or(o.leaseNS, o.namespace), Lease: kube.LeaseName(gpuType), Identity: id,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		Logger: log.With("gpuType", gpuType),
+	}, lead)
+}
+
+var errNoGPUTypes = errors.New("no node is labelled vodascheduler/accelerator=<gpu type>; label the GPU nodes or pass --gpu-types")

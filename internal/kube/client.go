@@ -1,0 +1,330 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// DefaultNamespace is where jobs whose manifest names no namespace run.
+const DefaultNamespace = "default"
+
+// DefaultResync is how often every tracked job is reconciled even when
+// no event arrived.
+const DefaultResync = 30 * time.Second
+
+// JobSource gives the stored manifest of a job Voda starts.
+type JobSource interface {
+	GetJob(ctx context.Context, name string) (store.Job, error)
+}
+
+// Options configure a Client.
+type Options struct {
+	Config *rest.Config
+	// Namespace receives jobs whose manifest names none
+	// (DefaultNamespace if empty).
+	Namespace string
+	Jobs      JobSource
+	Logger    *slog.Logger
+	// Resync is the period of full reconciliations (DefaultResync if
+	// zero).
+	Resync time.Duration
+}
+
+// Client watches the cluster for every GPU type. Create it with
+// NewClient, call Start once, then take a Cluster per GPU type.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	cs   kubernetes.Interface
+	dyn  dynamic.Interface
+
+	factory    informers.SharedInformerFactory
+	podFactory informers.SharedInformerFactory
+	dynFactory dynamicinformer.DynamicSharedInformerFactory
+	nodes      cache.SharedIndexInformer
+	pods       cache.SharedIndexInformer
+	objects    map[string]cache.SharedIndexInformer // job kind -> informer
+
+	mu       sync.Mutex
+	clusters map[string]*Cluster // GPU type -> the cluster of the current term
+}
+
+// indexJob indexes pods and job objects by Voda job name.
+const indexJob = "vodaJob"
+
+func byJob(obj any) ([]string, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if j := m.GetLabels()[LabelJob]; j != "" {
+		return []string{j}, nil
+	}
+	return nil, nil
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("object %T has no metadata", obj)
+	}
+	return m, nil
+}
+
+// NewClient connects to the cluster described by opts.Config.
+func NewClient(opts Options) (*Client, error) {
+	if opts.Config == nil {
+		return nil, errors.New("kubernetes: no client configuration")
+	}
+	if opts.Jobs == nil {
+		return nil, errors.New("kubernetes: no job source")
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = DefaultResync
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg := rest.CopyConfig(opts.Config)
+	if cfg.QPS == 0 {
+		// A 500-job burst means thousands of pod updates; client-go's
+		// default of 5 per second would make placement take minutes.
+		cfg.QPS, cfg.Burst = 200, 400
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "voda-scheduler"
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	c := &Client{opts: opts, log: log, cs: cs, dyn: dyn, objects: map[string]cache.SharedIndexInformer{}, clusters: map[string]*Cluster{}}
+	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelJob }
+	c.factory = informers.NewSharedInformerFactory(cs, 0)
+	c.podFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(managed))
+	c.dynFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, managed)
+	return c, nil
+}
+
+// Clientset returns the typed client (for leader election).
+func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+
+// Start starts the informers and waits until their caches are filled. A
+// job kind whose resource the cluster does not serve (its operator is
+// not installed) is left out with a warning; starting such a job fails.
+func (c *Client) Start(ctx context.Context) error {
+	c.nodes = c.factory.Core().V1().Nodes().Informer()
+	c.pods = c.podFactory.Core().V1().Pods().Informer()
+	if err := c.pods.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
+		return fmt.Errorf("kubernetes: index pods: %w", err)
+	}
+	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.nodeEvent(nil, obj) },
+		UpdateFunc: c.nodeEvent,
+		DeleteFunc: func(obj any) { c.nodeEvent(obj, nil) },
+	}); err != nil {
+		return err
+	}
+	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podEvent,
+		UpdateFunc: func(_, obj any) { c.podEvent(obj) },
+		DeleteFunc: c.podEvent,
+	}); err != nil {
+		return err
+	}
+	for _, kind := range []string{jobspec.KindMPIJob, jobspec.KindPyTorchJob} {
+		gvr, _ := resourceOf(kind)
+		ok, err := c.serves(gvr)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.log.Warn("the cluster does not serve this job kind; is its operator installed?", "kind", kind, "resource", gvr.String())
+			continue
+		}
+		inf := c.dynFactory.ForResource(gvr).Informer()
+		if err := inf.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
+			return fmt.Errorf("kubernetes: index %s: %w", gvr.Resource, err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.objectEvent(obj, false) },
+			UpdateFunc: func(_, obj any) { c.objectEvent(obj, false) },
+			DeleteFunc: func(obj any) { c.objectEvent(obj, true) },
+		}); err != nil {
+			return err
+		}
+		c.objects[kind] = inf
+	}
+	c.factory.Start(ctx.Done())
+	c.podFactory.Start(ctx.Done())
+	c.dynFactory.Start(ctx.Done())
+	synced := []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced}
+	for _, inf := range c.objects {
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("kubernetes: caches did not sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// serves reports whether the API server serves a resource.
+func (c *Client) serves(gvr schema.GroupVersionResource) (bool, error) {
+	list, err := c.cs.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		if isNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("kubernetes: discover %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// GPUTypes returns the GPU types the labelled nodes have, sorted.
+func (c *Client) GPUTypes() []string {
+	seen := map[string]bool{}
+	for _, obj := range c.nodes.GetStore().List() {
+		if t := obj.(*corev1.Node).Labels[jobspec.LabelAccelerator]; t != "" {
+			seen[t] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Cluster returns a new cluster view for one GPU type, for one leadership
+// term: it replaces the type's previous view, which must be closed.
+func (c *Client) Cluster(gpuType string) *Cluster {
+	cl := newCluster(c, gpuType)
+	c.mu.Lock()
+	c.clusters[gpuType] = cl
+	c.mu.Unlock()
+	return cl
+}
+
+func (c *Client) release(cl *Cluster) {
+	c.mu.Lock()
+	if c.clusters[cl.gpuType] == cl {
+		delete(c.clusters, cl.gpuType)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) cluster(gpuType string) *Cluster {
+	if gpuType == "" {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusters[gpuType]
+}
+
+func (c *Client) nodeEvent(oldObj, newObj any) {
+	types := map[string]bool{}
+	for _, o := range []any{oldObj, newObj} {
+		if o == nil {
+			continue
+		}
+		if m, err := metaOf(o); err == nil {
+			types[m.GetLabels()[jobspec.LabelAccelerator]] = true
+		}
+	}
+	for t := range types {
+		if cl := c.cluster(t); cl != nil {
+			cl.nodesChanged()
+		}
+	}
+}
+
+func (c *Client) podEvent(obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	if cl := c.cluster(m.GetLabels()[LabelGPUType]); cl != nil {
+		cl.enqueue(m.GetLabels()[LabelJob])
+	}
+}
+
+func (c *Client) objectEvent(obj any, deleted bool) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	cl := c.cluster(m.GetLabels()[LabelGPUType])
+	if cl == nil {
+		return
+	}
+	if deleted {
+		cl.objectDeleted(m.GetLabels()[LabelJob], m.GetUID())
+	}
+	cl.enqueue(m.GetLabels()[LabelJob])
+}
+
+// object returns the cached job object of a Voda job.
+func (c *Client) object(kind, job string) *unstructured.Unstructured {
+	inf, ok := c.objects[kind]
+	if !ok {
+		return nil
+	}
+	objs, err := inf.GetIndexer().ByIndex(indexJob, job)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	u, _ := objs[0].(*unstructured.Unstructured)
+	return u
+}
+
+// workerPods returns the cached worker pods of a Voda job.
+func (c *Client) workerPods(job string) []*corev1.Pod {
+	objs, err := c.pods.GetIndexer().ByIndex(indexJob, job)
+	if err != nil {
+		return nil
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}

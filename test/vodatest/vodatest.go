@@ -1,0 +1,210 @@
+// Package vodatest runs the voda binary for end-to-end tests: it builds
+// it once per test binary, starts `voda server` on a free port, waits
+// until it is ready, and kills or stops it.
+package vodatest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/api/client"
+	"github.com/vodascheduler/voda/internal/queue/rabbittest"
+	"github.com/vodascheduler/voda/internal/store/storetest"
+)
+
+// vodaBin is the binary built once per test binary.
+var (
+	buildOnce sync.Once
+	vodaBin   string
+	buildErr  error
+)
+
+// Binary builds cmd/voda once and returns its path.
+func Binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "voda-test-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		vodaBin = filepath.Join(dir, "voda")
+		out, err := exec.Command("go", "build", "-o", vodaBin, "github.com/vodascheduler/voda/cmd/voda").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return vodaBin
+}
+
+// syncBuffer collects a process's output for failure messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Server is a running `voda server` process.
+type Server struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	// Addr is the API's HOST:PORT.
+	Addr string
+	// Args are the flags after `server --addr ADDR`.
+	Args []string
+	logs *syncBuffer
+	done chan struct{}
+}
+
+// FreeAddr returns a free 127.0.0.1 port.
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// StartServer starts `voda server` with args on a free port and waits
+// until it is ready.
+func StartServer(t *testing.T, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Addr: FreeAddr(t), Args: args}
+	s.Start()
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() || os.Getenv("VODA_E2E_LOGS") != "" {
+			t.Logf("server log:\n%s", s.logs.String())
+		}
+	})
+	return s
+}
+
+// Start starts the process again (after Kill or Stop) and waits until
+// it is ready.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.logs = &syncBuffer{}
+	s.cmd = exec.Command(Binary(s.t), append([]string{"server", "--addr", s.Addr}, s.Args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.done = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.Addr + api.RouteReadyz)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-s.done:
+			s.t.Fatalf("server exited before it was ready:\n%s", s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("server not ready after 60 s:\n%s", s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill sends SIGKILL: no shutdown code runs.
+func (s *Server) Kill() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		s.t.Fatal(err)
+	}
+	<-s.done
+}
+
+// Stop sends SIGTERM and waits.
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Client returns an API client for the server.
+func (s *Server) Client() *client.Client {
+	s.t.Helper()
+	c, err := client.New("http://"+s.Addr, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// Logs returns what the process wrote so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// WaitFor polls cond until it holds or the time runs out.
+func WaitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, lastErr)
+}
+
+// ProductionArgs points a server at MongoDB (FerretDB embedded in the
+// test binary) and a real RabbitMQ broker, as the production deployment
+// does. The package's TestMain must run rabbittest.Run and
+// storetest.Cleanup. The connection pool is kept small: FerretDB v1's
+// SQLite backend can stall when a hundred connections write at once,
+// which real MongoDB does not.
+func ProductionArgs(t *testing.T) []string {
+	uri := storetest.FerretDB(t)
+	sep := "?"
+	if strings.Contains(uri, "?") {
+		sep = "&"
+	}
+	return []string{"--store", uri + sep + "maxPoolSize=4", "--queue", rabbittest.Start(t)}
+}
