@@ -6,7 +6,7 @@ BIN       := bin/voda
 SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 
-.PHONY: all build run simulate test test-deps test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
+.PHONY: all build run simulate test test-deps kube-test test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
 
 all: vet test build
 
@@ -21,13 +21,21 @@ run:
 simulate:
 	$(GO) run ./cmd/voda simulate
 
-## test: every test, with the race detector; installs what the tests need first (RabbitMQ)
+## test: every test, with the race detector; installs and builds what the tests need first
+## (RabbitMQ from Debian; kube-apiserver, etcd, kwok and the Kubeflow operators from the Go module proxy)
+## The Kubernetes integration tests run last, alone, so that the other packages' load tests do not compete with the control plane.
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/test/kube$$')
+	$(GO) test -race -count=1 -timeout 40m -v ./test/kube
 
 test-deps:
 	./hack/test-deps.sh
+	./hack/tools.sh
+
+## kube-test: the Kubernetes integration tests alone (control plane, kwok, mpi-operator, training-operator)
+kube-test: test-deps
+	$(GO) test -race -count=1 -timeout 40m -v ./test/kube ./internal/kube/...
 
 test-short:
 	$(GO) test -short ./...

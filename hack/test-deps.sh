@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test-deps.sh installs, from Debian's repositories, what Voda's test suite
-# needs beyond Go: today only rabbitmq-server (internal/queue/rabbittest
-# starts its own isolated broker from it; this script starts nothing).
+# needs beyond Go: rabbitmq-server (internal/queue/rabbittest starts its own
+# isolated broker from it), and for the Kubernetes test stack
+# (hack/cluster.sh) openssl for its keys and certificates, and socat,
+# unshare and ip to give mpi-operator a network namespace of its own. This
+# script starts nothing; hack/tools.sh builds the Kubernetes components.
 # It is idempotent and prints one line per package it installs, nothing
 # when everything is already there.
 set -euo pipefail
@@ -9,6 +12,10 @@ set -euo pipefail
 # Each entry: "<command that proves it is installed> <debian package>".
 deps=(
 	"rabbitmq-server rabbitmq-server"
+	"openssl openssl"
+	"socat socat"
+	"unshare util-linux"
+	"ip iproute2"
 )
 
 have() {

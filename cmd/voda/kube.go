@@ -42,9 +42,7 @@ func connectKube(ctx context.Context, o kubeOptions, st store.Store, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := client.Start(sctx); err != nil {
+	if err := client.Start(ctx); err != nil {
 		return nil, fmt.Errorf("kubernetes: %w (is the API server reachable and are Voda's RBAC rules applied?)", err)
 	}
 	return client, nil

@@ -139,7 +139,11 @@ func NewClient(opts Options) (*Client, error) {
 // Clientset returns the typed client (for leader election).
 func (c *Client) Clientset() kubernetes.Interface { return c.cs }
 
-// Start starts the informers and waits until their caches are filled. A
+// SyncTimeout bounds how long Start waits for the informers' caches.
+const SyncTimeout = time.Minute
+
+// Start starts the informers, which run until ctx ends, and waits (at
+// most SyncTimeout) until their caches are filled. A
 // job kind whose resource the cluster does not serve (its operator is
 // not installed) is left out with a warning; starting such a job fails.
 func (c *Client) Start(ctx context.Context) error {
@@ -192,8 +196,10 @@ func (c *Client) Start(ctx context.Context) error {
 	for _, inf := range c.objects {
 		synced = append(synced, inf.HasSynced)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("kubernetes: caches did not sync: %w", context.Cause(ctx))
+	wait, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wait.Done(), synced...) {
+		return fmt.Errorf("kubernetes: caches did not sync: %w", context.Cause(wait))
 	}
 	return nil
 }

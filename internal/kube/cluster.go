@@ -357,6 +357,7 @@ func (cl *Cluster) reconcile(ctx context.Context, name string) error {
 	j, ok := cl.jobs[name]
 	if !ok || j.kind == "" {
 		cl.mu.Unlock()
+		cl.log.Debug("reconcile: job not started here", "job", name, "tracked", ok)
 		return nil
 	}
 	k := *j

@@ -2,13 +2,16 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -54,6 +57,7 @@ func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlac
 		live = append(live, w)
 	}
 	sort.Slice(live, func(a, b int) bool { return live[a].index < live[b].index })
+	cl.log.Debug("placing workers", "job", job, "want", want, "live", len(live), "onNodes", count)
 
 	var errs []error
 	// Surplus first: delete the highest-index workers where a node holds
@@ -145,14 +149,24 @@ func (cl *Cluster) bindTo(ctx context.Context, p *corev1.Pod, node string) error
 			terms[i].MatchFields = append(terms[i].MatchFields, req)
 		}
 	}
-	gates := p.Spec.SchedulingGates[:0]
+	gates := []corev1.PodSchedulingGate{}
 	for _, g := range p.Spec.SchedulingGates {
 		if g.Name != SchedulingGate {
 			gates = append(gates, g)
 		}
 	}
-	p.Spec.SchedulingGates = gates
-	_, err := cl.c.cs.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: managedBy})
+	// A JSON merge patch replaces both lists whole and carries no
+	// resourceVersion, so the status updates kube-scheduler makes to a
+	// gated pod do not make it conflict. The UID test keeps it from
+	// landing on a recreated pod of the same name.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": p.UID},
+		"spec":     map[string]any{"affinity": p.Spec.Affinity, "schedulingGates": gates},
+	})
+	if err != nil {
+		return fmt.Errorf("encode placement of pod %s: %w", p.Name, err)
+	}
+	_, err = cl.c.cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: managedBy})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -178,20 +178,26 @@ func (s *Server) Client() *client.Client {
 // Logs returns what the process wrote so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
-// WaitFor polls cond until it holds or the time runs out.
+// WaitFor polls cond until it holds or the time runs out. On a timeout
+// it reports the last few distinct errors cond gave, oldest first.
 func WaitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	var lastErr error
+	var seen []string
 	for time.Now().Before(deadline) {
 		ok, err := cond()
 		if ok {
 			return
 		}
-		lastErr = err
+		if err != nil && (len(seen) == 0 || seen[len(seen)-1] != err.Error()) {
+			seen = append(seen, err.Error())
+			if len(seen) > 5 {
+				seen = seen[1:]
+			}
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, lastErr)
+	t.Fatalf("timed out after %v waiting for %s; last errors:\n  %s", timeout, what, strings.Join(seen, "\n  "))
 }
 
 // ProductionArgs points a server at MongoDB (FerretDB embedded in the
