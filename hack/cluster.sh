@@ -459,7 +459,11 @@ EOF
 		-H "Authorization: Bearer $token" "https://127.0.0.1:$api_port/readyz"
 
 	# Controllers that only need the apiserver; they start while the CRDs
-	# and bootstrap objects go in.
+	# and bootstrap objects go in. Client rate limits are raised (as for the
+	# operators below) so that a burst of hundreds of jobs is not throttled
+	# by client-go's defaults of 5 to 50 requests a second. The endpoints
+	# controllers are off: kwok's pod IPs are loopback addresses, which
+	# Endpoints reject, and their retries only load the apiserver.
 	launch kube-controller-manager -- "$bin/kube-controller-manager" \
 		--kubeconfig "$kubeconfig" \
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
@@ -468,11 +472,14 @@ EOF
 		--root-ca-file "$dir/pki/ca.crt" \
 		--service-account-private-key-file "$dir/pki/sa.key" \
 		--service-cluster-ip-range 10.96.0.0/16 \
+		--kube-api-qps 200 --kube-api-burst 400 --concurrent-job-syncs 20 \
+		--controllers '*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller' \
 		--profiling=false
 	launch kube-scheduler -- "$bin/kube-scheduler" \
 		--kubeconfig "$kubeconfig" \
 		--authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
 		--bind-address 127.0.0.1 --secure-port "$sched_port" --cert-dir "$dir/pki/scheduler" \
+		--kube-api-qps 200 --kube-api-burst 400 \
 		--leader-elect=false --profiling=false
 	launch kwok -- "$bin/kwok" \
 		--kubeconfig "$kubeconfig" \
@@ -509,13 +516,13 @@ EOF
 		# shellcheck disable=SC2086
 		launch mpi-operator KUBECONFIG="$kubeconfig" -- unshare $netns -- bash "$script" __netns-exec "$dir/run" "$api_port" -- \
 			"$bin/mpi-operator" -kubeConfig "$kubeconfig" -monitoring-port 0 \
-			-kube-api-qps 50 -kube-api-burst 100
+			-kube-api-qps 300 -kube-api-burst 600 -threadiness 8
 	else
 		if (: <"/dev/tcp/127.0.0.1/8080") 2>/dev/null || { command -v ss >/dev/null && ss -Hltn 'sport = :8080' | grep -q .; }; then
 			die "mpi-operator: port 8080 is in use, and mpi-operator v0.6.0 always serves its health check on :8080 (hard-coded, no flag); without a network namespace of its own (needs unshare, ip and socat; VODA_CLUSTER_NETNS=${VODA_CLUSTER_NETNS:-auto}) only one stack per machine can run"
 		fi
 		launch mpi-operator KUBECONFIG="$kubeconfig" -- "$bin/mpi-operator" -kubeConfig "$kubeconfig" -monitoring-port 0 \
-			-kube-api-qps 50 -kube-api-burst 100
+			-kube-api-qps 300 -kube-api-burst 600 -threadiness 8
 	fi
 
 	# training-operator

@@ -17,6 +17,10 @@ import (
 	"github.com/vodascheduler/voda/internal/store"
 )
 
+// kubeApplyParallelism is how many job objects (or pods) a cycle's
+// actions of one kind change at once on Kubernetes.
+const kubeApplyParallelism = 16
+
 // kubeOptions are the flags of --cluster kubernetes.
 type kubeOptions struct {
 	kubeconfig    string

@@ -270,8 +270,13 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	var services []*service.Service
 	ks := &kubeSchedulers{current: map[string]*service.Service{}}
 	newService := func(gpuType string, cl service.Cluster) (*service.Service, error) {
+		par := 1
+		if kc != nil {
+			par = kubeApplyParallelism
+		}
 		return service.New(service.Config{
-			GPUType: gpuType, Store: st, Queue: q, Cluster: cl, Algorithms: algos, Placer: placer,
+			ApplyParallelism: par,
+			GPUType:          gpuType, Store: st, Queue: q, Cluster: cl, Algorithms: algos, Placer: placer,
 			DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit, Tick: o.tick,
 			Clock: clk, Metrics: m, Logger: log, Resync: o.resync,
 		})

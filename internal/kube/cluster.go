@@ -38,6 +38,8 @@ type kjob struct {
 	gone bool
 	// reported: the job's end went to the scheduler.
 	reported bool
+	// hosts is the running workers the launcher was last told of (MPIJob).
+	hosts string
 }
 
 // Cluster is one GPU type's view of the Kubernetes cluster for one
@@ -397,5 +399,11 @@ func (cl *Cluster) reconcile(ctx context.Context, name string) error {
 	if k.want == nil || k.halting {
 		return nil
 	}
-	return cl.placePods(ctx, name, k.want)
+	if err := cl.placePods(ctx, name, k.want); err != nil {
+		return err
+	}
+	if k.kind == jobspec.KindMPIJob {
+		return cl.nudgeLauncher(ctx, name, k)
+	}
+	return nil
 }

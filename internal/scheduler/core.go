@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -72,6 +73,11 @@ type Config struct {
 	Allocator algorithm.Allocator
 	Placer    placement.Placer
 	Port      Port
+	// ApplyParallelism is how many actions of one kind the cycle applies
+	// at once (1 if zero). Above 1 the Port must be safe for concurrent
+	// use; the live Kubernetes port is, and a burst of starts then costs
+	// one API round trip per batch rather than per job.
+	ApplyParallelism int
 	// RateLimit is the least time between two cycles (DefaultRateLimit if
 	// zero; negative means none).
 	RateLimit time.Duration
@@ -487,8 +493,9 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 
 	// 5. Diff and apply: halt -> shrink -> migrate -> start -> grow.
 	rep.Actions = diff(snap, res.Placement)
-	for _, a := range rep.Actions {
-		if err := c.cfg.Port.Apply(ctx, a); err != nil {
+	errs := c.applyAll(ctx, rep.Actions)
+	for i, a := range rep.Actions {
+		if err := errs[i]; err != nil {
 			rep.FailedActions++
 			c.dirty = true
 			c.log.Error("apply action", "action", a.Kind.String(), "job", a.Job, "err", err)
@@ -498,6 +505,41 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		rep.Migrated += a.Moved
 	}
 	return rep, nil
+}
+
+// applyAll applies actions through the port kind by kind, in order (all
+// halts finish before the first shrink, and so on), up to
+// Config.ApplyParallelism actions of one kind at a time. It returns each
+// action's error; which actions failed does not depend on timing.
+func (c *Core) applyAll(ctx context.Context, actions []Action) []error {
+	errs := make([]error, len(actions))
+	par := max(c.cfg.ApplyParallelism, 1)
+	for start := 0; start < len(actions); {
+		end := start
+		for end < len(actions) && actions[end].Kind == actions[start].Kind {
+			end++
+		}
+		if par == 1 || end-start == 1 {
+			for i := start; i < end; i++ {
+				errs[i] = c.cfg.Port.Apply(ctx, actions[i])
+			}
+		} else {
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, par)
+			for i := start; i < end; i++ {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					errs[i] = c.cfg.Port.Apply(ctx, actions[i])
+					<-sem
+				}()
+			}
+			wg.Wait()
+		}
+		start = end
+	}
+	return errs
 }
 
 // completeOrder appends jobs an allocator left out of its order, in

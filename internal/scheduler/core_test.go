@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -409,5 +410,53 @@ func TestDefect_RestoreKeepsQueueAndService(t *testing.T) {
 	}
 	if err := c.Restore(j); !errors.Is(err, ErrDuplicateJob) {
 		t.Fatalf("second restore: err = %v", err)
+	}
+}
+
+// TestParallelApplyKeepsKindOrder applies many starts and halts with
+// ApplyParallelism: every action reaches the port once, all halts before
+// any start, and the failed ones are those the port failed.
+func TestParallelApplyKeepsKindOrder(t *testing.T) {
+	alloc := &fixedAlloc{gpus: map[string]int{}}
+	port := &recordPort{fail: map[string]bool{"j07": true}}
+	c, err := NewCore(Config{GPUType: "v100", Allocator: alloc, Placer: placement.NewGreedy(), Port: port, ApplyParallelism: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		c.AddNode(t0, model.Node{Name: fmt.Sprintf("n%d", i), GPUs: 4})
+	}
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("j%02d", i)
+		c.Submit(t0, spec(name, 1, 1, t0))
+		if i < 10 {
+			alloc.gpus[name] = 1
+		}
+	}
+	c.Cycle(context.Background(), t0)
+	// The first ten stop, the other ten start.
+	alloc.gpus = map[string]int{}
+	for i := 10; i < 20; i++ {
+		alloc.gpus[fmt.Sprintf("j%02d", i)] = 1
+	}
+	port.actions = nil
+	rep, err := c.Cycle(context.Background(), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := port.kinds()
+	if len(kinds) != 19 { // j07 failed in the first cycle, so it has nothing to halt
+		t.Fatalf("%d actions reached the port: %v", len(kinds), kinds)
+	}
+	seenStart := false
+	for _, k := range kinds {
+		if strings.HasPrefix(k, "start:") {
+			seenStart = true
+		} else if seenStart {
+			t.Fatalf("%s after a start: %v", k, kinds)
+		}
+	}
+	if rep.FailedActions != 0 || len(rep.Actions) != 19 {
+		t.Errorf("report: %d actions, %d failed", len(rep.Actions), rep.FailedActions)
 	}
 }

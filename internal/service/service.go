@@ -75,6 +75,10 @@ type Config struct {
 	// Resync is the wall time between reconciliations (DefaultResync if
 	// zero).
 	Resync time.Duration
+	// ApplyParallelism is passed to the core (scheduler.Config): how many
+	// actions of one kind a cycle applies at once. The Cluster must be
+	// safe for concurrent use when it is above 1.
+	ApplyParallelism int
 }
 
 // Service is one GPU type's scheduler service.
@@ -174,6 +178,7 @@ func (s *Service) start(ctx context.Context) error {
 	core, err := scheduler.NewCore(scheduler.Config{
 		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Cluster,
 		RateLimit: s.rateLimit(rec.Settings), Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
+		ApplyParallelism: s.cfg.ApplyParallelism,
 	})
 	if err != nil {
 		return fmt.Errorf("scheduler %s: %w", s.cfg.GPUType, err)

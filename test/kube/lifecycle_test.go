@@ -1,13 +1,17 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/test/vodatest"
 )
 
@@ -59,6 +63,9 @@ func testLifecycle(t *testing.T, k kind, gpuType string) {
 		t.Errorf("completed job %s has no finish time", a)
 	}
 	jb := c.waitPlaced(t, vc, k, b, 8)
+	if k.name == mpiJob.name {
+		c.waitHostsNudged(t, b, 8)
+	}
 
 	// A node goes away: the second job keeps what it has elsewhere and the
 	// workers are re-placed on what is left.
@@ -98,5 +105,33 @@ func testLifecycle(t *testing.T, k kind, gpuType string) {
 	})
 	vodatest.WaitFor(t, "no pod left gated or pending", 30*time.Second, func() (bool, error) {
 		return noStrandedPods(ctx, c.ns)
+	})
+}
+
+// waitHostsNudged waits until an MPIJob's discover_hosts.sh lists its
+// workers running workers and its launcher pod carries the script's
+// digest, Voda's nudge for the kubelet to refresh the mounted script.
+func (c *cluster) waitHostsNudged(t *testing.T, job string, workers int) {
+	t.Helper()
+	vodatest.WaitFor(t, "the launcher of "+job+" told of its "+fmt.Sprint(workers)+" workers", 30*time.Second, func() (bool, error) {
+		cm, err := env.Client.CoreV1().ConfigMaps(c.ns).Get(t.Context(), job+"-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		script := cm.Data["discover_hosts.sh"]
+		if n := strings.Count(script, job+"-worker-"); n != workers {
+			return false, fmt.Errorf("discover_hosts.sh lists %d workers", n)
+		}
+		pods, err := env.Client.CoreV1().Pods(c.ns).List(t.Context(), metav1.ListOptions{
+			LabelSelector: "training.kubeflow.org/job-name=" + job + ",training.kubeflow.org/job-role=launcher"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Errorf("launcher pod: %v (%d found)", err, len(pods.Items))
+		}
+		sum := sha256.Sum256([]byte(script))
+		want := hex.EncodeToString(sum[:8])
+		if got := pods.Items[0].Annotations[kube.AnnotationHosts]; got != want {
+			return false, fmt.Errorf("launcher annotation %s=%q, want %q", kube.AnnotationHosts, got, want)
+		}
+		return true, nil
 	})
 }

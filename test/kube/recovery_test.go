@@ -21,22 +21,24 @@ func TestKillRestart(t *testing.T) {
 	srv := c.start()
 	vc := srv.Client()
 	var jobs []string
-	for i, done := range []time.Duration{20 * time.Second, 25 * time.Second, 30 * time.Second} {
+	for i, done := range []time.Duration{40 * time.Second, 45 * time.Second, 50 * time.Second} {
 		jobs = append(jobs, submit(t, vc, mpiJob.manifest(fmt.Sprintf("job%d", i), c.gpuType, 2, 4, done)))
 	}
-	want := map[string]int{jobs[0]: 4, jobs[1]: 2, jobs[2]: 2} // ElasticFIFO on 8 GPUs
+	before := map[string]map[string]int{}
 	for _, j := range jobs {
-		c.waitPlaced(t, vc, mpiJob, j, want[j])
+		before[j] = c.waitPlaced(t, vc, mpiJob, j, -1).Placement
 	}
 
 	srv.Kill()
 	srv.Start()
 	vc = srv.Client()
+	// The restarted scheduler adopts every object as it is: same worker
+	// count, same nodes.
 	for _, j := range jobs {
-		if jb, err := vc.GetJob(t.Context(), j); err != nil || jb.Status == "Completed" {
-			continue // it may have finished meanwhile
+		got := c.waitPlaced(t, vc, mpiJob, j, -1)
+		if !equalCounts(got.Placement, before[j]) {
+			t.Errorf("job %s: placement %v before the kill, %v after", j, before[j], got.Placement)
 		}
-		c.waitPlaced(t, vc, mpiJob, j, want[j])
 	}
 	checkObjects(t, mpiJob, c.ns, jobs)
 	for _, j := range jobs {
