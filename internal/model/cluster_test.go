@@ -96,7 +96,7 @@ func TestJobPlacementClone(t *testing.T) {
 func TestSnapshotSortAndTotalGPUs(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	s := &Snapshot{
-		Nodes: []Node{{"c", 8, 2}, {"a", 4, 0}, {"b", 2, 1}, {"d", 1, 3}},
+		Nodes: []Node{{Name: "c", GPUs: 8, Index: 2}, {Name: "a", GPUs: 4}, {Name: "b", GPUs: 2, Index: 1}, {Name: "d", GPUs: 1, Index: 3}},
 		Jobs: []Job{
 			{Spec: JobSpec{Name: "late", SubmitTime: t0.Add(2 * time.Minute)}},
 			{Spec: JobSpec{Name: "b", SubmitTime: t0.Add(time.Minute)}},
@@ -130,7 +130,7 @@ func TestSnapshotSortAndTotalGPUs(t *testing.T) {
 }
 
 func TestSnapshotSortIsStableOnEqualIndex(t *testing.T) {
-	s := &Snapshot{Nodes: []Node{{"x", 1, 1}, {"y", 1, 0}, {"z", 1, 1}, {"w", 1, 0}}}
+	s := &Snapshot{Nodes: []Node{{Name: "x", GPUs: 1, Index: 1}, {Name: "y", GPUs: 1}, {Name: "z", GPUs: 1, Index: 1}, {Name: "w", GPUs: 1}}}
 	s.Sort()
 	var got []string
 	for _, n := range s.Nodes {
@@ -161,7 +161,7 @@ func TestAllocationTotal(t *testing.T) {
 func checkSnapshot() *Snapshot {
 	t0 := time.Unix(0, 0)
 	return &Snapshot{
-		Nodes: []Node{{"n0", 4, 0}, {"n1", 4, 1}},
+		Nodes: []Node{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 4, Index: 1}},
 		Jobs: []Job{
 			{Spec: JobSpec{Name: "a", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, SubmitTime: t0}},
 			{Spec: JobSpec{Name: "b", MinWorkers: 2, MaxWorkers: 6, RequestedWorkers: 2, SubmitTime: t0}},
