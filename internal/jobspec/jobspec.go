@@ -53,6 +53,7 @@ const (
 	DefaultMaxBytes      = 1 << 20
 	DefaultMaxNameLength = 40
 	DefaultMaxPriority   = 100
+	DefaultMaxWorkers    = 1024
 	DefaultNamespace     = "default"
 )
 
@@ -79,6 +80,10 @@ type Options struct {
 	// Models, when not empty, lists the performance models the simulated
 	// cluster knows; the vodascheduler/sim-model annotation must name one.
 	Models []string
+	// MaxWorkers is the most workers (GPUs) one job may ask for as its
+	// minimum, maximum or requested count; 0 (or less) means
+	// DefaultMaxWorkers.
+	MaxWorkers int
 	// RequireEpochs rejects jobs that do not say how many epochs they
 	// train. Without it a missing count is 0, meaning unknown.
 	RequireEpochs bool
@@ -92,6 +97,9 @@ func (o Options) withDefaults() Options {
 		o.MaxNameLength = DefaultMaxNameLength
 	}
 	o.MaxNameLength = min(o.MaxNameLength, maxLabelLength)
+	if o.MaxWorkers <= 0 {
+		o.MaxWorkers = DefaultMaxWorkers
+	}
 	if o.MaxPriority <= 0 {
 		o.MaxPriority = DefaultMaxPriority
 	}

@@ -38,6 +38,7 @@ type jobRecord struct {
 	Model           string       `json:"model" bson:"model"`
 	DeleteRequested bool         `json:"deleteRequested" bson:"deleteRequested"`
 	Status          statusRecord `json:"status" bson:"status"`
+	StatusRevision  int64        `json:"statusRev" bson:"statusRev"`
 	// Live mirrors !Status.State.Status.Done() so Mongo can filter and
 	// index on it; bolt derives it on read instead.
 	Live bool `json:"-" bson:"live"`
@@ -62,6 +63,8 @@ type statusRecord struct {
 	EstimatedStart *int64          `json:"estimatedStart" bson:"estimatedStart"`
 	FinishTime     *int64          `json:"finishTime" bson:"finishTime"`
 	Updated        *int64          `json:"updated" bson:"updated"`
+	Reason         string          `json:"reason,omitempty" bson:"reason,omitempty"`
+	Message        string          `json:"message,omitempty" bson:"message,omitempty"`
 }
 
 type stateRecord struct {
@@ -246,6 +249,7 @@ func encodeJob(j Job) (jobRecord, error) {
 		Model:           j.Model,
 		DeleteRequested: j.DeleteRequested,
 		Status:          e.status(j.Status),
+		StatusRevision:  j.StatusRevision,
 	}
 	r.Live = r.Status.live()
 	return r, e.err
@@ -260,6 +264,7 @@ func decodeJob(r jobRecord) Job {
 		Model:           r.Model,
 		DeleteRequested: r.DeleteRequested,
 		Status:          decodeStatus(r.Status),
+		StatusRevision:  r.StatusRevision,
 	}
 }
 
@@ -322,6 +327,8 @@ func (e *encoder) status(s JobStatus) statusRecord {
 		EstimatedStart: e.time("status.estimatedStart", s.EstimatedStart),
 		FinishTime:     e.time("status.finishTime", s.FinishTime),
 		Updated:        e.time("status.updated", s.Updated),
+		Reason:         s.Reason,
+		Message:        s.Message,
 	}
 }
 
@@ -334,6 +341,8 @@ func decodeStatus(r statusRecord) JobStatus {
 		EstimatedStart: decodeTime(r.EstimatedStart),
 		FinishTime:     decodeTime(r.FinishTime),
 		Updated:        decodeTime(r.Updated),
+		Reason:         r.Reason,
+		Message:        r.Message,
 	}
 }
 

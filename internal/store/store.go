@@ -40,6 +40,18 @@ type Job struct {
 	DeleteRequested bool
 	// Status is the scheduler's view of the job.
 	Status JobStatus
+	// StatusRevision counts the writes of Status: 0 until a scheduler
+	// first writes it. SaveStatus writes a status only over the revision
+	// its writer read, so a writer working from a stale copy (a resync
+	// that raced a job's end, a scheduler that lost its leadership)
+	// cannot overwrite a newer status.
+	StatusRevision int64
+	// Unreadable, when not empty, says why the stored record could not be
+	// decoded; only Name, and Spec.GPUType where it could be read, are
+	// set. ListJobs and GetJob return such records rather than failing,
+	// so that one damaged record cannot hide or block the others; the
+	// scheduler sets them aside (SetAside).
+	Unreadable string
 }
 
 // JobStatus is the part of a job the scheduler writes.
@@ -63,7 +75,26 @@ type JobStatus struct {
 	FinishTime time.Time
 	// Updated is the scheduler's clock when it wrote this status.
 	Updated time.Time
+	// Reason is a one-word CamelCase cause of the status where one helps
+	// (a job waiting because no cluster could ever hold it:
+	// ReasonUnschedulable; a record set aside: ReasonUnrestorable); empty
+	// otherwise. Message says the same for people.
+	Reason  string
+	Message string
 }
+
+// Reasons a JobStatus may carry.
+const (
+	// ReasonUnschedulable: the job waits but needs more GPUs than its GPU
+	// type's nodes have in all; it starts only if nodes are added.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonUnrestorable: the stored record could not be decoded or
+	// restored, so its scheduler set it aside as Failed.
+	ReasonUnrestorable = "Unrestorable"
+	// ReasonUnreadable: the API's view of a record that could not be
+	// decoded and was not yet set aside.
+	ReasonUnreadable = "Unreadable"
+)
 
 // ListOptions filters ListJobs. The zero value lists every job.
 type ListOptions struct {
