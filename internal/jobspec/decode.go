@@ -10,16 +10,17 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
-	// goyaml.v2 is the YAML parser sigs.k8s.io/yaml itself uses, re-exported
-	// by that module; its Decoder sees every document, where YAMLToJSON
-	// silently drops all but the first.
-	goyaml "sigs.k8s.io/yaml/goyaml.v2"
+	// goyaml.v3, re-exported by sigs.k8s.io/yaml, parses YAML into nodes
+	// and keeps an alias as a node pointing at its anchor's value, so that
+	// a document can be measured before anything is expanded.
+	goyaml "sigs.k8s.io/yaml/goyaml.v3"
 )
 
 const fieldBody = "body"
 
 // decodeBody turns a YAML or JSON body holding one object into a map whose
-// numbers are json.Number.
+// numbers are json.Number. Nothing is expanded or converted before the
+// body is known to stay within maxBytes once its aliases are expanded.
 func decodeBody(data []byte, maxBytes int) (map[string]any, *FieldError) {
 	if len(data) > maxBytes {
 		return nil, &FieldError{Field: fieldBody, Value: strconv.Itoa(len(data)),
@@ -28,35 +29,24 @@ func decodeBody(data []byte, maxBytes int) (map[string]any, *FieldError) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errEmpty()
 	}
-	// Count the documents. Empty documents after the first are harmless
-	// (a trailing "---"); any other second document is a second job.
-	dec := goyaml.NewDecoder(bytes.NewReader(data))
-	dec.SetStrict(true)
-	nonEmpty := 0
-	for i := 0; ; i++ {
-		var v any
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, errSyntax(err)
-		}
-		if v != nil && i > 0 {
-			return nil, &FieldError{Field: fieldBody,
-				Reason: fmt.Sprintf("holds more than one YAML document (document %d is not empty); submit one job per request", i+1)}
-		}
-		if v != nil {
-			nonEmpty++
-		}
+	doc, err := onlyDocument(data)
+	if err != nil {
+		return nil, err
 	}
-	if nonEmpty == 0 {
-		return nil, errEmpty()
+	if err := checkExpansion(doc, maxBytes); err != nil {
+		return nil, err
 	}
 	// Strict: a duplicate key would otherwise silently replace the first.
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, errSyntax(err)
+	j, jerr := yaml.YAMLToJSONStrict(data)
+	if jerr != nil {
+		return nil, errSyntax(jerr)
+	}
+	// The JSON is what Spec.JSON stores (the same encoder, sorted keys),
+	// and escaping can make it up to six times the YAML: "\0" or a "<"
+	// becomes "\u0000" or "\u003c".
+	if len(j) > maxBytes {
+		return nil, &FieldError{Field: fieldBody, Value: strconv.Itoa(len(j)),
+			Reason: fmt.Sprintf("is %d bytes as JSON, which is how the job is stored; at most %d are accepted (JSON writes control characters, <, > and & as 6 bytes each)", len(j), maxBytes)}
 	}
 	d := json.NewDecoder(bytes.NewReader(j))
 	d.UseNumber()
@@ -70,6 +60,57 @@ func decodeBody(data []byte, maxBytes int) (map[string]any, *FieldError) {
 			Reason: "must be an object (a Kubernetes manifest), not " + typeName(root)}
 	}
 	return obj, nil
+}
+
+// onlyDocument parses every YAML document of data into nodes and returns
+// the first, which must be the only one that is not empty. Empty
+// documents after the first are harmless (a trailing "---"); any other
+// second document is a second job.
+func onlyDocument(data []byte) (*goyaml.Node, *FieldError) {
+	dec := goyaml.NewDecoder(bytes.NewReader(data))
+	var first *goyaml.Node
+	for i := 0; ; i++ {
+		var doc goyaml.Node
+		err := recoverParser(func() error { return dec.Decode(&doc) })
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, errSyntax(err)
+		}
+		if isEmptyDocument(&doc) {
+			continue
+		}
+		if i > 0 {
+			return nil, &FieldError{Field: fieldBody,
+				Reason: fmt.Sprintf("holds more than one YAML document (document %d is not empty); submit one job per request", i+1)}
+		}
+		first = &doc
+	}
+	if first == nil {
+		return nil, errEmpty()
+	}
+	return first, nil
+}
+
+// recoverParser runs parse and turns a panic into an error. goyaml.v3
+// panics with "internal error ... (please report)" on some malformed
+// input, which it does not turn into an error itself (reported against
+// go.yaml.in/yaml/v3 v3.0.4 in 2025, and v3.0.5 keeps those panics); a
+// bad body must get a FieldError, not take down the caller.
+func recoverParser(parse func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return parse()
+}
+
+// isEmptyDocument reports whether doc holds nothing but null ("", "~",
+// "null"), as a YAML decoder would decode it.
+func isEmptyDocument(doc *goyaml.Node) bool {
+	return len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null"
 }
 
 func errEmpty() *FieldError {

@@ -38,6 +38,13 @@ spec:
             image: horovod/horovod:0.28.1
 `
 
+// mpiWorkerContainer and mpiLauncherImage are baseMPIJob's worker
+// container and its launcher container's image line, for edits.
+const (
+	mpiWorkerContainer = "          - name: worker\n            image: horovod/horovod:0.28.1\n"
+	mpiLauncherImage   = "            image: horovod/horovod:0.28.1\n            env:\n"
+)
+
 // baseMPIJobV1Short is baseMPIJob as a kubeflow.org/v1 MPIJob with
 // Horovod's short names: min 1, max 8, requested 2.
 var baseMPIJobV1Short = edit(edit(edit(edit(baseMPIJob,

@@ -1,12 +1,17 @@
 package jobspec
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+	goyaml2 "sigs.k8s.io/yaml/goyaml.v2"
+	goyaml "sigs.k8s.io/yaml/goyaml.v3"
 )
 
 // fuzzMinimizeTime replaces go test's default of 60s for
@@ -43,6 +48,9 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	for _, s := range []string{baseMPIJob, baseMPIJobV1Short, basePyTorchJob, annotationsOnly} {
+		f.Add([]byte(s))
+	}
+	for _, s := range aliasSeeds {
 		f.Add([]byte(s))
 	}
 	for _, tc := range badInputs {
@@ -103,6 +111,9 @@ func checkParse(t *testing.T, data []byte, opts Options) *Spec {
 	if err != nil {
 		t.Fatalf("JSON: %v", err)
 	}
+	if max := opts.withDefaults().MaxBytes; len(out) > max {
+		t.Fatalf("JSON of an accepted spec is %d bytes, over MaxBytes %d", len(out), max)
+	}
 	again, err := Parse(out, Options{MaxBytes: 1 << 30})
 	if err != nil {
 		t.Fatalf("Parse(JSON()) of an accepted spec: %v\ninput: %q\nJSON: %s", err, data, out)
@@ -126,4 +137,86 @@ func checkParse(t *testing.T, data []byte, opts Options) *Spec {
 		t.Fatalf("JobSpec after Rename (-want,+got):\n%s", diff)
 	}
 	return spec
+}
+
+// fuzzMaxBytes is the body limit FuzzDecodeBody parses with: small, so
+// that the fuzzer's small inputs reach the limits.
+const fuzzMaxBytes = 4096
+
+// FuzzDecodeBody checks the body decoder on its own, under a small limit:
+// it never panics; what it accepts encodes within the limit; the alias
+// measure bounds the JSON the document converts to, which is what makes
+// the check before conversion sound; and the YAML parser that counts the
+// documents agrees with the one that converts them (goyaml.v2, inside
+// sigs.k8s.io/yaml), so that no document is silently dropped.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range append([]string{baseMPIJob, basePyTorchJob, "---\n" + annotationsOnly + "...\n"}, aliasSeeds...) {
+		f.Add([]byte(s))
+	}
+	for _, tc := range badInputs {
+		if len(tc.input) <= 8<<10 {
+			f.Add([]byte(tc.input))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, ferr := decodeBody(data, fuzzMaxBytes)
+		if ferr != nil {
+			if ferr.Field != fieldBody || ferr.Reason == "" {
+				t.Fatalf("odd error %+v", ferr)
+			}
+		} else if out, err := json.Marshal(obj); err != nil || len(out) > fuzzMaxBytes {
+			t.Fatalf("accepted a body that encodes to %d bytes (%v)", len(out), err)
+		}
+		checkMeasure(t, data)
+		if ferr == nil {
+			checkDocumentsAgree(t, data)
+		}
+	})
+}
+
+// checkMeasure converts a document whose aliases expand it to at most
+// a few times fuzzMaxBytes and checks that the JSON is within a constant
+// factor of the measure: at most 6 bytes per byte of a scalar (JSON's
+// escapes), a few per node.
+func checkMeasure(t *testing.T, data []byte) {
+	doc, ferr := onlyDocument(data)
+	if ferr != nil {
+		return
+	}
+	e := expansion{limit: 4 * fuzzMaxBytes, sizes: map[*goyaml.Node]int{}}
+	if e.walk(doc) != nil {
+		return
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return
+	}
+	if len(j) > 6*e.total+16 {
+		t.Fatalf("measured %d, converts to %d bytes of JSON:\n%s", e.total, len(j), j)
+	}
+}
+
+// checkDocumentsAgree checks that goyaml.v2 sees no second document that
+// is not empty in a body decodeBody accepted.
+func checkDocumentsAgree(t *testing.T, data []byte) {
+	dec := goyaml2.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var p presence
+		err := dec.Decode(&p)
+		if err != nil {
+			return
+		}
+		if p.set && i > 0 {
+			t.Fatalf("goyaml.v2 sees document %d, not empty, in a body accepted as one document", i+1)
+		}
+	}
+}
+
+// presence records whether goyaml.v2 decoded a document that is not
+// empty, without decoding (and expanding) it.
+type presence struct{ set bool }
+
+func (p *presence) UnmarshalYAML(func(any) error) error {
+	p.set = true
+	return nil
 }

@@ -62,7 +62,9 @@ const maxLabelLength = 63
 
 // Options tune Parse. The zero value is ready to use.
 type Options struct {
-	// MaxBytes bounds the body; 0 (or less) means DefaultMaxBytes.
+	// MaxBytes bounds the body as received, the manifest with its YAML
+	// aliases expanded, and the manifest as JSON (Spec.JSON before
+	// Rename); 0 (or less) means DefaultMaxBytes.
 	MaxBytes int
 	// MaxNameLength bounds metadata.name; 0 (or less) means
 	// DefaultMaxNameLength, above 63 means 63. The service appends

@@ -10,8 +10,10 @@ import (
 // Every error it returns is a *FieldError. It reports the first problem
 // found, checking in this order:
 //
-//  1. the body: size, emptiness, syntax (duplicate keys included), a single
-//     document, an object at the root;
+//  1. the body: size, emptiness, YAML syntax, a single document, its size
+//     with YAML aliases expanded (before anything is expanded), duplicate
+//     keys and values JSON cannot hold, its size as JSON, an object at the
+//     root; the sizes are bounded by Options.MaxBytes;
 //  2. kind, then apiVersion;
 //  3. metadata: name (present, a DNS-1123 label, at most
 //     Options.MaxNameLength long), namespace, annotations (string values,
