@@ -27,8 +27,9 @@ import (
 //  5. the settings, one after the other: min workers, max workers,
 //     requested workers, epochs, priority, GPU type, simulation model. For
 //     each: every source's syntax, the annotation first; then the sources'
-//     agreement; then the range (min against max when max is checked,
-//     requested against both);
+//     agreement; then the range (worker counts at least 1 and at most
+//     Options.MaxWorkers, min against max when max is checked, requested
+//     against both);
 //  6. model.JobSpec.Validate, which the checks above already imply.
 func Parse(data []byte, opts Options) (*Spec, error) {
 	s, ferr := parse(data, opts.withDefaults())

@@ -107,6 +107,10 @@ func TestParseAccepts(t *testing.T) {
 				js.MinWorkers, js.MaxWorkers, js.RequestedWorkers, js.GPUType = 2, 3, 3, "nvidia-gtx-1080ti"
 			})),
 		},
+		"max workers at MaxWorkers": {input: baseMPIJob, opts: Options{MaxWorkers: 4}, want: mpi(mnist)},
+		"max workers at the default limit": {
+			input: env(baseMPIJob, "MAX_NUM_PROC", `"1024"`), want: mpi(with(mnist, func(js *model.JobSpec) { js.MaxWorkers = 1024 })),
+		},
 		"PyTorchJob min = max": {
 			input: edit(edit(basePyTorchJob, "maxReplicas: 4", "maxReplicas: 1"), "replicas: 2", "replicas: 1"),
 			want:  torch(with(resnet, func(js *model.JobSpec) { js.MaxWorkers, js.RequestedWorkers = 1, 1 })),
@@ -215,6 +219,45 @@ func TestParseRejectsMore(t *testing.T) {
 		"PyTorchJob epochs required": {
 			input: dropLine(basePyTorchJob, "EPOCHS"), opts: Options{RequireEpochs: true},
 			field: "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].env[EPOCHS]", reason: "on the Worker's first container",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkFieldError(t, []byte(tc.input), tc.opts, tc.field, tc.reason)
+		})
+	}
+}
+
+// TestParseWorkerLimit covers Options.MaxWorkers (default 1024) on min,
+// max and requested workers, wherever they are written; before it, any
+// 32-bit count was accepted. badInputs has more cases.
+func TestParseWorkerLimit(t *testing.T) {
+	lenv := launcherEnv
+	cases := map[string]struct {
+		input  string
+		opts   Options
+		field  string
+		reason string
+	}{
+		"max workers over a lower MaxWorkers": {input: baseMPIJob, opts: Options{MaxWorkers: 3}, field: lenv + "[MAX_NUM_PROC]", reason: "4 is above the limit of 3 workers"},
+		"min workers over the limit before min > max": {
+			input: env(baseMPIJob, "MIN_NUM_PROC", `"5000"`), field: lenv + "[MIN_NUM_PROC]", reason: "5000 is above the limit of 1024 workers",
+		},
+		"requested workers over the limit": {
+			input: env(baseMPIJob, "NUM_PROC", `"2147483647"`), field: lenv + "[NUM_PROC]", reason: "2147483647 is above the limit of 1024 workers (one GPU each) per job that this server accepts (voda server --max-workers)",
+		},
+		"annotation workers over the limit": {
+			input: annotate(dropLine(baseMPIJob, "{name: NUM_PROC,"), AnnotationWorkers, `"1025"`), field: "metadata.annotations[vodascheduler/workers]", reason: "1025 is above the limit of 1024",
+		},
+		"annotation min-workers over the limit": {
+			input: annotate(dropLine(baseMPIJob, "MIN_NUM_PROC"), AnnotationMinWorkers, `"2147483647"`), field: "metadata.annotations[vodascheduler/min-workers]", reason: "2147483647 is above the limit",
+		},
+		"MAX_NP over the limit": {input: env(baseMPIJobV1Short, "MAX_NP", `"1025"`), field: lenv + "[MAX_NP]", reason: "1025 is above the limit of 1024"},
+		"PyTorchJob minReplicas over the limit": {
+			input: edit(edit(basePyTorchJob, "minReplicas: 1", "minReplicas: 2000"), "maxReplicas: 4", "maxReplicas: 3000"), field: "spec.elasticPolicy.minReplicas", reason: "2000 is above the limit",
+		},
+		"PyTorchJob replicas over the limit": {
+			input: edit(basePyTorchJob, "replicas: 2", "replicas: 2147483647"), field: "spec.pytorchReplicaSpecs.Worker.replicas", reason: "2147483647 is above the limit",
 		},
 	}
 	for name, tc := range cases {

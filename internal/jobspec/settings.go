@@ -106,6 +106,9 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	if minW < 1 {
 		return js, "", minSrc.fail(fmt.Sprintf("%d must be at least 1", minW))
 	}
+	if minW > opts.MaxWorkers {
+		return js, "", aboveWorkerLimit(minW, minSrc, opts.MaxWorkers)
+	}
 
 	maxW, maxSrc, err := l.intSetting(settingMax)
 	if err != nil {
@@ -117,6 +120,9 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	if maxW < 1 {
 		return js, "", maxSrc.fail(fmt.Sprintf("%d must be at least 1", maxW))
 	}
+	if maxW > opts.MaxWorkers {
+		return js, "", aboveWorkerLimit(maxW, maxSrc, opts.MaxWorkers)
+	}
 	if minW > maxW {
 		return js, "", minSrc.fail(fmt.Sprintf("%d is above max workers %d (%s)", minW, maxW, maxSrc.field))
 	}
@@ -125,9 +131,13 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	if err != nil {
 		return js, "", err
 	}
-	if reqSrc == nil {
+	switch {
+	case reqSrc == nil:
 		req = minW
-	} else if req < minW || req > maxW {
+	case req > opts.MaxWorkers:
+		// Outside [min, max] too; the limit is the clearer reason.
+		return js, "", aboveWorkerLimit(req, reqSrc, opts.MaxWorkers)
+	case req < minW || req > maxW:
 		return js, "", reqSrc.fail(fmt.Sprintf("%d is outside [min, max] = [%d, %d]", req, minW, maxW))
 	}
 
@@ -182,6 +192,13 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 		Epochs:           epochs,
 	}
 	return js, simModel, nil
+}
+
+// aboveWorkerLimit rejects a worker count over Options.MaxWorkers. The
+// scheduler and the cluster size per-job structures by these counts, so
+// a job must not be able to ask for two billion workers.
+func aboveWorkerLimit(n int, src *source, limit int) *FieldError {
+	return src.fail(fmt.Sprintf("%d is above the limit of %d workers (one GPU each) per job that this server accepts (voda server --max-workers)", n, limit))
 }
 
 func (src *source) fail(reason string) *FieldError {
