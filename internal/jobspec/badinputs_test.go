@@ -18,6 +18,7 @@ const (
 	updateHint  = "go test ./internal/jobspec -run TestBadInputsDoc -update"
 	launcherEnv = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env"
 	workerSel   = "spec.mpiReplicaSpecs.Worker.template.spec.nodeSelector[vodascheduler/accelerator]"
+	workerGPU   = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]"
 )
 
 // badInputOptions is the cluster the table is parsed against.
@@ -58,6 +59,14 @@ var badInputs = []struct {
 	{"launcher without containers", edit(baseMPIJob, "          containers:\n          - name: launcher\n", "          containers: []\n          sidecars:\n          - name: launcher\n"), "spec.mpiReplicaSpecs.Launcher.template.spec.containers", "at least one container"},
 	{"PyTorchJob without elasticPolicy", dropLine(dropLine(dropLine(dropLine(basePyTorchJob, "elasticPolicy:"), "rdzvBackend"), "minReplicas"), "maxReplicas"), "spec.elasticPolicy", "elastic PyTorchJobs only"},
 	{"PyTorchJob with a Master", edit(basePyTorchJob, "    Worker:\n", "    Master:\n      replicas: 1\n    Worker:\n"), "spec.pytorchReplicaSpecs.Master", "not supported"},
+	{"slotsPerWorker: 4", edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 4"), "spec.slotsPerWorker", "4 is not accepted: Voda runs one process (one GPU) per worker"},
+	{"worker nvidia.com/gpu: 4", workerResources("{limits: {nvidia.com/gpu: 4}}", ""), workerGPU, "4 is not accepted: a worker is exactly one GPU, so write 1"},
+	{"worker nvidia.com/gpu: 0", workerResources("{limits: {nvidia.com/gpu: 0}}", ""), workerGPU, "0 is not accepted"},
+	{"worker amd.com/gpu: 1", workerResources("{limits: {amd.com/gpu: 1}}", ""), "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[amd.com/gpu]", "Voda schedules whole GPUs as nvidia.com/gpu"},
+	{"sidecar with nvidia.com/gpu: 8", workerResources("{limits: {nvidia.com/gpu: 1}}", "          - name: sidecar\n            resources: {limits: {nvidia.com/gpu: 8}}\n"), "spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[nvidia.com/gpu]", "containers[0] already asks for nvidia.com/gpu"},
+	{"two worker containers, no GPU named", edit(baseMPIJob, mpiWorkerContainer, mpiWorkerContainer+"          - name: sidecar\n"), "spec.mpiReplicaSpecs.Worker.template.spec.containers", "name the container that trains: give it resources.limits nvidia.com/gpu: 1"},
+	{"worker init container with nvidia.com/gpu: 8", edit(baseMPIJob, "          containers:\n          - name: worker\n", "          initContainers:\n          - {name: warmup, resources: {limits: {nvidia.com/gpu: 8}}}\n          containers:\n          - name: worker\n"), "spec.mpiReplicaSpecs.Worker.template.spec.initContainers[0].resources.limits[nvidia.com/gpu]", "an init container gets no GPU"},
+	{"launcher with nvidia.com/gpu: 1", edit(baseMPIJob, mpiLauncherImage, "            image: horovod/horovod:0.28.1\n            resources: {limits: {nvidia.com/gpu: 1}}\n            env:\n"), "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources.limits[nvidia.com/gpu]", "the launcher gets no GPU"},
 	{"MIN_NUM_PROC from valueFrom", edit(baseMPIJob, `{name: MIN_NUM_PROC, value: "1"}`, `{name: MIN_NUM_PROC, valueFrom: {configMapKeyRef: {name: voda, key: min}}}`), launcherEnv + "[MIN_NUM_PROC]", "must be a literal value, not valueFrom"},
 	{"MIN_NUM_PROC set twice", edit(baseMPIJob, `{name: NUM_PROC, value: "2"}`, `{name: NUM_PROC, value: "2"}`+"\n            - {name: MIN_NUM_PROC, value: \"2\"}"), launcherEnv + "[MIN_NUM_PROC]", "is set twice (env[0] and env[3])"},
 	{"unquoted env value 1", env(baseMPIJob, "MIN_NUM_PROC", "1"), launcherEnv + "[MIN_NUM_PROC]", "must be a string, not a number"},

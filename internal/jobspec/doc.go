@@ -2,7 +2,8 @@
 // a Kubeflow MPIJob or PyTorchJob (YAML or JSON), reads Voda's settings
 // from the manifest (the original's launcher environment variables, the
 // PyTorchJob elastic policy, the worker nodeSelector, or vodascheduler/*
-// annotations), validates them, and turns them into a model.JobSpec.
+// annotations), validates them and the job's GPUs (one per worker), and
+// turns them into a model.JobSpec.
 //
 // Every rejection is a *FieldError naming the place in the manifest the
 // user has to fix; Parse reports the first one in a fixed order (see

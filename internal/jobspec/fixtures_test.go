@@ -45,6 +45,13 @@ const (
 	mpiLauncherImage   = "            image: horovod/horovod:0.28.1\n            env:\n"
 )
 
+// workerResources gives baseMPIJob's worker container resources, a YAML
+// flow mapping such as {limits: {nvidia.com/gpu: 1}}, and more, YAML
+// lines after it (more containers).
+func workerResources(res, more string) string {
+	return edit(baseMPIJob, mpiWorkerContainer, mpiWorkerContainer+"            resources: "+res+"\n"+more)
+}
+
 // baseMPIJobV1Short is baseMPIJob as a kubeflow.org/v1 MPIJob with
 // Horovod's short names: min 1, max 8, requested 2.
 var baseMPIJobV1Short = edit(edit(edit(edit(baseMPIJob,

@@ -106,6 +106,9 @@ func checkParse(t *testing.T, data []byte, opts Options) *Spec {
 		// The caller checks the rest against the spec without options.
 		return spec
 	}
+	if got := WorkerGPUContainer(spec.Kind, spec.Manifest); got != spec.WorkerGPUContainer {
+		t.Fatalf("WorkerGPUContainer(Manifest) = %d, Spec.WorkerGPUContainer = %d", got, spec.WorkerGPUContainer)
+	}
 	// JSON, then Parse again: the same spec.
 	out, err := spec.JSON()
 	if err != nil {

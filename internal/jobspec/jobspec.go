@@ -129,6 +129,13 @@ type Spec struct {
 	JobSpec model.JobSpec
 	// Model is the vodascheduler/sim-model annotation, empty if absent.
 	Model string
+	// WorkerGPUContainer is the index, in the Worker pod template's
+	// containers, of the container that gets the worker's one GPU: the
+	// one that asks for nvidia.com/gpu (with 1), or 0 when the template's
+	// single container asks for none. Whoever builds the pods gives that
+	// container nvidia.com/gpu: 1, and no other container any GPU.
+	// WorkerGPUContainer(Kind, Manifest) computes it from a manifest.
+	WorkerGPUContainer int
 	// Manifest is the decoded manifest. JSON numbers are json.Number, so
 	// that integers survive unchanged.
 	Manifest map[string]any

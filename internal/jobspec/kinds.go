@@ -24,8 +24,8 @@ const (
 	elasticPolicy       = "spec.elasticPolicy"
 )
 
-// mpiJobLayout checks the parts of an MPIJob Voda reads and says where
-// each setting lives.
+// mpiJobLayout checks the parts of an MPIJob Voda reads, then its GPUs,
+// and says where each setting lives.
 func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 	spec, err := requiredObjectAt(root, "spec", "spec", "")
 	if err != nil {
@@ -53,7 +53,14 @@ func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
-	l := &layout{}
+	if err := checkSlotsPerWorker(spec); err != nil {
+		return nil, err
+	}
+	gpuContainer, err := checkGPUs(worker, &launcher)
+	if err != nil {
+		return nil, err
+	}
+	l := &layout{workerGPUContainer: gpuContainer}
 	l.sources[settingMin] = []source{env[envMinNumProc], env[envMinNP]}
 	l.sources[settingMax] = []source{env[envMaxNumProc], env[envMaxNP]}
 	l.sources[settingRequested] = []source{env[envNumProc], env[envNP]}
@@ -69,8 +76,8 @@ func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 	return l, nil
 }
 
-// pyTorchJobLayout checks the parts of an elastic PyTorchJob Voda reads
-// and says where each setting lives.
+// pyTorchJobLayout checks the parts of an elastic PyTorchJob Voda reads,
+// then its GPUs, and says where each setting lives.
 func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
 	spec, err := requiredObjectAt(root, "spec", "spec", "")
 	if err != nil {
@@ -101,7 +108,11 @@ func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
-	l := &layout{}
+	gpuContainer, err := checkGPUs(worker, nil)
+	if err != nil {
+		return nil, err
+	}
+	l := &layout{workerGPUContainer: gpuContainer}
 	l.sources[settingMin] = []source{numberSource(policy, "minReplicas", elasticPolicy+".minReplicas")}
 	l.sources[settingMax] = []source{numberSource(policy, "maxReplicas", elasticPolicy+".maxReplicas")}
 	l.sources[settingRequested] = []source{numberSource(worker.obj, "replicas", worker.path+".replicas")}
@@ -123,8 +134,10 @@ var gpuHint = fmt.Sprintf("set the Worker's nodeSelector %s, or annotation %s", 
 type replica struct {
 	obj  map[string]any
 	path string
-	// pod is template.spec; container is its first container.
+	// pod is template.spec; containers is its containers list, container
+	// the first of them.
 	pod, container         map[string]any
+	containers             []any
 	podPath, containerPath string
 }
 
@@ -156,7 +169,7 @@ func readReplica(specs map[string]any, role, specsPath, why string) (replica, *F
 		return r, &FieldError{Field: r.containerPath, Value: scalarText(containers[0]),
 			Reason: "must be an object, not " + typeName(containers[0])}
 	}
-	r.container = c
+	r.container, r.containers = c, containers
 	return r, nil
 }
 

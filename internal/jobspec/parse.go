@@ -24,13 +24,19 @@ import (
 //     spec.pytorchReplicaSpecs, no Master, spec.elasticPolicy, then the
 //     Worker with its template.spec.containers[0], that container's env
 //     list and the nodeSelector;
-//  5. the settings, one after the other: min workers, max workers,
+//  5. the GPUs, one per worker: an MPIJob's spec.slotsPerWorker absent or
+//     1; the Worker's containers, of which at most one asks for
+//     nvidia.com/gpu, with exactly 1, none for any other GPU resource, and
+//     one must ask when there are several; then no GPU resource at all in
+//     the Worker's init containers, nor in the Launcher's containers and
+//     init containers (see isGPUResource for what counts as a GPU);
+//  6. the settings, one after the other: min workers, max workers,
 //     requested workers, epochs, priority, GPU type, simulation model. For
 //     each: every source's syntax, the annotation first; then the sources'
 //     agreement; then the range (worker counts at least 1 and at most
 //     Options.MaxWorkers, min against max when max is checked, requested
 //     against both);
-//  6. model.JobSpec.Validate, which the checks above already imply.
+//  7. model.JobSpec.Validate, which the checks above already imply.
 func Parse(data []byte, opts Options) (*Spec, error) {
 	s, ferr := parse(data, opts.withDefaults())
 	if ferr != nil {
@@ -73,13 +79,14 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 		return nil, l.validateError(verr)
 	}
 	return &Spec{
-		Kind:       kind,
-		APIVersion: apiVersion,
-		Name:       meta.name,
-		Namespace:  meta.namespace,
-		JobSpec:    js,
-		Model:      simModel,
-		Manifest:   root,
+		Kind:               kind,
+		APIVersion:         apiVersion,
+		Name:               meta.name,
+		Namespace:          meta.namespace,
+		JobSpec:            js,
+		Model:              simModel,
+		Manifest:           root,
+		WorkerGPUContainer: l.workerGPUContainer,
 	}, nil
 }
 

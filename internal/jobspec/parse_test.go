@@ -107,9 +107,33 @@ func TestParseAccepts(t *testing.T) {
 				js.MinWorkers, js.MaxWorkers, js.RequestedWorkers, js.GPUType = 2, 3, 3, "nvidia-gtx-1080ti"
 			})),
 		},
+		"worker nvidia.com/gpu 1 in limits": {input: workerResources("{limits: {nvidia.com/gpu: 1, cpu: 4}}", ""), want: mpi(mnist)},
+		"worker nvidia.com/gpu \"1\" in limits and requests": {
+			input: workerResources(`{limits: {nvidia.com/gpu: "1", memory: 8Gi}, requests: {nvidia.com/gpu: "1"}}`, ""), want: mpi(mnist),
+		},
+		"worker nvidia.com/gpu 1 in requests only": {input: workerResources("{requests: {nvidia.com/gpu: 1}}", ""), want: mpi(mnist)},
+		"GPU on the second worker container": {
+			input: edit(baseMPIJob, mpiWorkerContainer, "          - {name: proxy, image: envoy, resources: {limits: {cpu: 1, example.com/fpga: 1}}}\n"+mpiWorkerContainer+"            resources: {limits: {nvidia.com/gpu: 1}}\n"),
+			want:  func() *Spec { s := mpi(mnist); s.WorkerGPUContainer = 1; return s }(),
+		},
+		"init containers and launcher without GPUs": {
+			input: edit(edit(baseMPIJob, "          containers:\n          - name: worker\n", "          initContainers: [{name: fetch, resources: {limits: {cpu: 1}}}]\n          containers:\n          - name: worker\n"),
+				mpiLauncherImage, "            image: horovod/horovod:0.28.1\n            resources: {limits: {cpu: 1, memory: 1Gi}}\n            env:\n"),
+			want: mpi(mnist),
+		},
+		"slotsPerWorker absent":     {input: dropLine(baseMPIJob, "slotsPerWorker"), want: mpi(mnist)},
 		"max workers at MaxWorkers": {input: baseMPIJob, opts: Options{MaxWorkers: 4}, want: mpi(mnist)},
 		"max workers at the default limit": {
 			input: env(baseMPIJob, "MAX_NUM_PROC", `"1024"`), want: mpi(with(mnist, func(js *model.JobSpec) { js.MaxWorkers = 1024 })),
+		},
+		"PyTorchJob GPU on the second container": {
+			input: edit(basePyTorchJob, "          - name: pytorch\n", "          - name: sidecar\n          - name: pytorch\n            resources: {limits: {nvidia.com/gpu: 1}}\n"),
+			// EPOCHS is read from the first container, which has none.
+			want: func() *Spec {
+				s := torch(with(resnet, func(js *model.JobSpec) { js.Epochs = 0 }))
+				s.WorkerGPUContainer = 1
+				return s
+			}(),
 		},
 		"PyTorchJob min = max": {
 			input: edit(edit(basePyTorchJob, "maxReplicas: 4", "maxReplicas: 1"), "replicas: 2", "replicas: 1"),

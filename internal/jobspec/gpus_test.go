@@ -1,0 +1,152 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestParseOneGPUPerWorker covers the one-GPU-per-worker rule beyond
+// badInputs: before it, every one of these was accepted and counted as
+// one GPU per worker.
+func TestParseOneGPUPerWorker(t *testing.T) {
+	cases := map[string]struct {
+		input  string
+		field  string
+		reason string
+	}{
+		"slotsPerWorker 0":                 {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 0"), field: "spec.slotsPerWorker", reason: "0 is not accepted"},
+		"slotsPerWorker a string":          {input: edit(baseMPIJob, "slotsPerWorker: 1", `slotsPerWorker: "1"`), field: "spec.slotsPerWorker", reason: `"1" is not accepted: Voda runs one process (one GPU) per worker; leave it out or set it to 1`},
+		"slotsPerWorker before containers": {input: edit(workerResources("{limits: {nvidia.com/gpu: 2}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 2"), field: "spec.slotsPerWorker", reason: "2 is not accepted"},
+		"nvidia.com/gpu \"2\"":             {input: workerResources(`{limits: {nvidia.com/gpu: "2"}}`, ""), field: workerGPU, reason: `"2" is not accepted: a worker is exactly one GPU`},
+		"nvidia.com/gpu 500m":              {input: workerResources("{limits: {nvidia.com/gpu: 500m}}", ""), field: workerGPU, reason: `"500m" is not accepted`},
+		"nvidia.com/gpu 1000m":             {input: workerResources("{limits: {nvidia.com/gpu: 1000m}}", ""), field: workerGPU, reason: `"1000m" is not accepted: a worker is exactly one GPU, so write 1`},
+		"nvidia.com/gpu null":              {input: workerResources("{limits: {nvidia.com/gpu: null}}", ""), field: workerGPU, reason: "null is not accepted"},
+		"nvidia.com/gpu a list":            {input: workerResources("{limits: {nvidia.com/gpu: [1]}}", ""), field: workerGPU, reason: "a list is not accepted"},
+		"limits 1, requests 2": {
+			input: workerResources("{limits: {nvidia.com/gpu: 1}, requests: {nvidia.com/gpu: 2}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests[nvidia.com/gpu]", reason: "2 is not accepted",
+		},
+		"MIG profile": {
+			input: workerResources("{limits: {nvidia.com/mig-1g.5gb: 1}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]", reason: "Voda schedules whole GPUs as nvidia.com/gpu",
+		},
+		"MIG profile besides nvidia.com/gpu": {
+			input: workerResources("{limits: {nvidia.com/gpu: 1, nvidia.com/mig-1g.5gb: 1}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]", reason: "is not accepted",
+		},
+		"Intel GPU in requests": {
+			input: workerResources("{requests: {gpu.intel.com/i915: 1}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests[gpu.intel.com/i915]", reason: "is not accepted",
+		},
+		"any resource named GPU": {
+			input: workerResources("{limits: {example.com/Shared-GPU: 1}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[example.com/Shared-GPU]", reason: "is not accepted",
+		},
+		"GPU asked in requests by one container, limits by another": {
+			input: workerResources("{requests: {nvidia.com/gpu: 1}}", "          - {name: sidecar, resources: {limits: {nvidia.com/gpu: 1}}}\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[nvidia.com/gpu]", reason: "containers[0] already asks",
+		},
+		"sidecar with amd.com/gpu": {
+			input: workerResources("{limits: {nvidia.com/gpu: 1}}", "          - {name: sidecar, resources: {limits: {amd.com/gpu: 1}}}\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[amd.com/gpu]", reason: "is not accepted",
+		},
+		"three containers, no GPU named": {
+			input: edit(baseMPIJob, mpiWorkerContainer, mpiWorkerContainer+"          - name: a\n          - name: b\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers", reason: "with 3 containers and none asking for a GPU",
+		},
+		"second worker container a string": {
+			input: workerResources("{limits: {nvidia.com/gpu: 1}}", "          - sidecar\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[1]", reason: "must be an object, not a string",
+		},
+		"resources a list": {
+			input: workerResources("[nvidia.com/gpu]", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources", reason: "must be an object, not a list",
+		},
+		"limits a string": {
+			input: workerResources("{limits: nvidia.com/gpu}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits", reason: "must be an object, not a string",
+		},
+		"worker initContainers an object": {
+			input: edit(baseMPIJob, "          containers:\n          - name: worker\n", "          initContainers: {name: warmup}\n          containers:\n          - name: worker\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.initContainers", reason: "must be a list, not an object",
+		},
+		"launcher init container with amd.com/gpu": {
+			input: edit(baseMPIJob, "          containers:\n          - name: launcher\n", "          initContainers:\n          - {name: a}\n          - {name: b, resources: {requests: {amd.com/gpu: 1}}}\n          containers:\n          - name: launcher\n"),
+			field: "spec.mpiReplicaSpecs.Launcher.template.spec.initContainers[1].resources.requests[amd.com/gpu]", reason: "the launcher gets no GPU",
+		},
+		"launcher second container with nvidia.com/gpu": {
+			input: edit(baseMPIJob, "\n    Worker:\n", "\n          - {name: sidecar, resources: {limits: {nvidia.com/gpu: 1}}}\n    Worker:\n"),
+			field: "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].resources.limits[nvidia.com/gpu]", reason: "the launcher gets no GPU",
+		},
+		"GPUs before settings": {
+			input: env(workerResources("{limits: {nvidia.com/gpu: 2}}", ""), "MIN_NUM_PROC", `"x"`), field: workerGPU, reason: "2 is not accepted",
+		},
+		"PyTorchJob nvidia.com/gpu 2": {
+			input: edit(basePyTorchJob, "          - name: pytorch\n", "          - name: pytorch\n            resources: {limits: {nvidia.com/gpu: 2}}\n"),
+			field: "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]", reason: "2 is not accepted",
+		},
+		"PyTorchJob sidecar, no GPU named": {
+			input: basePyTorchJob + "          - name: sidecar\n",
+			field: "spec.pytorchReplicaSpecs.Worker.template.spec.containers", reason: "name the container that trains",
+		},
+		"PyTorchJob init container with a GPU": {
+			input: edit(basePyTorchJob, "          containers:\n", "          initContainers: [{name: warmup, resources: {requests: {nvidia.com/gpu: 1}}}]\n          containers:\n"),
+			field: "spec.pytorchReplicaSpecs.Worker.template.spec.initContainers[0].resources.requests[nvidia.com/gpu]", reason: "an init container gets no GPU",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkFieldError(t, []byte(tc.input), Options{}, tc.field, tc.reason)
+		})
+	}
+}
+
+// TestWorkerGPUContainer checks that the exported helper finds, in a
+// stored manifest decoded by any JSON decoder, the container Parse chose.
+func TestWorkerGPUContainer(t *testing.T) {
+	inputs := map[string]struct {
+		input string
+		want  int
+	}{
+		"single container, no GPU named": {baseMPIJob, 0},
+		"GPU in limits":                  {workerResources("{limits: {nvidia.com/gpu: 1}}", "          - {name: sidecar}\n"), 0},
+		"GPU on the second container":    {edit(baseMPIJob, mpiWorkerContainer, "          - {name: proxy}\n"+mpiWorkerContainer+"            resources: {requests: {nvidia.com/gpu: 1}}\n"), 1},
+		"PyTorchJob, GPU on the third":   {basePyTorchJob + "          - {name: a}\n          - {name: b, resources: {limits: {nvidia.com/gpu: 1}}}\n", 2},
+		"PyTorchJob, no GPU named":       {basePyTorchJob, 0},
+	}
+	for name, tc := range inputs {
+		t.Run(name, func(t *testing.T) {
+			spec, err := Parse([]byte(tc.input), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.WorkerGPUContainer != tc.want {
+				t.Errorf("Spec.WorkerGPUContainer = %d, want %d", spec.WorkerGPUContainer, tc.want)
+			}
+			if got := WorkerGPUContainer(spec.Kind, spec.Manifest); got != tc.want {
+				t.Errorf("WorkerGPUContainer(Manifest) = %d, want %d", got, tc.want)
+			}
+			stored, err := spec.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(stored, &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := WorkerGPUContainer(spec.Kind, m); got != tc.want {
+				t.Errorf("WorkerGPUContainer(stored JSON) = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	for name, m := range map[string]map[string]any{
+		"nil":                nil,
+		"containers a map":   mustYAMLMap(t, "spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: {a: 1}}}}}}"),
+		"container a string": mustYAMLMap(t, "spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [x]}}}}}"),
+		"resources a list":   mustYAMLMap(t, "spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{resources: [1]}]}}}}}"),
+	} {
+		if got := WorkerGPUContainer(KindMPIJob, m); got != 0 {
+			t.Errorf("%s: WorkerGPUContainer = %d, want 0", name, got)
+		}
+	}
+}
