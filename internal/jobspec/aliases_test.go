@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	goyaml "sigs.k8s.io/yaml/goyaml.v3"
+	goyaml "go.yaml.in/yaml/v3"
 )
 
 // aliasBomb is baseMPIJob whose worker container gets args: one anchored

@@ -10,10 +10,11 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
-	// goyaml.v3, re-exported by sigs.k8s.io/yaml, parses YAML into nodes
+	// go-yaml v3 (the YAML team's module, which sigs.k8s.io/yaml also
+	// builds on) parses YAML into nodes
 	// and keeps an alias as a node pointing at its anchor's value, so that
 	// a document can be measured before anything is expanded.
-	goyaml "sigs.k8s.io/yaml/goyaml.v3"
+	goyaml "go.yaml.in/yaml/v3"
 )
 
 const fieldBody = "body"

@@ -3,7 +3,7 @@ package jobspec
 import (
 	"fmt"
 
-	goyaml "sigs.k8s.io/yaml/goyaml.v3"
+	goyaml "go.yaml.in/yaml/v3"
 )
 
 // YAML aliases let a small body stand for a huge manifest: one 100 KB

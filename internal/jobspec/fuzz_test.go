@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	goyaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 	goyaml2 "sigs.k8s.io/yaml/goyaml.v2"
-	goyaml "sigs.k8s.io/yaml/goyaml.v3"
 )
 
 // fuzzMinimizeTime replaces go test's default of 60s for

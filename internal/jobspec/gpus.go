@@ -182,6 +182,39 @@ func checkSlotsPerWorker(spec map[string]any) *FieldError {
 		Reason: valueText(v) + " is not accepted: Voda runs one process (one GPU) per worker; leave it out or set it to 1"}
 }
 
+// checkLauncherAsWorker rejects an MPIJob whose launcher also runs a
+// worker process (mpi-operator v2's spec.runLauncherAsWorker): that
+// process would train on a GPU Voda never counted.
+func checkLauncherAsWorker(spec map[string]any) *FieldError {
+	v := spec["runLauncherAsWorker"]
+	if v == nil || v == false {
+		return nil
+	}
+	return &FieldError{Field: "spec.runLauncherAsWorker", Value: scalarText(v),
+		Reason: valueText(v) + " is not accepted: the launcher gets no GPU in Voda, so it must not run a worker; leave it out or set it to false"}
+}
+
+// checkProcsPerNode rejects a PyTorchJob that starts several training
+// processes per worker pod (spec.nprocPerNode, or the older
+// spec.elasticPolicy.nProcPerNode): each would want a GPU of its own.
+func checkProcsPerNode(spec, policy map[string]any) *FieldError {
+	for _, f := range []struct {
+		obj        map[string]any
+		key, field string
+	}{
+		{spec, "nprocPerNode", "spec.nprocPerNode"},
+		{policy, "nProcPerNode", elasticPolicy + ".nProcPerNode"},
+	} {
+		v := f.obj[f.key]
+		if v == nil || isOne(v) {
+			continue
+		}
+		return &FieldError{Field: f.field, Value: scalarText(v),
+			Reason: valueText(v) + " is not accepted: Voda runs one training process (one GPU) per worker pod; leave it out or set it to 1"}
+	}
+	return nil
+}
+
 // valueText renders a value for a reason: a number as written, a string
 // quoted, anything else by its type.
 func valueText(v any) string {

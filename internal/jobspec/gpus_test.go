@@ -14,6 +14,11 @@ func TestParseOneGPUPerWorker(t *testing.T) {
 		field  string
 		reason string
 	}{
+		"runLauncherAsWorker":              {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: true"), field: "spec.runLauncherAsWorker", reason: "the launcher gets no GPU in Voda"},
+		"runLauncherAsWorker false":        {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: false")},
+		"nprocPerNode 4":                   {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"4\"\n  elasticPolicy:"), field: "spec.nprocPerNode", reason: `"4" is not accepted: Voda runs one training process`},
+		"nprocPerNode 1":                   {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"1\"\n  elasticPolicy:")},
+		"elasticPolicy.nProcPerNode 2":     {input: edit(basePyTorchJob, "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"), field: "spec.elasticPolicy.nProcPerNode", reason: "2 is not accepted"},
 		"slotsPerWorker 0":                 {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 0"), field: "spec.slotsPerWorker", reason: "0 is not accepted"},
 		"slotsPerWorker a string":          {input: edit(baseMPIJob, "slotsPerWorker: 1", `slotsPerWorker: "1"`), field: "spec.slotsPerWorker", reason: `"1" is not accepted: Voda runs one process (one GPU) per worker; leave it out or set it to 1`},
 		"slotsPerWorker before containers": {input: edit(workerResources("{limits: {nvidia.com/gpu: 2}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 2"), field: "spec.slotsPerWorker", reason: "2 is not accepted"},
@@ -96,6 +101,12 @@ func TestParseOneGPUPerWorker(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.field == "" { // accepted
+				if _, err := Parse([]byte(tc.input), Options{}); err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
 			checkFieldError(t, []byte(tc.input), Options{}, tc.field, tc.reason)
 		})
 	}

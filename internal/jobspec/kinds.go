@@ -56,6 +56,9 @@ func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 	if err := checkSlotsPerWorker(spec); err != nil {
 		return nil, err
 	}
+	if err := checkLauncherAsWorker(spec); err != nil {
+		return nil, err
+	}
 	gpuContainer, err := checkGPUs(worker, &launcher)
 	if err != nil {
 		return nil, err
@@ -106,6 +109,9 @@ func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
 	}
 	gpu, err := acceleratorSource(worker)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkProcsPerNode(spec, policy); err != nil {
 		return nil, err
 	}
 	gpuContainer, err := checkGPUs(worker, nil)

@@ -25,7 +25,9 @@ import (
 //     Worker with its template.spec.containers[0], that container's env
 //     list and the nodeSelector;
 //  5. the GPUs, one per worker: an MPIJob's spec.slotsPerWorker absent or
-//     1; the Worker's containers, of which at most one asks for
+//     1 and spec.runLauncherAsWorker absent or false; a PyTorchJob's
+//     spec.nprocPerNode and spec.elasticPolicy.nProcPerNode absent or 1;
+//     the Worker's containers, of which at most one asks for
 //     nvidia.com/gpu, with exactly 1, none for any other GPU resource, and
 //     one must ask when there are several; then no GPU resource at all in
 //     the Worker's init containers, nor in the Launcher's containers and

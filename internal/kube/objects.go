@@ -108,7 +108,7 @@ func buildObject(kind string, manifest []byte, ns, gpuType string, workers int) 
 	if err != nil || !found {
 		return nil, fmt.Errorf("stored manifest has no %v", wp)
 	}
-	if err := prepareWorker(worker, name, gpuType); err != nil {
+	if err := prepareWorker(worker, name, gpuType, jobspec.WorkerGPUContainer(kind, obj.Object)); err != nil {
 		return nil, err
 	}
 	worker["replicas"] = int64(workers)
@@ -140,9 +140,10 @@ func convertMPIJobV1(m map[string]any) {
 }
 
 // prepareWorker makes a Worker replica spec Voda's: labels on its pods,
-// one GPU per worker (requests and limits) on the first container, the
-// GPU type's nodeSelector and the placement gate.
-func prepareWorker(worker map[string]any, job, gpuType string) error {
+// one GPU per worker (requests and limits) on container gpu (the one the
+// manifest gave nvidia.com/gpu: 1, or its only container), the GPU type's
+// nodeSelector and the placement gate.
+func prepareWorker(worker map[string]any, job, gpuType string, gpu int) error {
 	tmpl := childMap(worker, "template")
 	meta := childMap(tmpl, "metadata")
 	labels := childMap(meta, "labels")
@@ -150,12 +151,12 @@ func prepareWorker(worker map[string]any, job, gpuType string) error {
 	labels[LabelGPUType] = gpuType
 	spec := childMap(tmpl, "spec")
 	containers, _ := spec["containers"].([]any)
-	if len(containers) == 0 {
-		return fmt.Errorf("worker template has no containers")
+	if gpu < 0 || gpu >= len(containers) {
+		return fmt.Errorf("worker template has no container %d to give the GPU", gpu)
 	}
-	c, ok := containers[0].(map[string]any)
+	c, ok := containers[gpu].(map[string]any)
 	if !ok {
-		return fmt.Errorf("worker template's first container is not an object")
+		return fmt.Errorf("worker template's container %d is not an object", gpu)
 	}
 	res := childMap(c, "resources")
 	childMap(res, "limits")[ResourceGPU] = "1"

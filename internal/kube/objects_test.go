@@ -135,3 +135,41 @@ func TestJobCondition(t *testing.T) {
 		}
 	}
 }
+
+// The GPU goes to the container the manifest gave nvidia.com/gpu: 1, not
+// blindly to the first: a sidecar listed first used to get a second GPU.
+func TestBuildObjectGivesTheGPUToTheTrainingContainer(t *testing.T) {
+	manifest := []byte(`apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: gpu-second}
+spec:
+  elasticPolicy: {minReplicas: 1, maxReplicas: 2, rdzvBackend: c10d}
+  pytorchReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          nodeSelector: {vodascheduler/accelerator: v100}
+          containers:
+          - {name: proxy, image: envoy}
+          - {name: pytorch, image: pytorch, resources: {limits: {nvidia.com/gpu: 1}}}
+`)
+	spec, err := jobspec.Parse(manifest, jobspec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := spec.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := buildObject(spec.Kind, stored, "jobs", "v100", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "pytorchReplicaSpecs", "Worker", "template", "spec", "containers")
+	for i, want := range []bool{false, true} {
+		_, has, _ := unstructured.NestedFieldNoCopy(containers[i].(map[string]any), "resources", "limits", ResourceGPU)
+		if has != want {
+			t.Errorf("container %d has a GPU limit: %v, want %v", i, has, want)
+		}
+	}
+}
