@@ -56,7 +56,10 @@ func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
 		return nil, fmt.Errorf("store: open: create data directory: %w", err)
 	}
 	path := filepath.Join(dataDir, boltFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	db, err := openBoltDB(path)
+	if errors.Is(err, ErrDamaged) {
+		return nil, err
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: file is locked, is another voda server using this data directory? (gave up after %s): %w",
 			path, boltLockTimeout, err)

@@ -17,6 +17,9 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrDamaged: Open found the embedded store's file damaged (truncated
+	// or corrupt); the error names the file and what to do.
+	ErrDamaged = errors.New("damaged")
 )
 
 // Job is one training job as stored. It has two owners, written through
