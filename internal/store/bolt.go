@@ -1,11 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 // boltFile is the embedded store's file name inside the data directory.
@@ -54,7 +56,10 @@ func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
 		return nil, fmt.Errorf("store: open: create data directory: %w", err)
 	}
 	path := filepath.Join(dataDir, boltFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	db, err := openBoltDB(path)
+	if errors.Is(err, ErrDamaged) {
+		return nil, err
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: file is locked, is another voda server using this data directory? (gave up after %s): %w",
 			path, boltLockTimeout, err)
@@ -116,14 +121,14 @@ func (s *boltStore) GetJob(ctx context.Context, name string) (Job, error) {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
 	}
 	defer s.gate.leave()
-	var rec jobRecord
+	var j Job
 	var found bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(jobsBucket).Get([]byte(name))
-		if found = v != nil; !found {
-			return nil
+		if found = v != nil; found {
+			j = readBoltJob(name, v)
 		}
-		return json.Unmarshal(v, &rec)
+		return nil
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
@@ -131,7 +136,7 @@ func (s *boltStore) GetJob(ctx context.Context, name string) (Job, error) {
 	if !found {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, ErrNotFound)
 	}
-	return decodeJob(rec), nil
+	return j, nil
 }
 
 // ListJobs decodes every job and filters and sorts in memory: bbolt has no
@@ -144,12 +149,7 @@ func (s *boltStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, erro
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
-			var rec jobRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("decode job %s: %w", k, err)
-			}
-			j := decodeJob(rec)
-			if opts.matches(j) {
+			if j := readBoltJob(string(k), v); opts.matches(j) {
 				jobs = append(jobs, j)
 			}
 			return nil
@@ -162,12 +162,63 @@ func (s *boltStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, erro
 	return jobs, nil
 }
 
-// matches reports whether ListJobs keeps j.
-func (o ListOptions) matches(j Job) bool {
-	if o.GPUType != "" && j.Spec.GPUType != o.GPUType {
-		return false
+// decodeBoltJob decodes the record stored under key name. A record that is
+// not a jobRecord in JSON, or that names another job than its key, is
+// unreadable.
+func decodeBoltJob(name string, v []byte) (jobRecord, error) {
+	var rec jobRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return jobRecord{}, err
 	}
-	return !o.Live || !j.Status.State.Status.Done()
+	if rec.Name != name {
+		return jobRecord{}, fmt.Errorf("the record names job %q, not %q", rec.Name, name)
+	}
+	return rec, nil
+}
+
+// readBoltJob returns the job stored under name, or, when its record does
+// not decode, what can still be read of it (see Job.Unreadable).
+func readBoltJob(name string, v []byte) Job {
+	rec, err := decodeBoltJob(name, v)
+	if err != nil {
+		return partialBoltJob(name, v, err).job()
+	}
+	return decodeJob(rec)
+}
+
+// partialBoltJob reads what it can of an undecodable record, each field on
+// its own so that one damaged part does not hide the others. Nothing can
+// be read of bytes that are not a JSON object.
+func partialBoltJob(name string, v []byte, err error) partialJob {
+	p := partialJob{Name: name, Why: "decode record: " + err.Error()}
+	var gpuType, status string
+	if jsonAt(v, &gpuType, "spec", "gpuType") {
+		p.GPUType = gpuType
+	}
+	if jsonAt(v, &status, "status", "state", "status") {
+		p.Status = model.Status(status)
+	}
+	var rev int64
+	if jsonAt(v, &rev, "statusRev") {
+		p.StatusRevision = rev
+	}
+	return p
+}
+
+// jsonAt decodes the value at path in the JSON object v into out, and
+// reports whether it could.
+func jsonAt(v []byte, out any, path ...string) bool {
+	for _, key := range path {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return false
+		}
+		var ok bool
+		if v, ok = obj[key]; !ok {
+			return false
+		}
+	}
+	return json.Unmarshal(v, out) == nil
 }
 
 func (s *boltStore) SetPriority(ctx context.Context, name string, priority int) error {
@@ -209,57 +260,119 @@ func (s *boltStore) updateJob(ctx context.Context, name string, change func(*job
 	return nil
 }
 
-// modifyJob rewrites one job record in b; it reports false if absent.
+// modifyJob rewrites one job record in b; it reports false if absent. An
+// unreadable record is an error: there is nothing sound to change.
 func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord)) (bool, error) {
 	v := b.Get([]byte(name))
 	if v == nil {
 		return false, nil
 	}
-	var rec jobRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
+	rec, err := decodeBoltJob(name, v)
+	if err != nil {
 		return true, fmt.Errorf("decode: %w", err)
 	}
 	change(&rec)
+	return true, putJob(b, rec)
+}
+
+// putJob stores rec under its name.
+func putJob(b *bolt.Bucket, rec jobRecord) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
-		return true, fmt.Errorf("encode: %w", err)
+		return fmt.Errorf("encode: %w", err)
 	}
-	return true, b.Put([]byte(name), v)
+	return b.Put([]byte(rec.Name), v)
 }
 
 // SaveStatus encodes every status before writing any, so a bad one fails
-// the call without a partial write, then writes them all in one batch.
-func (s *boltStore) SaveStatus(ctx context.Context, statuses map[string]JobStatus) ([]string, error) {
+// the call without a partial write, then checks and writes them all in
+// one batch transaction: bbolt serialises write transactions, so no other
+// write can come between a revision check and its write.
+func (s *boltStore) SaveStatus(ctx context.Context, writes map[string]StatusWrite) (SaveResult, error) {
 	if err := s.gate.enter(ctx); err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 	}
 	defer s.gate.leave()
-	recs, err := encodeStatuses(statuses)
+	names, recs, err := encodeStatuses(writes)
 	if err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 	}
-	var missing []string
+	if len(names) == 0 {
+		return SaveResult{}, nil
+	}
+	var res SaveResult
 	err = s.db.Batch(func(tx *bolt.Tx) error {
-		missing = missing[:0]
+		res = SaveResult{} // Batch may run this function again
 		b := tx.Bucket(jobsBucket)
-		for _, name := range slices.Sorted(maps.Keys(recs)) {
-			found, err := modifyJob(b, name, func(r *jobRecord) { r.Status = recs[name] })
-			if err != nil {
-				return fmt.Errorf("job %s: %w", name, err)
+		for _, name := range names {
+			v := b.Get([]byte(name))
+			if v == nil {
+				res.Missing = append(res.Missing, name)
+				continue
 			}
-			if !found {
-				missing = append(missing, name)
+			w := writes[name]
+			rec, err := decodeBoltJob(name, v)
+			if err != nil || !rec.writable(w.Revision) {
+				res.Conflicts = append(res.Conflicts, name)
+				continue
+			}
+			rec.Status = recs[name]
+			rec.StatusRevision = w.Revision + 1
+			if err := putJob(b, rec); err != nil {
+				return fmt.Errorf("job %s: %w", name, err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 	}
-	if len(missing) == 0 {
-		return nil, nil
+	return res, nil
+}
+
+// SetAside reads and rewrites the record in one batch transaction, so no
+// status write can come between the two.
+func (s *boltStore) SetAside(ctx context.Context, name, reason string, now time.Time) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: set aside job %s: %w", name, err)
 	}
-	return missing, nil
+	defer s.gate.leave()
+	var e encoder
+	at := e.time("now", now)
+	if e.err != nil {
+		return fmt.Errorf("store: set aside job %s: %w", name, e.err)
+	}
+	var found bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(jobsBucket)
+		v := b.Get([]byte(name))
+		if found = v != nil; !found {
+			return nil
+		}
+		rec, err := decodeBoltJob(name, v)
+		if err == nil {
+			if !rec.Status.live() {
+				return nil
+			}
+			rec.setAside(reason, at)
+			return putJob(b, rec)
+		}
+		p := partialBoltJob(name, v, err)
+		if p.Status.Done() {
+			return nil
+		}
+		rec = p.asideRecord(reason, at)
+		// A copy: v is valid only inside the transaction.
+		rec.Original = bytes.Clone(v)
+		return putJob(b, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set aside job %s: %w", name, err)
+	}
+	if !found {
+		return fmt.Errorf("store: set aside job %s: %w", name, ErrNotFound)
+	}
+	return nil
 }
 
 func (s *boltStore) DeleteJob(ctx context.Context, name string) error {

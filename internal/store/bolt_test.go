@@ -2,10 +2,14 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/vodascheduler/voda/internal/store"
 	"github.com/vodascheduler/voda/internal/store/storetest"
@@ -13,11 +17,58 @@ import (
 
 // boltFactory gives each test a data directory that does not exist yet,
 // so Open's creating it is exercised too.
-func boltFactory(t *testing.T) storetest.Opener {
+func boltFactory(t *testing.T) storetest.Storage {
 	dir := filepath.Join(t.TempDir(), "data")
-	return func(ctx context.Context) (store.Store, error) {
-		return store.Open(ctx, "", dir)
+	return storetest.Storage{
+		Open: func(ctx context.Context) (store.Store, error) {
+			return store.Open(ctx, "", dir)
+		},
+		Damage: boltDamager{path: filepath.Join(dir, "voda.db")},
 	}
+}
+
+// boltDamager writes records into the store's file with bbolt directly:
+// the jobs bucket maps each name to a JSON record.
+type boltDamager struct{ path string }
+
+func (d boltDamager) DamageJob(_ context.Context, name string, dmg storetest.Damage) ([]byte, error) {
+	v := []byte("\x00 not a record {")
+	if dmg != (storetest.Damage{}) {
+		// A string where the record has a number.
+		spec := map[string]any{"name": name, "maxWorkers": "eight"}
+		rec := map[string]any{"name": name, "spec": spec}
+		if dmg.GPUType != "" {
+			spec["gpuType"] = dmg.GPUType
+		}
+		if dmg.Status != "" {
+			rec["status"] = map[string]any{"state": map[string]any{"status": dmg.Status}}
+		}
+		if dmg.StatusRevision != 0 {
+			rec["statusRev"] = dmg.StatusRevision
+		}
+		var err error
+		if v, err = json.Marshal(rec); err != nil {
+			return nil, err
+		}
+	}
+	return v, d.withJobs(func(b *bolt.Bucket) error { return b.Put([]byte(name), v) })
+}
+
+func (d boltDamager) Original(_ context.Context, name string) ([]byte, error) {
+	var rec struct {
+		Original []byte `json:"original"`
+	}
+	err := d.withJobs(func(b *bolt.Bucket) error { return json.Unmarshal(b.Get([]byte(name)), &rec) })
+	return rec.Original, err
+}
+
+func (d boltDamager) withJobs(fn func(*bolt.Bucket) error) error {
+	db, err := bolt.Open(d.path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket([]byte("jobs"))) })
+	return errors.Join(err, db.Close())
 }
 
 func TestBolt(t *testing.T) {

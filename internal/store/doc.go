@@ -5,4 +5,29 @@
 // embedded default (a bbolt file under the data directory) needs no
 // server; the MongoDB implementation (official Go driver) is for the
 // production deployment. One contract suite (storetest) runs against both.
+//
+// Three rules keep recovery safe; Store's methods give the details.
+//
+// Status writes are conditional. Each job carries a StatusRevision that
+// every status write increments. SaveStatus writes a status only over the
+// revision its writer read, and never over a terminal status (Completed,
+// Failed, Canceled), which is final whatever the revision. A scheduler
+// working from a stale copy (a resync that raced a job's end, a leader
+// that lost its lease) therefore cannot revive a finished job or undo a
+// newer status: SaveStatus reports its write as a conflict, not an error,
+// and the writer should re-read the job.
+//
+// No single record stops recovery. A job record that cannot be decoded is
+// returned by GetJob and ListJobs with Job.Unreadable saying why and what
+// could still be read (GPU type, status), instead of failing the call. A
+// scheduler sets such a record aside (SetAside): it becomes a Failed job
+// with Status.Reason ReasonUnrestorable, and the original bytes stay in the
+// stored record for an operator to inspect.
+//
+// A damaged embedded store fails Open cleanly. Before using the file, Open
+// checks its meta pages, its size against the size they record, and its
+// structure (bbolt's consistency check), and a truncated or corrupt file
+// gives an error wrapping ErrDamaged that names the file and says what to
+// do, where bbolt alone would crash the process or silently fall back on
+// an older transaction.
 package store

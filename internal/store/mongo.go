@@ -2,17 +2,20 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 // defaultMongoDatabase is used when the uri names no database.
@@ -32,6 +35,10 @@ type mongoStore struct {
 	client     *mongo.Client
 	jobs       *mongo.Collection
 	schedulers *mongo.Collection
+	// beforeBulk, if set (by tests only), is called by SaveStatus between
+	// its read and its bulk write, to write in between as another process
+	// could.
+	beforeBulk func()
 }
 
 var _ Store = (*mongoStore)(nil)
@@ -115,28 +122,37 @@ func (s *mongoStore) GetJob(ctx context.Context, name string) (Job, error) {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
 	}
 	defer s.gate.leave()
-	var rec jobRecord
-	err := s.jobs.FindOne(ctx, byID(name)).Decode(&rec)
+	raw, err := s.jobs.FindOne(ctx, byID(name)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, ErrNotFound)
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("store: get job %s: %w", name, err)
 	}
-	return decodeJob(rec), nil
+	return readMongoJob(raw), nil
 }
 
+// ListJobs decodes the documents one at a time, so that one that does not
+// decode is returned as unreadable rather than failing the whole list.
 func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, error) {
 	if err := s.gate.enter(ctx); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
 	defer s.gate.leave()
+	// The filter selects a superset, which matches then narrows, because
+	// of unreadable documents: one whose GPU type cannot be read (absent,
+	// or not a string) lists under every type, and one whose live flag is
+	// absent or damaged is judged by its status. Both clauses can still
+	// use the gpuTypeLive index.
 	filter := bson.D{}
 	if opts.GPUType != "" {
-		filter = append(filter, bson.E{Key: "spec.gpuType", Value: opts.GPUType})
+		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: "spec.gpuType", Value: opts.GPUType}},
+			bson.D{{Key: "spec.gpuType", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "string"}}}}}},
+		}})
 	}
 	if opts.Live {
-		filter = append(filter, bson.E{Key: "live", Value: true})
+		filter = append(filter, bson.E{Key: "live", Value: bson.D{{Key: "$ne", Value: false}}})
 	}
 	// Times are int64 nanoseconds and the zero time is null, which MongoDB
 	// sorts before every number: the same order as time.Time.Compare.
@@ -145,15 +161,60 @@ func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, err
 	if err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	var recs []jobRecord
-	if err := cur.All(ctx, &recs); err != nil {
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	var jobs []Job
+	var unreadable bool
+	for cur.Next(ctx) {
+		j := readMongoJob(cur.Current)
+		unreadable = unreadable || j.Unreadable != ""
+		if opts.matches(j) {
+			jobs = append(jobs, j)
+		}
+	}
+	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	var jobs []Job
-	for _, r := range recs {
-		jobs = append(jobs, decodeJob(r))
+	if unreadable {
+		// The server sorted an unreadable job by the submit time stored
+		// in it, but it is returned with the zero time.
+		slices.SortFunc(jobs, jobBefore)
 	}
 	return jobs, nil
+}
+
+// readMongoJob returns the job in doc, or, when doc does not decode, what
+// can still be read of it (see Job.Unreadable).
+func readMongoJob(doc bson.Raw) Job {
+	var rec jobRecord
+	if err := bson.Unmarshal(doc, &rec); err != nil {
+		return partialMongoJob(doc, err).job()
+	}
+	return decodeJob(rec)
+}
+
+// partialMongoJob reads what it can of an undecodable document, each field
+// on its own so that one damaged part does not hide the others.
+func partialMongoJob(doc bson.Raw, err error) partialJob {
+	p := partialJob{Why: "decode record: " + err.Error()}
+	if v, err := doc.LookupErr("_id"); err == nil {
+		var ok bool
+		if p.Name, ok = v.StringValueOK(); !ok {
+			// Not a name any store wrote; shown for an operator, though
+			// no method can address it.
+			p.Name = v.String()
+		}
+	}
+	if v, err := doc.LookupErr("spec", "gpuType"); err == nil {
+		p.GPUType, _ = v.StringValueOK()
+	}
+	if v, err := doc.LookupErr("status", "state", "status"); err == nil {
+		s, _ := v.StringValueOK()
+		p.Status = model.Status(s)
+	}
+	if v, err := doc.LookupErr("statusRev"); err == nil {
+		p.StatusRevision, _ = v.AsInt64OK()
+	}
+	return p
 }
 
 func (s *mongoStore) SetPriority(ctx context.Context, name string, priority int) error {
@@ -189,89 +250,257 @@ func (s *mongoStore) updateJob(ctx context.Context, name string, set bson.D) err
 	return nil
 }
 
-// SaveStatus sends one unordered bulk of $set updates. A bulk result only
-// counts matches, so when some did not match it asks which names exist;
-// a job created between the two steps would be wrongly taken as present,
-// which cannot happen to the scheduler, whose jobs exist before it saves
-// their status.
-func (s *mongoStore) SaveStatus(ctx context.Context, statuses map[string]JobStatus) ([]string, error) {
+// SaveStatus makes its writes conditional in two steps.
+//
+// First it reads the jobs' documents, which settles the writes it can
+// refuse at once: missing jobs, unreadable documents (a filter cannot
+// test that a document decodes), terminal statuses and stale revisions.
+//
+// Then it sends one unordered bulk (in batches) of the remaining writes,
+// each an UpdateOne whose filter repeats the revision and liveness test,
+// so that on MongoDB a write from another process between the two steps
+// makes the update match nothing rather than be overwritten. (FerretDB v1
+// does not apply such an update atomically; docLocks keep this process's
+// writers apart, as for every update.) Each update also stores a token
+// drawn for this call: a bulk result only counts matches, so when some
+// did not match, reading back each job's revision and token tells which
+// writes this call made.
+func (s *mongoStore) SaveStatus(ctx context.Context, writes map[string]StatusWrite) (SaveResult, error) {
 	if err := s.gate.enter(ctx); err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 	}
 	defer s.gate.leave()
-	recs, err := encodeStatuses(statuses)
+	names, recs, err := encodeStatuses(writes)
 	if err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 	}
-	if len(recs) == 0 {
-		return nil, nil
+	if len(names) == 0 {
+		return SaveResult{}, nil
 	}
-	names, models := statusUpdates(recs)
 	keys := make([]string, len(names))
 	for i, name := range names {
 		keys[i] = "jobs/" + name
 	}
 	defer s.locks.lock(keys...)()
+
+	stored, err := s.findJobs(ctx, names, nil)
+	if err != nil {
+		return SaveResult{}, fmt.Errorf("store: save status: %w", err)
+	}
+	var res SaveResult
+	var send []string
+	for _, name := range names {
+		doc, ok := stored[name]
+		if !ok {
+			res.Missing = append(res.Missing, name)
+			continue
+		}
+		var rec jobRecord
+		if err := bson.Unmarshal(doc, &rec); err != nil || !rec.writable(writes[name].Revision) {
+			res.Conflicts = append(res.Conflicts, name)
+			continue
+		}
+		send = append(send, name)
+	}
+	if len(send) == 0 {
+		return res, nil
+	}
+
+	if s.beforeBulk != nil {
+		s.beforeBulk()
+	}
+	token := rand.Text()
+	models := make([]mongo.WriteModel, len(send))
+	for i, name := range send {
+		rev := writes[name].Revision
+		set := bson.D{
+			{Key: "status", Value: recs[name]},
+			{Key: "live", Value: recs[name].live()},
+			{Key: "statusRev", Value: rev + 1},
+			{Key: statusWriterField, Value: token},
+		}
+		models[i] = mongo.NewUpdateOneModel().SetFilter(writableFilter(name, rev)).SetUpdate(bson.D{{Key: "$set", Value: set}})
+	}
 	var matched int64
 	for start := 0; start < len(models); start += saveBatch {
 		end := min(start+saveBatch, len(models))
-		res, err := s.jobs.BulkWrite(ctx, models[start:end], options.BulkWrite().SetOrdered(false))
+		br, err := s.jobs.BulkWrite(ctx, models[start:end], options.BulkWrite().SetOrdered(false))
 		if err != nil {
-			return nil, fmt.Errorf("store: save status: %w", err)
+			return SaveResult{}, fmt.Errorf("store: save status: %w", err)
 		}
-		matched += res.MatchedCount
+		matched += br.MatchedCount
 	}
-	if matched == int64(len(names)) {
-		return nil, nil
+	if matched < int64(len(send)) {
+		if err := s.attribute(ctx, send, writes, token, &res); err != nil {
+			return SaveResult{}, fmt.Errorf("store: save status: %w", err)
+		}
 	}
-	missing, err := s.absent(ctx, names)
-	if err != nil {
-		return nil, fmt.Errorf("store: save status: %w", err)
-	}
-	return missing, nil
+	return res, nil
 }
+
+// statusWriterField holds the token of the SaveStatus call (or SetAside)
+// that last wrote a job's status; see SaveStatus.
+const statusWriterField = "statusWriter"
 
 // saveBatch bounds the updates of one bulk write. FerretDB v1.24 stops
 // answering a bulk write of about 100 updates or more (50 take 0.2 s, 100
 // never return), so SaveStatus sends a cycle's statuses in batches.
 const saveBatch = 32
 
-// statusUpdates returns the job names in order and one $set of status
-// (and the live flag derived from it) per name.
-func statusUpdates(recs map[string]statusRecord) ([]string, []mongo.WriteModel) {
-	names := slices.Sorted(maps.Keys(recs))
-	models := make([]mongo.WriteModel, len(names))
-	for i, name := range names {
-		set := bson.D{{Key: "status", Value: recs[name]}, {Key: "live", Value: recs[name].live()}}
-		models[i] = mongo.NewUpdateOneModel().SetFilter(byID(name)).SetUpdate(bson.D{{Key: "$set", Value: set}})
+// writableFilter matches job name if a status write over revision may
+// replace its status: the revision is the stored one and the status is
+// not terminal. A document stored before revisions existed has no
+// statusRev, which counts as revision 0 (null matches an absent field).
+func writableFilter(name string, revision int64) bson.D {
+	var rev any = revision
+	if revision == 0 {
+		rev = bson.D{{Key: "$in", Value: bson.A{int64(0), nil}}}
 	}
-	return names, models
+	return bson.D{{Key: "_id", Value: name}, {Key: "statusRev", Value: rev}, {Key: "live", Value: true}}
 }
 
-// absent returns the names (sorted) that have no job document.
-func (s *mongoStore) absent(ctx context.Context, names []string) ([]string, error) {
-	cur, err := s.jobs.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: names}}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+// attribute finds out which of the sent writes were not made, reading back
+// each job's revision and writer token: a write was made by this call if
+// the job has the revision it set and this call's token. (A write made
+// and then replaced by another writer before the read-back, which needs
+// another process, is reported as a conflict: the caller's copy is stale
+// either way.) Names found absent are missing: deleted since the first
+// read.
+func (s *mongoStore) attribute(ctx context.Context, sent []string, writes map[string]StatusWrite, token string, res *SaveResult) error {
+	projection := bson.D{{Key: "_id", Value: 1}, {Key: "statusRev", Value: 1}, {Key: statusWriterField, Value: 1}}
+	stored, err := s.findJobs(ctx, sent, projection)
 	if err != nil {
-		return nil, fmt.Errorf("find saved jobs: %w", err)
+		return err
 	}
-	var found []struct {
-		Name string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &found); err != nil {
-		return nil, fmt.Errorf("find saved jobs: %w", err)
-	}
-	present := make(map[string]bool, len(found))
-	for _, f := range found {
-		present[f.Name] = true
-	}
-	var missing []string
-	for _, name := range names {
-		if !present[name] {
-			missing = append(missing, name)
+	for _, name := range sent {
+		doc, ok := stored[name]
+		if !ok {
+			res.Missing = append(res.Missing, name)
+			continue
+		}
+		rev, _ := doc.Lookup("statusRev").AsInt64OK()
+		writer, _ := doc.Lookup(statusWriterField).StringValueOK()
+		if rev != writes[name].Revision+1 || writer != token {
+			res.Conflicts = append(res.Conflicts, name)
 		}
 	}
-	return missing, nil
+	slices.Sort(res.Missing)
+	slices.Sort(res.Conflicts)
+	return nil
+}
+
+// findJobs returns the documents of the named jobs that exist, by name,
+// with only the projection's fields if it is not nil.
+func (s *mongoStore) findJobs(ctx context.Context, names []string, projection bson.D) (map[string]bson.Raw, error) {
+	opts := options.Find()
+	if projection != nil {
+		opts.SetProjection(projection)
+	}
+	cur, err := s.jobs.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: names}}}}, opts)
+	if err != nil {
+		return nil, fmt.Errorf("find jobs: %w", err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	docs := make(map[string]bson.Raw, len(names))
+	for cur.Next(ctx) {
+		if name, ok := cur.Current.Lookup("_id").StringValueOK(); ok {
+			// A copy: Current is valid only until Next.
+			docs[name] = slices.Clone(cur.Current)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("find jobs: %w", err)
+	}
+	return docs, nil
+}
+
+// SetAside reads the document and rewrites it under the document's lock.
+// A readable job's status is replaced by a conditional update like
+// SaveStatus's, so that a write from another process in between is not
+// overwritten: SetAside then reads again. An unreadable document is
+// replaced whole.
+func (s *mongoStore) SetAside(ctx context.Context, name, reason string, now time.Time) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: set aside job %s: %w", name, err)
+	}
+	defer s.gate.leave()
+	var e encoder
+	at := e.time("now", now)
+	if e.err != nil {
+		return fmt.Errorf("store: set aside job %s: %w", name, e.err)
+	}
+	defer s.locks.lock("jobs/" + name)()
+	for range setAsideAttempts {
+		done, err := s.setAsideOnce(ctx, name, reason, at)
+		if err != nil {
+			return fmt.Errorf("store: set aside job %s: %w", name, err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return fmt.Errorf("store: set aside job %s: its status kept changing (%d attempts)", name, setAsideAttempts)
+}
+
+// setAsideAttempts bounds SetAside's rereads when other processes keep
+// writing the job's status.
+const setAsideAttempts = 5
+
+// setAsideOnce makes one attempt; it reports false if another writer
+// changed the document first.
+func (s *mongoStore) setAsideOnce(ctx context.Context, name, reason string, at *int64) (bool, error) {
+	doc, err := s.jobs.FindOne(ctx, byID(name)).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, ErrNotFound
+	}
+	if err != nil {
+		return false, err
+	}
+	var rec jobRecord
+	if err := bson.Unmarshal(doc, &rec); err != nil {
+		p := partialMongoJob(doc, err)
+		if p.Status.Done() {
+			return true, nil
+		}
+		p.Name = name
+		aside, err := asideDocument(p.asideRecord(reason, at), doc)
+		if err != nil {
+			return false, err
+		}
+		_, err = s.jobs.ReplaceOne(ctx, byID(name), aside)
+		return err == nil, err
+	}
+	if !rec.Status.live() {
+		return true, nil
+	}
+	rev := rec.StatusRevision
+	rec.setAside(reason, at)
+	set := bson.D{
+		{Key: "status", Value: rec.Status},
+		{Key: "live", Value: false},
+		{Key: "statusRev", Value: rec.StatusRevision},
+		{Key: statusWriterField, Value: rand.Text()},
+	}
+	ur, err := s.jobs.UpdateOne(ctx, writableFilter(name, rev), bson.D{{Key: "$set", Value: set}})
+	if err != nil {
+		return false, err
+	}
+	return ur.MatchedCount == 1, nil
+}
+
+// asideDocument is the document SetAside stores in place of an unreadable
+// one: the record, and the original document, under "original", for an
+// operator to inspect.
+func asideDocument(rec jobRecord, original bson.Raw) (bson.D, error) {
+	b, err := bson.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	var doc bson.D
+	if err := bson.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return append(doc, bson.E{Key: "original", Value: original}), nil
 }
 
 func (s *mongoStore) DeleteJob(ctx context.Context, name string) error {

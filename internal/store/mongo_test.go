@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
@@ -23,12 +25,209 @@ const mongoTestURI = "VODA_TEST_MONGODB_URI"
 
 // mongoFactory gives each test a fresh database from uri.
 func mongoFactory(uri func(testing.TB) string) storetest.Factory {
-	return func(t *testing.T) storetest.Opener {
+	return func(t *testing.T) storetest.Storage {
 		u := uri(t)
-		return func(ctx context.Context) (store.Store, error) {
-			return store.Open(ctx, u, "")
+		return storetest.Storage{
+			Open: func(ctx context.Context) (store.Store, error) {
+				return store.Open(ctx, u, "")
+			},
+			Damage: mongoDamager{t: t, uri: u},
 		}
 	}
+}
+
+// mongoDamager writes documents into the store's database with the driver.
+type mongoDamager struct {
+	t   *testing.T
+	uri string
+}
+
+func (d mongoDamager) DamageJob(ctx context.Context, name string, dmg storetest.Damage) ([]byte, error) {
+	// Nothing readable: a spec and a status that are not documents.
+	doc := bson.D{{Key: "_id", Value: name}, {Key: "spec", Value: "garbage"}, {Key: "status", Value: int64(42)}}
+	if dmg != (storetest.Damage{}) {
+		// A string where the record has a number.
+		spec := bson.D{{Key: "name", Value: name}, {Key: "maxWorkers", Value: "eight"}}
+		if dmg.GPUType != "" {
+			spec = append(spec, bson.E{Key: "gpuType", Value: dmg.GPUType})
+		}
+		doc = bson.D{{Key: "_id", Value: name}, {Key: "spec", Value: spec}}
+		if dmg.Status != "" {
+			doc = append(doc,
+				bson.E{Key: "status", Value: bson.D{{Key: "state", Value: bson.D{{Key: "status", Value: string(dmg.Status)}}}}},
+				bson.E{Key: "live", Value: !dmg.Status.Done()})
+		}
+		if dmg.StatusRevision != 0 {
+			doc = append(doc, bson.E{Key: "statusRev", Value: dmg.StatusRevision})
+		}
+	}
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	_, err = d.jobs().InsertOne(ctx, bson.Raw(raw))
+	return raw, err
+}
+
+func (d mongoDamager) Original(ctx context.Context, name string) ([]byte, error) {
+	doc, err := d.jobs().FindOne(ctx, bson.D{{Key: "_id", Value: name}}).Raw()
+	if err != nil {
+		return nil, err
+	}
+	v, err := doc.LookupErr("original")
+	if err != nil {
+		return nil, nil
+	}
+	orig, ok := v.DocumentOK()
+	if !ok {
+		return nil, fmt.Errorf("original is a %s, not a document", v.Type)
+	}
+	return orig, nil
+}
+
+func (d mongoDamager) jobs() *mongo.Collection { return mongoJobs(d.t, d.uri) }
+
+// mongoJobs returns the jobs collection of the database uri names, on a
+// client closed when the test ends.
+func mongoJobs(t *testing.T, uri string) *mongo.Collection {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	cs, err := connstring.ParseAndValidate(uri)
+	if err != nil {
+		t.Fatalf("parse %s: %v", uri, err)
+	}
+	return client.Database(cs.Database).Collection("jobs")
+}
+
+// openStore opens the store uri names, closed when the test ends.
+func openStore(t *testing.T, uri string) store.Store {
+	t.Helper()
+	s, err := store.Open(t.Context(), uri, "")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func waitingJob(name string) store.Job {
+	return store.Job{
+		Name: name, Kind: "MPIJob",
+		Spec:   model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1},
+		Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}},
+	}
+}
+
+// TestMongoNoRevision checks that a document stored before status
+// revisions existed, without statusRev, reads and is written as revision 0.
+func TestMongoNoRevision(t *testing.T) {
+	ctx := t.Context()
+	uri := storetest.FerretDB(t)
+	s := openStore(t, uri)
+	old, oldDone := waitingJob("old"), waitingJob("old-done")
+	oldDone.Status.State.Status = model.StatusCompleted
+	for _, j := range []store.Job{old, oldDone} {
+		if err := s.CreateJob(ctx, j); err != nil {
+			t.Fatalf("CreateJob: %v", err)
+		}
+	}
+	jobs := mongoJobs(t, uri)
+	if _, err := jobs.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$unset", Value: bson.D{{Key: "statusRev", Value: ""}}}}); err != nil {
+		t.Fatalf("unset statusRev: %v", err)
+	}
+	n, err := jobs.CountDocuments(ctx, bson.D{{Key: "statusRev", Value: bson.D{{Key: "$exists", Value: true}}}})
+	if err != nil || n != 0 {
+		t.Fatalf("documents with statusRev after unsetting it: %d, %v", n, err)
+	}
+	if got, err := s.GetJob(ctx, "old"); err != nil || got.StatusRevision != 0 || got.Unreadable != "" {
+		t.Fatalf("GetJob = revision %d, unreadable %q, %v; want revision 0", got.StatusRevision, got.Unreadable, err)
+	}
+
+	run := store.JobStatus{State: model.JobState{Status: model.StatusRunning}}
+	res, err := s.SaveStatus(ctx, map[string]store.StatusWrite{"old": {Status: run, Revision: 1}})
+	if err != nil || !cmp.Equal(res, store.SaveResult{Conflicts: []string{"old"}}) {
+		t.Errorf("SaveStatus at revision 1 = %+v, %v; want a conflict", res, err)
+	}
+	res, err = s.SaveStatus(ctx, map[string]store.StatusWrite{"old": {Status: run}, "old-done": {Status: run}})
+	if err != nil || !cmp.Equal(res, store.SaveResult{Conflicts: []string{"old-done"}}) {
+		t.Errorf("SaveStatus at revision 0 = %+v, %v; want only old-done refused", res, err)
+	}
+	got, err := s.GetJob(ctx, "old")
+	if err != nil || got.StatusRevision != 1 || got.Status.State.Status != model.StatusRunning {
+		t.Errorf("GetJob after the write = revision %d, %s, %v; want revision 1, Running", got.StatusRevision, got.Status.State.Status, err)
+	}
+}
+
+// TestMongoSaveStatusInterleaved writes, between SaveStatus's read and its
+// bulk write, what another process could: a newer status, a terminal
+// one, a deletion. The conditional updates must not overwrite them, and
+// reading back the revisions and writer tokens must report each write
+// that was not made.
+func TestMongoSaveStatusInterleaved(t *testing.T) {
+	ctx := t.Context()
+	uri := storetest.FerretDB(t)
+	s := openStore(t, uri)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if err := s.CreateJob(ctx, waitingJob(name)); err != nil {
+			t.Fatalf("CreateJob: %v", err)
+		}
+	}
+	jobs := mongoJobs(t, uri)
+	set := func(name string, fields bson.D) {
+		if _, err := jobs.UpdateOne(ctx, bson.D{{Key: "_id", Value: name}}, bson.D{{Key: "$set", Value: fields}}); err != nil {
+			t.Errorf("update %s: %v", name, err)
+		}
+	}
+	var calls int
+	store.SetMongoBeforeBulk(s, func() {
+		if calls++; calls > 1 {
+			return
+		}
+		// Another scheduler's write over the same revision.
+		set("a", bson.D{{Key: "statusRev", Value: int64(1)}, {Key: "statusWriter", Value: "other"},
+			{Key: "status.queuePosition", Value: 9}})
+		// Another scheduler's record of the job's end.
+		set("b", bson.D{{Key: "statusRev", Value: int64(1)}, {Key: "status.state.status", Value: "Completed"},
+			{Key: "live", Value: false}})
+		if _, err := jobs.DeleteOne(ctx, bson.D{{Key: "_id", Value: "c"}}); err != nil {
+			t.Errorf("delete c: %v", err)
+		}
+	})
+
+	run := store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 1}}
+	writes := map[string]store.StatusWrite{"a": {Status: run}, "b": {Status: run}, "c": {Status: run}, "d": {Status: run}}
+	res, err := s.SaveStatus(ctx, writes)
+	if err != nil {
+		t.Fatalf("SaveStatus: %v", err)
+	}
+	if diff := cmp.Diff(store.SaveResult{Missing: []string{"c"}, Conflicts: []string{"a", "b"}}, res); diff != "" {
+		t.Errorf("SaveStatus result (-want +got):\n%s", diff)
+	}
+	check := func(name string, rev int64, status model.Status, queuePosition int) {
+		t.Helper()
+		got, err := s.GetJob(ctx, name)
+		if err != nil {
+			t.Fatalf("GetJob %s: %v", name, err)
+		}
+		if got.StatusRevision != rev || got.Status.State.Status != status || got.Status.QueuePosition != queuePosition {
+			t.Errorf("job %s: revision %d, %s, queue position %d; want %d, %s, %d", name,
+				got.StatusRevision, got.Status.State.Status, got.Status.QueuePosition, rev, status, queuePosition)
+		}
+	}
+	check("a", 1, model.StatusWaiting, 9)
+	check("b", 1, model.StatusCompleted, 0)
+	check("d", 1, model.StatusRunning, 0)
+
+	res, err = s.SaveStatus(ctx, map[string]store.StatusWrite{"a": {Status: run, Revision: 1}, "d": {Status: run, Revision: 1}})
+	if err != nil || res.Missing != nil || res.Conflicts != nil {
+		t.Errorf("SaveStatus over the new revisions = %+v, %v; want both made", res, err)
+	}
+	check("a", 2, model.StatusRunning, 0)
+	check("d", 2, model.StatusRunning, 0)
 }
 
 func TestMongoFerretDB(t *testing.T) {

@@ -42,6 +42,12 @@ type jobRecord struct {
 	// Live mirrors !Status.State.Status.Done() so Mongo can filter and
 	// index on it; bolt derives it on read instead.
 	Live bool `json:"-" bson:"live"`
+	// Original holds, in bolt, the bytes of an unreadable record SetAside
+	// replaced, for an operator to inspect; it is never decoded into a
+	// Job. Being a field of the record keeps it through later rewrites
+	// (SetPriority). Mongo keeps the original document in a field of the
+	// same name, written by SetAside only (see asideDocument).
+	Original []byte `json:"original,omitempty" bson:"-"`
 }
 
 type specRecord struct {
@@ -302,17 +308,84 @@ func encodeStatus(s JobStatus) (statusRecord, error) {
 }
 
 // encodeStatuses converts every status, failing on the first bad one in
-// name order so the error does not depend on map order.
-func encodeStatuses(statuses map[string]JobStatus) (map[string]statusRecord, error) {
-	recs := make(map[string]statusRecord, len(statuses))
-	for _, name := range slices.Sorted(maps.Keys(statuses)) {
-		rec, err := encodeStatus(statuses[name])
+// name order so the error does not depend on map order. It also returns
+// the names in order.
+func encodeStatuses(writes map[string]StatusWrite) ([]string, map[string]statusRecord, error) {
+	names := slices.Sorted(maps.Keys(writes))
+	recs := make(map[string]statusRecord, len(writes))
+	for _, name := range names {
+		rec, err := encodeStatus(writes[name].Status)
 		if err != nil {
-			return nil, fmt.Errorf("job %s: %w", name, err)
+			return nil, nil, fmt.Errorf("job %s: %w", name, err)
 		}
 		recs[name] = rec
 	}
-	return recs, nil
+	return names, recs, nil
+}
+
+// writable reports whether a status write over rec with the given base
+// revision is allowed: the status is not terminal (a terminal status is
+// final) and the revision is the one the writer read.
+func (r jobRecord) writable(revision int64) bool {
+	return r.Status.live() && r.StatusRevision == revision
+}
+
+// setAside turns rec into a Failed job set aside for reason at now (see
+// Store.SetAside); the caller has checked its status is not terminal.
+func (r *jobRecord) setAside(reason string, now *int64) {
+	st := &r.Status
+	if st.State.GPUs > 0 || len(st.State.Placement) > 0 {
+		// The core's LastChange is when the GPU count last changed, and
+		// it changes now.
+		st.State.LastChange = now
+	}
+	st.State.Status = string(model.StatusFailed)
+	st.State.GPUs = 0
+	st.State.Placement = nil
+	// Both are documented as zero for a job that is not waiting.
+	st.QueuePosition = 0
+	st.EstimatedStart = nil
+	st.FinishTime = now
+	st.Updated = now
+	st.Reason = ReasonUnrestorable
+	st.Message = reason
+	r.StatusRevision++
+	r.Live = false
+}
+
+// partialJob is what can still be read of a record that does not decode:
+// each of the other fields is empty where it could not be read.
+type partialJob struct {
+	Name           string
+	Why            string
+	GPUType        string
+	Status         model.Status
+	StatusRevision int64
+}
+
+// job is the Job GetJob and ListJobs return for the record.
+func (p partialJob) job() Job {
+	return Job{
+		Name:       p.Name,
+		Spec:       model.JobSpec{Name: p.Name, GPUType: p.GPUType},
+		Status:     JobStatus{State: model.JobState{Status: p.Status}},
+		Unreadable: p.Why,
+	}
+}
+
+// asideRecord is the record SetAside stores in place of the unreadable
+// one: its name, what could be read that a scheduler or a user needs
+// (the GPU type, so the job lists under its type), and a status saying
+// why it was set aside. The revision continues from the stored one when
+// it could be read.
+func (p partialJob) asideRecord(reason string, now *int64) jobRecord {
+	r := jobRecord{
+		Name:           p.Name,
+		Spec:           specRecord{Name: p.Name, GPUType: p.GPUType},
+		StatusRevision: p.StatusRevision,
+	}
+	r.setAside(reason, now)
+	return r
 }
 
 // live reports whether the status is not terminal.
@@ -480,6 +553,15 @@ func decodeScheduler(r schedulerRecord) Scheduler {
 		Settings: decodeSettings(r.Settings),
 		Status:   decodeSchedulerStatus(r.Status),
 	}
+}
+
+// matches reports whether ListJobs keeps j. An unreadable job's GPU type
+// or status is empty when it could not be read; see ListOptions.
+func (o ListOptions) matches(j Job) bool {
+	if o.GPUType != "" && j.Spec.GPUType != o.GPUType && (j.Unreadable == "" || j.Spec.GPUType != "") {
+		return false
+	}
+	return !o.Live || !j.Status.State.Status.Done()
 }
 
 // jobBefore orders jobs as ListJobs returns them: by submit time, then name.

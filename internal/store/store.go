@@ -17,6 +17,9 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrDamaged: Open found the embedded store's file damaged (truncated
+	// or corrupt); the error names the file and what to do.
+	ErrDamaged = errors.New("damaged")
 )
 
 // Job is one training job as stored. It has two owners, written through
@@ -40,17 +43,21 @@ type Job struct {
 	DeleteRequested bool
 	// Status is the scheduler's view of the job.
 	Status JobStatus
-	// StatusRevision counts the writes of Status: 0 until a scheduler
-	// first writes it. SaveStatus writes a status only over the revision
-	// its writer read, so a writer working from a stale copy (a resync
-	// that raced a job's end, a scheduler that lost its leadership)
-	// cannot overwrite a newer status.
+	// StatusRevision counts the writes of Status: CreateJob stores it as
+	// given (callers pass 0), and every write SaveStatus or SetAside makes
+	// adds one. SaveStatus writes a status only over the revision its
+	// writer read, so a writer working from a stale copy (a resync that
+	// raced a job's end, a scheduler that lost its leadership) cannot
+	// overwrite a newer status. A record stored before revisions existed
+	// reads as revision 0.
 	StatusRevision int64
 	// Unreadable, when not empty, says why the stored record could not be
-	// decoded; only Name, and Spec.GPUType where it could be read, are
-	// set. ListJobs and GetJob return such records rather than failing,
-	// so that one damaged record cannot hide or block the others; the
-	// scheduler sets them aside (SetAside).
+	// decoded. Only Name (also copied to Spec.Name) is then certain;
+	// Spec.GPUType and Status.State.Status are set when those parts could
+	// still be read, and are empty otherwise; every other field is zero.
+	// ListJobs and GetJob return such records rather than failing, so
+	// that one damaged record cannot hide or block the others; the
+	// scheduler sets them aside (SetAside). Unreadable is never stored.
 	Unreadable string
 }
 
@@ -96,7 +103,35 @@ const (
 	ReasonUnreadable = "Unreadable"
 )
 
+// StatusWrite is one job's status as its scheduler writes it.
+type StatusWrite struct {
+	Status JobStatus
+	// Revision is the StatusRevision of the writer's copy of the job. The
+	// write is made only if the stored job still has that revision; it
+	// then sets StatusRevision to Revision+1.
+	Revision int64
+}
+
+// SaveResult says which writes of a SaveStatus call were not made. Each
+// list is nil when empty.
+type SaveResult struct {
+	// Missing are the names (sorted) with no job.
+	Missing []string
+	// Conflicts are the names (sorted) whose stored status was not
+	// replaced: its StatusRevision is not the one the writer read, or it
+	// is terminal (Completed, Failed, Canceled: a terminal status is final
+	// and no write replaces it, whatever its revision), or the record is
+	// unreadable.
+	Conflicts []string
+}
+
 // ListOptions filters ListJobs. The zero value lists every job.
+//
+// An unreadable record (Job.Unreadable) is kept unless what could be read
+// of it excludes it: it matches GPUType if its GPU type could be read and
+// is equal, or could not be read at all (so that whichever scheduler
+// serves the type finds it); it matches Live unless its status could be
+// read and is terminal.
 type ListOptions struct {
 	// GPUType, if set, keeps only jobs of that type.
 	GPUType string
@@ -149,22 +184,51 @@ type Scheduler struct {
 // 1677-09-21 or after 2262-04-11 (outside int64 nanoseconds) are rejected;
 // empty slices, maps and byte strings come back nil; NaN and ±Inf survive.
 // A done ctx fails a call before it writes anything.
+//
+// A job's status has one writer at a time, its scheduler, yet a writer
+// may work from a stale copy: SaveStatus therefore writes only over the
+// revision the writer read, and never over a terminal status, which is
+// final. A stored record that cannot be decoded (written by another
+// version, edited by hand, damaged on disk) does not fail reads: GetJob
+// and ListJobs return it marked Unreadable, so recovery goes on and the
+// scheduler can set it aside (SetAside).
 type Store interface {
 	// CreateJob inserts a new job; ErrExists if the name is taken, even
 	// by a finished job.
 	CreateJob(ctx context.Context, j Job) error
-	// GetJob returns a job; ErrNotFound if absent.
+	// GetJob returns a job; ErrNotFound if absent. A record that cannot
+	// be decoded is returned with Unreadable set, not as an error.
 	GetJob(ctx context.Context, name string) (Job, error)
 	// ListJobs returns matching jobs ordered by Spec.SubmitTime, then Name.
+	// Records that cannot be decoded are returned with Unreadable set (and
+	// the zero SubmitTime, so they come first); they never fail the call.
 	ListJobs(ctx context.Context, opts ListOptions) ([]Job, error)
 	// SetPriority changes Spec.Priority; ErrNotFound if absent.
 	SetPriority(ctx context.Context, name string, priority int) error
 	// RequestDelete sets DeleteRequested; ErrNotFound if absent.
 	RequestDelete(ctx context.Context, name string) error
-	// SaveStatus replaces the Status of each named job in one call, so a
-	// scheduler writes a whole cycle at once. Jobs not found are skipped
-	// and their names returned; other fields are never touched.
-	SaveStatus(ctx context.Context, statuses map[string]JobStatus) (missing []string, err error)
+	// SaveStatus writes each job's status where its revision matches, in
+	// one call so a scheduler writes a whole cycle at once; other fields
+	// are never touched. Writes not made are reported in SaveResult, not
+	// as an error; each one made sets the job's StatusRevision to the
+	// write's Revision+1. A status that cannot be stored (a time out of
+	// range) fails the call before anything is written. Any other error
+	// may leave some writes made (the embedded store makes all or none);
+	// the caller should re-read the jobs.
+	SaveStatus(ctx context.Context, writes map[string]StatusWrite) (SaveResult, error)
+	// SetAside marks a job record its scheduler cannot restore: the record
+	// becomes a Failed job whose Status.Reason is ReasonUnrestorable and
+	// Status.Message is reason, with FinishTime and Updated set to now,
+	// GPUs and placement cleared (QueuePosition and EstimatedStart too, as
+	// a Failed job does not wait; LastChange becomes now if it held GPUs)
+	// and StatusRevision incremented; every field that can still be read
+	// is kept. An unreadable record is replaced by one holding its name
+	// (Name and Spec.Name), what could be read (GPU type) and the original
+	// bytes (kept in the stored record under "original", for an operator
+	// to inspect; not returned in Job). A record already terminal is left
+	// as it is, even an unreadable one whose status reads as terminal: a
+	// finished job stays finished. ErrNotFound if absent.
+	SetAside(ctx context.Context, name, reason string, now time.Time) error
 	// DeleteJob removes a job record entirely; ErrNotFound if absent.
 	DeleteJob(ctx context.Context, name string) error
 
