@@ -123,7 +123,9 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // admit adds a new connection, making room at the cap by closing the
 // longest-idle connection, or refusing c when none is idle. Closing is
 // safe here: the server's goroutine of a closed connection sees its read
-// fail and ends it.
+// fail and ends it. A request that arrives on the idle connection just as
+// it is closed fails as one would at the idle timeout; clients retry such
+// requests on a new connection (Go's transport does for idempotent ones).
 func (l *connLimiter) admit(c net.Conn) {
 	if len(l.conns) >= l.max {
 		victim, ok := l.longestIdle()
@@ -146,11 +148,4 @@ func (l *connLimiter) longestIdle() (net.Conn, bool) {
 		}
 	}
 	return victim, victim != nil
-}
-
-// open is the number of connections tracked.
-func (l *connLimiter) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
 }
