@@ -85,6 +85,17 @@ func newFakeAPI(t *testing.T, jobs []api.Job, scheds []api.Scheduler) *fakeAPI {
 	return f
 }
 
+// Creates returns the requests that created jobs (not dry runs).
+func (f *fakeAPI) Creates() []fakeRequest {
+	var out []fakeRequest
+	for _, r := range f.Requests() {
+		if r.Method == http.MethodPost && r.Path == api.RouteJobs && r.Query == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Requests returns the requests seen so far.
 func (f *fakeAPI) Requests() []fakeRequest {
 	f.mu.Lock()
@@ -137,14 +148,26 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "metadata.name", "a job needs a name")
 		return
 	}
+	dryRun := false
+	if vals, ok := r.URL.Query()["dryRun"]; ok {
+		if len(vals) != 1 || vals[0] != "All" {
+			writeError(w, http.StatusBadRequest, "dryRun", "dryRun: %q is not All", vals)
+			return
+		}
+		dryRun = true
+	}
 	name := m.Metadata.Name + fakeStamp
-	for n := 2; f.find(name) >= 0; n++ {
+	for n := 2; f.find(name) >= 0 && !dryRun; n++ {
 		name = fmt.Sprintf("%s%s-%d", m.Metadata.Name, fakeStamp, n)
 	}
 	job := api.Job{
 		Name: name, Kind: m.Kind, GPUType: "v100", Status: "Submitted",
 		MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, Scheduler: "ElasticFIFO",
 		SubmitTime: time.Date(2025, 6, 1, 10, 10, 0, 0, time.UTC),
+	}
+	if dryRun {
+		writeJSON(w, http.StatusOK, job)
+		return
 	}
 	f.jobs = append(f.jobs, job)
 	w.Header().Set("Location", api.RouteJobs+"/"+name)

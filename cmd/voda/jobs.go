@@ -52,8 +52,15 @@ A file may hold several YAML documents separated by '---'; each is a job.
 
 The server makes every name unique by appending the submission time, so the
 name printed is the one to use with 'voda get', 'voda describe' and
-'voda delete'. Files are read before anything is submitted; when a
-submission fails, the others still go ahead and the command exits non-zero.`,
+'voda delete'.
+
+All or nothing: every file is read and every document validated by the
+server (a dry run, so the server's GPU types and limits apply) before any
+job is created. When one is invalid, each invalid document is reported with
+its file, document number, field and reason, nothing is created and the
+command exits non-zero; fix them and run it again. Only a failure while
+creating (the server failing or going away midway) can leave some created:
+they are printed, and the command exits non-zero.`,
 		Example: `  # Submit a job
   voda create -f mnist-elastic.yaml
   Training job created: mnist-elastic-20250601-100000
@@ -91,6 +98,9 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := validateManifests(cmd.Context(), c, manifests); err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	var created []api.Job
 	var errs []error
@@ -118,6 +128,27 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateManifests has the server validate every manifest (a dry run)
+// and reports every invalid one, so that a run creates all jobs or none.
+func validateManifests(ctx context.Context, c *client.Client, manifests []manifest) error {
+	var errs []error
+	for _, m := range manifests {
+		_, err := c.ValidateJob(ctx, m.body)
+		var ce *client.ConnectionError
+		if errors.As(err, &ce) || errors.Is(err, client.ErrNoDryRun) {
+			return err // nothing more can be checked
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.source, err))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d %s invalid; no job was created:\n%w",
+		len(errs), len(manifests), plural(len(manifests), "manifest is", "manifests are"), errors.Join(errs...))
 }
 
 // readManifests reads every file ("-" is in) and splits it into its YAML
@@ -244,7 +275,9 @@ The table shows, as the original Voda did, each job's status, its current
 number of workers (one GPU each), the scheduling algorithm of its GPU type
 and how long it has waited without GPUs, run with GPUs and existed in all.
 -o wide adds the GPU type, priority, worker range, the position of a waiting
-job in the queue, its estimated start and the progress of its training.
+job in the queue, its estimated start, the progress of its training and the
+reason for its status, if any (e.g. Unschedulable: it needs more GPUs than
+its GPU type has in all).
 
 A job being deleted shows its status followed by ",Deleting" until the
 scheduler has halted it.`,
@@ -351,7 +384,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 	tw := newTable(w)
 	header := "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
 	if wide {
-		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS"
+		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS\tREASON"
 	}
 	fmt.Fprintln(tw, header)
 	for _, j := range jobs {
@@ -370,7 +403,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 				start = "unknown"
 			}
 			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
-				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress))
+				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress), dash(j.Reason))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -448,7 +481,9 @@ func newDescribeJobCommand(o *clientOptions) *cobra.Command {
 		Use:     "job NAME...",
 		Aliases: []string{"jobs"},
 		Short:   "Show the details of training jobs",
-		Long: `Show everything the server knows about a training job: its worker range and
+		Long: `Show everything the server knows about a training job: the reason for its
+status where there is one (Reason and Message lines, e.g. Unschedulable when
+it needs more GPUs than its GPU type has in all), its worker range and
 priority, its times (submitted, first started, finished; waiting, running,
 total), the GPU-seconds it attained, its restarts, progress and estimated
 remaining time, and where its workers run. For a waiting job, its position
@@ -512,13 +547,19 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Kind", dash(j.Kind))
 	d.add("GPU type", dash(j.GPUType))
 	d.add("Status", j.Status)
+	if j.Reason != "" {
+		d.add("Reason", j.Reason)
+	}
+	if j.Message != "" {
+		d.add("Message", j.Message)
+	}
 	if j.DeleteRequested && !finished(j.Status) {
 		d.add("Deletion requested", "yes; the scheduler is halting the job")
 	}
 	d.add("Workers", fmt.Sprintf("%d (min %d, max %d, requested %d)", j.Workers, j.MinWorkers, j.MaxWorkers, j.RequestedWorkers))
 	d.add("Priority", strconv.Itoa(j.Priority))
 	d.add("Priority queue", strconv.Itoa(j.PriorityQueue))
-	d.add("Epochs", strconv.Itoa(j.Epochs))
+	d.add("Epochs", epochs(j.Epochs))
 	d.add("Scheduler", dash(j.Scheduler))
 	submit := j.SubmitTime
 	d.add("Submitted", at(&submit))
@@ -562,6 +603,14 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 		}
 	}
 	d.write(w)
+}
+
+// epochs shows a job's epochs; 0 means the manifest did not say.
+func epochs(n int) string {
+	if n <= 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(n)
 }
 
 func plural(n int, one, many string) string {
@@ -688,23 +737,34 @@ func newSetPriorityCommand(o *clientOptions) *cobra.Command {
 		Short: "Change a job's priority",
 		Long: `Change a job's priority, an integer where 0 is the highest (the original's
 JOB_PRIORITY). Algorithms that order jobs by priority use it from their next
-cycle. A finished job's priority cannot be changed.`,
+cycle. A finished job's priority cannot be changed.
+
+PRIORITY is taken as written, a negative number too (no '--' needed); the
+server says which values it accepts. Flags may come before or after JOB
+and PRIORITY.`,
 		Example: `  voda set priority mnist-elastic-20250601-100000 0
   Priority of mnist-elastic-20250601-100000 set to 0`,
-		Args: cobra.ExactArgs(2),
+		Args: cobra.ArbitraryArgs, // checked by priorityArgs
 		RunE: func(cmd *cobra.Command, args []string) error {
+			name, prio, help, err := priorityArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			if help {
+				return cmd.Help()
+			}
 			if err := checkOutput(&output, outJSON, outYAML); err != nil {
 				return err
 			}
-			p, err := strconv.Atoi(args[1])
+			p, err := strconv.Atoi(prio)
 			if err != nil {
-				return fmt.Errorf("priority %q is not an integer", args[1])
+				return fmt.Errorf("priority %q is not an integer", prio)
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			job, err := c.SetPriority(cmd.Context(), args[0], p)
+			job, err := c.SetPriority(cmd.Context(), name, p)
 			if err != nil {
 				return err
 			}
@@ -716,5 +776,43 @@ cycle. A finished job's priority cannot be changed.`,
 		},
 	}
 	addOutputFlag(cmd, &output, outJSON, outYAML)
+	// Flag parsing stops at JOB, so that a PRIORITY of -1 is not taken
+	// for a flag; priorityArgs parses the flags after PRIORITY.
+	cmd.Flags().SetInterspersed(false)
 	return cmd
 }
+
+// priorityArgs finds JOB and PRIORITY among `set priority`'s arguments,
+// which cobra leaves unparsed from JOB on, and parses the flags between
+// and after them: a negative number is an argument, not a flag; after
+// "--" everything is. help reports --help among them.
+func priorityArgs(cmd *cobra.Command, args []string) (name, priority string, help bool, err error) {
+	flags := cmd.Flags()
+	var pos []string
+	for rest := args; len(rest) > 0; {
+		switch {
+		case rest[0] == "--":
+			pos, rest = append(pos, rest[1:]...), nil
+		case !strings.HasPrefix(rest[0], "-") || negativeNumber.MatchString(rest[0]):
+			pos, rest = append(pos, rest[0]), rest[1:]
+		default:
+			if err := flags.Parse(rest); err != nil {
+				return "", "", false, err
+			}
+			rest = flags.Args() // from the first argument on
+			if flags.ArgsLenAtDash() == 0 {
+				pos, rest = append(pos, rest...), nil
+			}
+		}
+	}
+	if help, _ = flags.GetBool("help"); help {
+		return "", "", true, nil
+	}
+	if len(pos) != 2 {
+		return "", "", false, fmt.Errorf("accepts 2 arg(s), received %d (JOB PRIORITY)", len(pos))
+	}
+	return pos[0], pos[1], false, nil
+}
+
+// negativeNumber is an argument that looks like a flag but is a number.
+var negativeNumber = regexp.MustCompile(`^-[0-9.]`)

@@ -133,11 +133,11 @@ ncf-20250601-100600      Waiting     0         Tiresias      4m        0s       
 		{
 			name: "wide",
 			args: []string{"get", "jobs", "-o", "wide"},
-			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS
-resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0          1     8     -       -           100%
-mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       0          1     4     -       -           42%
-bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       1          2     8     1       in 3m       0%
-ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0          1     2     2       unknown     0%
+			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS   REASON
+resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0          1     8     -       -           100%       -
+mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       0          1     4     -       -           42%        -
+bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       1          2     8     1       in 3m       0%         -
+ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0          1     2     2       unknown     0%         -
 `,
 		},
 		{
@@ -273,8 +273,11 @@ func TestCreate(t *testing.T) {
 		if want := "Training job created: mnist-20250601-101000\n"; got != want {
 			t.Errorf("stdout = %q, want %q", got, want)
 		}
-		want := []fakeRequest{{Method: "POST", Path: "/api/v1/jobs", ContentType: "application/yaml",
-			Body: "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n  name: mnist\n"}}
+		body := "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n  name: mnist\n"
+		want := []fakeRequest{
+			{Method: "POST", Path: "/api/v1/jobs", Query: "dryRun=All", ContentType: "application/yaml", Body: body},
+			{Method: "POST", Path: "/api/v1/jobs", ContentType: "application/yaml", Body: body},
+		}
 		if diff := cmp.Diff(want, f.Requests()); diff != "" {
 			t.Errorf("requests (-want,+got):\n%s", diff)
 		}
@@ -297,7 +300,7 @@ Training job created: mnist-20250601-101000-2
 			t.Errorf("stdout (-want,+got):\n%s", diff)
 		}
 		var types []string
-		for _, r := range f.Requests() {
+		for _, r := range f.Creates() {
 			types = append(types, r.ContentType)
 		}
 		wantTypes := []string{"application/yaml", "application/json", "application/yaml", "application/yaml", "application/yaml"}
@@ -323,10 +326,10 @@ Training job created: mnist-20250601-101000-2
 	t.Run("errors", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeAPI(t, nil, nil)
-		stdout := wantError(t, []string{"create", "-f", noName, "-f", mnist, "--server", f.URL},
-			noName+": a job needs a name (field metadata.name)")
-		if stdout != "Training job created: mnist-20250601-101000\n" {
-			t.Errorf("the valid job was not created after the invalid one: %q", stdout)
+		wantError(t, []string{"create", "-f", noName, "-f", mnist, "--server", f.URL},
+			"1 of 2 manifests are invalid; no job was created", noName+": a job needs a name (field metadata.name)")
+		if n := len(f.Creates()); n != 0 {
+			t.Errorf("%d jobs created with an invalid manifest among them, want none", n)
 		}
 		before := len(f.Requests())
 		wantError(t, []string{"create", "-f", mnist, "-f", filepath.Join(dir, "missing.yaml"), "--server", f.URL}, "missing.yaml: no such file")
@@ -518,6 +521,124 @@ func TestSetPriority(t *testing.T) {
 	wantError(t, []string{"set", "priority", "bert-20250601-100500", "high", "--server", f.URL}, `priority "high" is not an integer`)
 	wantError(t, []string{"set", "priority", "--server", f.URL, "--", "bert-20250601-100500", "-1"}, "priority must be a non-negative integer (field priority)")
 	wantError(t, []string{"set", "priority", "gone", "1", "--server", f.URL}, "job gone not found")
+}
+
+// A negative PRIORITY is an argument, not a flag: it reaches the server,
+// which rejects it with its own message; flags still work before and
+// after the arguments.
+func TestSetPriorityNegativeAndFlags(t *testing.T) {
+	t.Parallel()
+	f := newFakeAPI(t, testJobs(), nil)
+	const job = "bert-20250601-100500"
+	wantError(t, []string{"set", "priority", job, "-1", "--server", f.URL}, "priority must be a non-negative integer (field priority)")
+	wantError(t, []string{"set", "priority", "--server", f.URL, job, "-5"}, "priority must be a non-negative integer (field priority)")
+	wantError(t, []string{"set", "priority", "--server", f.URL, job, "--", "-1"}, "priority must be a non-negative integer (field priority)")
+	want := []fakeRequest{
+		{Method: "PUT", Path: "/api/v1/jobs/" + job + "/priority", ContentType: "application/json", Body: `{"priority":-1}`},
+		{Method: "PUT", Path: "/api/v1/jobs/" + job + "/priority", ContentType: "application/json", Body: `{"priority":-5}`},
+		{Method: "PUT", Path: "/api/v1/jobs/" + job + "/priority", ContentType: "application/json", Body: `{"priority":-1}`},
+	}
+	if diff := cmp.Diff(want, f.Requests()); diff != "" {
+		t.Errorf("requests (-want,+got):\n%s", diff)
+	}
+
+	for _, args := range [][]string{
+		{"set", "priority", job, "2", "-o", "json", "--server", f.URL},
+		{"set", "priority", "-o", "json", "--server", f.URL, job, "2"},
+	} {
+		var got api.Job
+		if err := json.Unmarshal([]byte(mustVoda(t, args...)), &got); err != nil || got.Priority != 2 {
+			t.Errorf("voda %s: %+v, %v", strings.Join(args, " "), got.Priority, err)
+		}
+	}
+	if out := mustVoda(t, "set", "priority", job, "1", "--help"); !strings.Contains(out, "Usage:\n  voda set priority JOB PRIORITY") {
+		t.Errorf("--help after the arguments:\n%s", out)
+	}
+	before := len(f.Requests())
+	wantError(t, []string{"set", "priority", job, "--server", f.URL}, "accepts 2 arg(s), received 1")
+	wantError(t, []string{"set", "priority", job, "1", "extra", "--server", f.URL}, "accepts 2 arg(s), received 3")
+	wantError(t, []string{"set", "priority", job, "1", "--bogus"}, "unknown flag: --bogus")
+	if n := len(f.Requests()) - before; n != 0 {
+		t.Errorf("%d requests after bad arguments, want none", n)
+	}
+}
+
+// TestCreateValidatesAllFirst: with an invalid document among several,
+// nothing is created (before, the valid ones were, and a rerun duplicated
+// them), and every invalid document is reported by file and index.
+func TestCreateValidatesAllFirst(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", "kind: MPIJob\nmetadata:\n  name: good\n")
+	mixed := write("mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: Deployment\nmetadata:\n  name: second\n---\nkind: MPIJob\nmetadata: {}\n")
+	f := newFakeAPI(t, nil, nil)
+	stdout := wantError(t, []string{"create", "-f", good, "-f", mixed, "--server", f.URL},
+		"2 of 4 manifests are invalid; no job was created",
+		mixed+` (document 2): kind "Deployment" is not MPIJob or PyTorchJob (field kind)`,
+		mixed+" (document 3): a job needs a name (field metadata.name)")
+	if stdout != "" || len(f.Creates()) != 0 || len(f.Jobs()) != 0 {
+		t.Fatalf("jobs created despite invalid documents: stdout %q, %d creates", stdout, len(f.Creates()))
+	}
+	// Fixed, the rerun creates each job once.
+	write("mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: PyTorchJob\nmetadata:\n  name: second\n")
+	got := mustVoda(t, "create", "-f", good, "-f", mixed, "--server", f.URL)
+	want := "Training job created: good-20250601-101000\nTraining job created: first-20250601-101000\nTraining job created: second-20250601-101000\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rerun (-want,+got):\n%s", diff)
+	}
+	if n := len(f.Jobs()); n != 3 {
+		t.Errorf("%d jobs, want 3", n)
+	}
+}
+
+func TestDescribeJobReasonAndUnknownEpochs(t *testing.T) {
+	t.Parallel()
+	job := api.Job{
+		Name: "huge-20250601-100000", Kind: "MPIJob", GPUType: "v100", Status: "Waiting",
+		Reason: "Unschedulable", Message: "needs at least 1000 GPUs; the v100 nodes have 8 in all",
+		MinWorkers: 1000, MaxWorkers: 1000, RequestedWorkers: 1000, Scheduler: "ElasticFIFO",
+		SubmitTime: *at(10, 0, 0), WaitingSeconds: 600, TotalSeconds: 600,
+	}
+	f := newFakeAPI(t, []api.Job{job}, nil)
+	want := `Name:              huge-20250601-100000
+Kind:              MPIJob
+GPU type:          v100
+Status:            Waiting
+Reason:            Unschedulable
+Message:           needs at least 1000 GPUs; the v100 nodes have 8 in all
+Workers:           0 (min 1000, max 1000, requested 1000)
+Priority:          0
+Priority queue:    0
+Epochs:            unknown
+Scheduler:         ElasticFIFO
+Submitted:         2025-06-01T10:00:00Z (10m ago)
+First started:     -
+Finished:          -
+Waiting:           10m
+Running:           0s
+Total:             10m
+Attained service:  0 GPU-seconds
+Restarts:          0
+Progress:          0.0%
+Remaining:         unknown
+Queue position:    unknown
+Estimated start:   unknown
+Placement:         none
+`
+	if diff := cmp.Diff(want, mustVoda(t, "describe", "job", job.Name, "--server", f.URL)); diff != "" {
+		t.Errorf("describe (-want,+got):\n%s", diff)
+	}
+	wide := mustVoda(t, "get", "jobs", "-o", "wide", "--server", f.URL)
+	if lines := strings.Split(wide, "\n"); !strings.HasSuffix(lines[0], "PROGRESS   REASON") || !strings.HasSuffix(lines[1], "0%         Unschedulable") {
+		t.Errorf("-o wide does not show the reason:\n%s", wide)
+	}
 }
 
 // TestServerClock checks that ages are measured on the server's clock,

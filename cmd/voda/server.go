@@ -20,6 +20,7 @@ import (
 	"github.com/vodascheduler/voda/docs"
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -49,6 +50,9 @@ type serverOptions struct {
 	logLevel    string
 	logFormat   string
 	kube        kubeOptions
+	// maxConns and maxWorkers bound the API (--components api or all).
+	maxConns   int
+	maxWorkers int
 }
 
 func newServerCommand() *cobra.Command {
@@ -117,6 +121,10 @@ VODA_SERVER.`,
 	f.DurationVar(&o.kube.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
 	f.DurationVar(&o.kube.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	f.StringVar(&o.kube.identity, "identity", "", "this replica's name in leases (default HOSTNAME_PID)")
+	f.IntVar(&o.maxConns, "max-connections", api.DefaultMaxConnections,
+		"most client connections the API keeps open; at the limit a new client closes the connection idle longest, or is refused when all are busy (-1: no limit)")
+	f.IntVar(&o.maxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
+		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
 	return cmd
 }
 
@@ -320,7 +328,8 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		srv, err := api.New(api.Config{
 			Store: st, Queue: q, GPUTypes: gpuTypes, Algorithms: algos,
 			DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit,
-			Models: livecluster.Models(), Clock: clk, Metrics: m, Gatherer: reg, Logger: log,
+			Models: livecluster.Models(), Clock: clk, NameClock: k8sclock.RealClock{}, MaxWorkers: o.maxWorkers,
+			Metrics: m, Gatherer: reg, Logger: log,
 			Ready: func() error {
 				if err := ks.Ready(); err != nil {
 					return err
@@ -341,7 +350,13 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		if err != nil {
 			return fmt.Errorf("--addr: %w", err)
 		}
-		hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		if o.maxConns == 0 || o.maxConns < -1 {
+			return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", o.maxConns)
+		}
+		if o.maxWorkers < 1 {
+			return fmt.Errorf("--max-workers: %d must be at least 1", o.maxWorkers)
+		}
+		hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: o.maxConns})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
@@ -20,21 +21,28 @@ const nameStampLayout = "20060102-150405"
 // maxNameTries bounds the numeric suffixes tried within one second.
 const maxNameTries = 10000
 
-// submit validates, names and stores a manifest and notifies its
-// scheduler. It returns the stored job, or writes the error answer.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request) (store.Job, bool) {
-	if !s.checkManifestType(w, r) {
-		return store.Job{}, false
+// parseManifest checks a manifest's Content-Type (legacy: the original's
+// route, which also takes curl's form type), reads it and validates it
+// with the server's options. It writes the error answer itself.
+func (s *Server) parseManifest(w http.ResponseWriter, r *http.Request, legacy bool) (*jobspec.Spec, bool) {
+	if !s.checkManifestType(w, r, legacy) {
+		return nil, false
 	}
 	body, ok := s.readBody(w, r)
 	if !ok {
-		return store.Job{}, false
+		return nil, false
 	}
 	spec, err := jobspec.Parse(body, s.spec)
 	if err != nil {
 		s.failSpec(w, r, err)
-		return store.Job{}, false
+		return nil, false
 	}
+	return spec, true
+}
+
+// submit stores a validated job under a unique name and notifies its
+// scheduler. It returns the stored job, or writes the error answer.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) (store.Job, bool) {
 	job, err := s.create(r.Context(), spec)
 	if err != nil {
 		s.failInternal(w, r, err)
@@ -47,40 +55,55 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) (store.Job, bool
 	return job, true
 }
 
+// nameBase is a job's name before any numeric suffix: the manifest's name
+// and the wall-clock time in UTC to the second. Names come from NameClock,
+// not from Clock, which a simulated cluster may run ahead of the wall
+// clock: a name tells its user when they submitted.
+func (s *Server) nameBase(spec *jobspec.Spec) string {
+	return spec.Name + "-" + s.cfg.NameClock.Now().UTC().Format(nameStampLayout)
+}
+
 // create stores the job under a unique name: the user's name plus the
 // submission time to the second, and -2, -3, ... when that is taken. The
 // store's unique key makes this safe across API replicas; the counter
 // only saves tries within this one.
 func (s *Server) create(ctx context.Context, spec *jobspec.Spec) (store.Job, error) {
 	now := s.cfg.Clock.Now()
-	base := spec.Name + "-" + now.Format(nameStampLayout)
+	base := s.nameBase(spec)
 	for try := 0; try < maxNameTries; try++ {
-		name := s.candidate(base)
-		spec.Rename(name)
-		manifest, err := spec.JSON()
+		job, err := newJob(spec, s.candidate(base), now)
 		if err != nil {
 			return store.Job{}, err
-		}
-		js := spec.JobSpec
-		js.SubmitTime = now
-		job := store.Job{
-			Name: name, Kind: spec.Kind, Manifest: manifest, Spec: js, Model: spec.Model,
-			Status: store.JobStatus{
-				State:   model.JobState{Status: model.StatusSubmitted},
-				Est:     model.Estimates{RemainingSeconds: -1},
-				Updated: now,
-			},
 		}
 		err = s.cfg.Store.CreateJob(ctx, job)
 		if errors.Is(err, store.ErrExists) {
 			continue
 		}
 		if err != nil {
-			return store.Job{}, fmt.Errorf("create job %s: %w", name, err)
+			return store.Job{}, fmt.Errorf("create job %s: %w", job.Name, err)
 		}
 		return job, nil
 	}
 	return store.Job{}, fmt.Errorf("create job %s: no free name after %d tries", base, maxNameTries)
+}
+
+// newJob is the record of a new job named name, submitted at now.
+func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
+	spec.Rename(name)
+	manifest, err := spec.JSON()
+	if err != nil {
+		return store.Job{}, err
+	}
+	js := spec.JobSpec
+	js.SubmitTime = now
+	return store.Job{
+		Name: name, Kind: spec.Kind, Manifest: manifest, Spec: js, Model: spec.Model,
+		Status: store.JobStatus{
+			State:   model.JobState{Status: model.StatusSubmitted},
+			Est:     model.Estimates{RemainingSeconds: -1},
+			Updated: now,
+		},
+	}, nil
 }
 
 // candidate returns the next name to try for base.
@@ -100,12 +123,53 @@ func (s *Server) candidate(base string) string {
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
-	job, ok := s.submit(w, r)
+	dry, ok := s.dryRun(w, r)
+	if !ok {
+		return
+	}
+	spec, ok := s.parseManifest(w, r, false)
+	if !ok {
+		return
+	}
+	if dry {
+		s.answerDryRun(w, r, spec)
+		return
+	}
+	job, ok := s.submit(w, r, spec)
 	if !ok {
 		return
 	}
 	w.Header().Set("Location", RouteJobs+"/"+job.Name)
-	writeJSON(w, http.StatusCreated, s.view(job, s.cfg.DefaultAlgorithm, s.cfg.Clock.Now()))
+	s.writeJob(w, r, http.StatusCreated, job)
+}
+
+// dryRunAll is the one value of the dryRun query parameter, as in
+// Kubernetes: validate and answer, but store nothing.
+const dryRunAll = "All"
+
+// dryRun reads the dryRun query parameter: absent, or All.
+func (s *Server) dryRun(w http.ResponseWriter, r *http.Request) (bool, bool) {
+	vals, ok := r.URL.Query()["dryRun"]
+	switch {
+	case !ok:
+		return false, true
+	case len(vals) == 1 && vals[0] == dryRunAll:
+		return true, true
+	}
+	s.fail(w, http.StatusBadRequest, "BadRequest", "dryRun",
+		fmt.Sprintf("dryRun: %q is not %s (the only value: validate and store nothing)", strings.Join(vals, ","), dryRunAll))
+	return false, false
+}
+
+// answerDryRun answers 200 with the job as it would be created now: its
+// name without the -2, -3, ... a name taken within the same second gets.
+func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) {
+	job, err := newJob(spec, s.nameBase(spec), s.cfg.Clock.Now())
+	if err != nil {
+		s.failInternal(w, r, err)
+		return
+	}
+	s.writeJob(w, r, http.StatusOK, job)
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -250,8 +314,12 @@ func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
 	s.writeJob(w, r, http.StatusOK, j)
 }
 
-// statusOf is the status a user sees.
+// statusOf is the status a user sees: a record that could not be read
+// is Failed.
 func statusOf(j store.Job) model.Status {
+	if j.Unreadable != "" {
+		return model.StatusFailed
+	}
 	if st := j.Status.State.Status; st != "" {
 		return st
 	}
@@ -269,6 +337,10 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 		Scheduler: algo, SubmitTime: j.Spec.SubmitTime,
 		AttainedService: st.AttainedService, Restarts: st.Restarts, PriorityQueue: st.Queue,
 		Progress: j.Status.Progress, QueuePosition: j.Status.QueuePosition,
+		Reason: j.Status.Reason, Message: j.Status.Message,
+	}
+	if j.Unreadable != "" {
+		out.Reason, out.Message = store.ReasonUnreadable, j.Unreadable
 	}
 	if len(st.Placement) > 0 {
 		out.Placement = map[string]int{}
@@ -286,7 +358,10 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	if !j.Status.FinishTime.IsZero() {
 		end = j.Status.FinishTime
 	}
-	total := max(end.Sub(j.Spec.SubmitTime).Seconds(), 0)
+	total := 0.0
+	if !j.Spec.SubmitTime.IsZero() { // an unreadable record has none
+		total = max(end.Sub(j.Spec.SubmitTime).Seconds(), 0)
+	}
 	running := st.RunSeconds
 	if st.GPUs > 0 && j.Status.FinishTime.IsZero() && now.After(j.Status.Updated) {
 		running += now.Sub(j.Status.Updated).Seconds()

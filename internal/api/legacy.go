@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -17,7 +18,11 @@ import (
 // status codes and the same JSON error body as the v1 API.
 
 func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) {
-	job, ok := s.submit(w, r)
+	spec, ok := s.parseManifest(w, r, true)
+	if !ok {
+		return
+	}
+	job, ok := s.submit(w, r, spec)
 	if !ok {
 		return
 	}
@@ -29,7 +34,7 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := strings.TrimSpace(string(body))
+	name := legacyText(body)
 	if name == "" {
 		s.fail(w, http.StatusBadRequest, "Invalid", "body", "body: the name of the job to delete is required")
 		return
@@ -65,6 +70,20 @@ func (s *Server) legacyList(w http.ResponseWriter, r *http.Request) {
 	writeText(w, http.StatusOK, buf.String())
 }
 
+// legacyText is a legacy body's text: raw text as the original's CLI
+// sends it (a job name, an algorithm, seconds), or a JSON string as its
+// documentation's curl calls send it ('"ElasticFIFO"'), unquoted.
+func legacyText(body []byte) string {
+	text := strings.TrimSpace(string(body))
+	if strings.HasPrefix(text, `"`) {
+		var s string
+		if json.Unmarshal([]byte(text), &s) == nil {
+			return strings.TrimSpace(s)
+		}
+	}
+	return text
+}
+
 // legacyGPUType picks the GPU type of a legacy settings request: the
 // gpuType query parameter, or the only GPU type there is.
 func (s *Server) legacyGPUType(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -88,7 +107,7 @@ func (s *Server) legacyAlgorithm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, ok := s.changeAlgorithm(w, r, gpuType, AlgorithmRequest{Algorithm: strings.TrimSpace(string(body))})
+	rec, ok := s.changeAlgorithm(w, r, gpuType, AlgorithmRequest{Algorithm: legacyText(body)})
 	if ok {
 		writeText(w, http.StatusOK, fmt.Sprintf("Algorithm of %s set to %s\n", gpuType, rec.Settings.Algorithm))
 	}
@@ -103,7 +122,7 @@ func (s *Server) legacyRateLimit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	text := strings.TrimSpace(string(body))
+	text := legacyText(body)
 	secs, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, "Invalid", "body", fmt.Sprintf("body: %q is not a number of seconds", text))

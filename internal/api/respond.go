@@ -8,6 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
 )
@@ -50,13 +54,17 @@ func (s *Server) failSpec(w http.ResponseWriter, r *http.Request, err error) {
 // maxBody bounds every request body: jobspec's limit on manifests.
 const maxBody = jobspec.DefaultMaxBytes
 
+func (s *Server) failTooLarge(w http.ResponseWriter) {
+	s.fail(w, http.StatusRequestEntityTooLarge, "TooLarge", "body", fmt.Sprintf("body: larger than %d bytes", maxBody))
+}
+
 // readBody reads a request body up to maxBody, answering 413 beyond it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		s.fail(w, http.StatusRequestEntityTooLarge, "TooLarge", "body", fmt.Sprintf("body: larger than %d bytes", maxBody))
+		s.failTooLarge(w)
 		return nil, false
 	case err != nil:
 		s.fail(w, http.StatusBadRequest, "BadRequest", "body", fmt.Sprintf("body: %v", err))
@@ -72,13 +80,20 @@ var manifestTypes = map[string]bool{
 	"text/yaml": true, "text/x-yaml": true, "text/plain": true, "application/octet-stream": true,
 }
 
-func (s *Server) checkManifestType(w http.ResponseWriter, r *http.Request) bool {
+// formType is what curl sends with --data and --data-binary unless told
+// otherwise; the original's POST /training took it, so the legacy route
+// does.
+const formType = "application/x-www-form-urlencoded"
+
+// checkManifestType accepts the manifest types, and the form type when
+// legacy is set.
+func (s *Server) checkManifestType(w http.ResponseWriter, r *http.Request, legacy bool) bool {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || !manifestTypes[mt] {
+	if err != nil || !(manifestTypes[mt] || legacy && mt == formType) {
 		s.fail(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "Content-Type",
 			fmt.Sprintf("Content-Type: %q is not a manifest type; send application/yaml or application/json", ct))
 		return false
@@ -86,21 +101,257 @@ func (s *Server) checkManifestType(w http.ResponseWriter, r *http.Request) bool 
 	return true
 }
 
-// decodeJSON decodes a small JSON request body strictly.
+// decodeJSON reads a JSON request body into v, a pointer to a request
+// struct, as strictly as the manifest parser reads a manifest (see
+// decodeStrict); an error names the offending field.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", "body", fmt.Sprintf("body: not the expected JSON object: %v", err))
-		return false
-	}
-	if dec.More() {
-		s.fail(w, http.StatusBadRequest, "BadRequest", "body", "body: trailing data after the JSON object")
+	if err := decodeStrict(body, v); err != nil {
+		s.fail(w, http.StatusBadRequest, "BadRequest", err.Field, err.Error())
 		return false
 	}
 	return true
+}
+
+// decodeStrict decodes one JSON object into v, a pointer to a struct.
+// Unlike encoding/json alone it rejects a key given twice (at any depth)
+// and a key that is not exactly a field's JSON name: encoding/json would
+// take the last of duplicates and match {"PRIORITY": 1} to "priority".
+func decodeStrict(data []byte, v any) *jobspec.FieldError {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &jobspec.FieldError{Field: "body", Reason: "is empty; expected a JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	t := reflect.TypeOf(v).Elem()
+	if err := checkObject(dec, t); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &jobspec.FieldError{Field: "body", Reason: "trailing data after the JSON object"}
+	}
+	dec = json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" { // e.g. a number too large for its field
+			return &jobspec.FieldError{Field: te.Field, Reason: fmt.Sprintf("cannot hold the JSON %s", te.Value)}
+		}
+		return &jobspec.FieldError{Field: "body", Reason: fmt.Sprintf("not the expected JSON object: %v", err)}
+	}
+	return nil
+}
+
+// checkObject checks that the body is one JSON object whose keys are t's
+// fields, each once.
+func checkObject(dec *json.Decoder, t reflect.Type) *jobspec.FieldError {
+	tok, err := dec.Token()
+	if err != nil {
+		return syntaxError("", err)
+	}
+	if tok != json.Delim('{') {
+		return &jobspec.FieldError{Field: "body", Reason: "must be a JSON object, not " + tokenKind(tok)}
+	}
+	return checkMembers(dec, t, "")
+}
+
+// checkValue checks the value that comes next in dec against t (nil when
+// any value goes), at path.
+func checkValue(dec *json.Decoder, t reflect.Type, path string) *jobspec.FieldError {
+	tok, err := dec.Token()
+	if err != nil {
+		return syntaxError(path, err)
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if tok == nil { // null leaves the field unset
+		return nil
+	}
+	if want := jsonKind(t); want != "" && want != tokenKind(tok) && !(want == "an integer" && isInteger(tok)) {
+		return &jobspec.FieldError{Field: path, Reason: fmt.Sprintf("must be %s, not %s", want, tokenText(tok))}
+	}
+	switch tok {
+	case json.Delim('{'):
+		return checkMembers(dec, t, path)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := checkValue(dec, elem, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return syntaxError(path, err)
+		}
+	}
+	return nil
+}
+
+// checkMembers checks an object's members after its '{'. A struct takes
+// its fields' exact JSON names; a map any key, each once.
+func checkMembers(dec *json.Decoder, t reflect.Type, path string) *jobspec.FieldError {
+	fields := jsonFieldTypes(t)
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxError(path, err)
+		}
+		key, _ := tok.(string)
+		at := fieldPath(path, key)
+		if seen[key] {
+			return &jobspec.FieldError{Field: at, Reason: "is given twice; give it once"}
+		}
+		seen[key] = true
+		var ft reflect.Type
+		switch {
+		case t != nil && t.Kind() == reflect.Struct:
+			var ok bool
+			if ft, ok = fields[key]; !ok {
+				return &jobspec.FieldError{Field: at, Reason: unknownField(key, fields)}
+			}
+		case t != nil && t.Kind() == reflect.Map:
+			ft = t.Elem()
+		}
+		if err := checkValue(dec, ft, at); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return syntaxError(path, err)
+	}
+	return nil
+}
+
+func syntaxError(path string, err error) *jobspec.FieldError {
+	return &jobspec.FieldError{Field: fieldPath(path, ""), Reason: "not valid JSON: " + jsonErrorText(err)}
+}
+
+// isInteger reports whether a token is a number without a fraction that
+// fits an int.
+func isInteger(tok json.Token) bool {
+	n, ok := tok.(json.Number)
+	if !ok {
+		return false
+	}
+	_, err := strconv.ParseInt(string(n), 10, 0)
+	return err == nil
+}
+
+// jsonFieldTypes maps a struct's JSON field names to their types.
+func jsonFieldTypes(t reflect.Type) map[string]reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func unknownField(key string, fields map[string]reflect.Type) string {
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		if strings.EqualFold(n, key) {
+			return fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive)", n)
+		}
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return "unknown field; known: " + strings.Join(names, ", ")
+}
+
+func fieldPath(path, key string) string {
+	switch {
+	case path == "":
+		if key == "" {
+			return "body"
+		}
+		return key
+	case key == "":
+		return path
+	}
+	return path + "." + key
+}
+
+// tokenKind describes a JSON token for error messages.
+func tokenKind(tok json.Token) string {
+	switch tok.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case json.Delim:
+		if tok == json.Delim('{') {
+			return "an object"
+		}
+		return "a list"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// tokenText is tokenKind with a scalar's value, for messages.
+func tokenText(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Number:
+		return "the number " + v.String()
+	case string:
+		return "a string"
+	case bool:
+		return "the boolean " + strconv.FormatBool(v)
+	}
+	return tokenKind(tok)
+}
+
+// jsonKind names the JSON a Go type decodes from, as tokenKind does;
+// empty for any JSON (nil or an interface).
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return ""
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return ""
+}
+
+func jsonErrorText(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "the body ends early"
+	}
+	return err.Error()
 }

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,12 +47,20 @@ type Config struct {
 	// Models, if not empty, are the performance models jobs may name in
 	// the vodascheduler/sim-model annotation.
 	Models []string
-	// Clock stamps submissions and names; the scheduler's clock when they
-	// share a process.
-	Clock    clock.PassiveClock
-	Metrics  *metrics.Metrics
-	Gatherer prometheus.Gatherer
-	Logger   *slog.Logger
+	// Clock stamps submissions (a job's submitTime) and measures ages; the
+	// scheduler's clock when they share a process, which a simulated
+	// cluster runs faster than real time.
+	Clock clock.PassiveClock
+	// NameClock stamps job names (NAME-YYYYMMDD-hhmmss, in UTC): the wall
+	// clock when nil, whatever Clock says, so that names tell people when
+	// they submitted.
+	NameClock clock.PassiveClock
+	// MaxWorkers is the most workers one job may ask for; 0 means
+	// jobspec.DefaultMaxWorkers.
+	MaxWorkers int
+	Metrics    *metrics.Metrics
+	Gatherer   prometheus.Gatherer
+	Logger     *slog.Logger
 	// Ready, if set, adds a readiness condition (schedulers recovered).
 	Ready func() error
 	// OpenAPI is the API description served at RouteOpenAPI.
@@ -83,6 +91,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.NameClock == nil {
+		cfg.NameClock = clock.RealClock{}
+	}
 	if cfg.DefaultAlgorithm == "" {
 		cfg.DefaultAlgorithm = DefaultAlgorithm
 	}
@@ -99,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.GPUTypes = slices.Sorted(slices.Values(cfg.GPUTypes))
 	s := &Server{
 		cfg: cfg, log: log,
-		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models},
+		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers},
 		mux:  http.NewServeMux(),
 		next: map[string]int{},
 	}
@@ -107,7 +118,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler with request metrics and panic recovery.
+// Handler returns the HTTP handler with request metrics and panic
+// recovery. A body declared larger than any route accepts is refused with
+// 413 before it is read, so a client that asked to continue gets no
+// "100 Continue" and sends nothing.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -126,6 +140,10 @@ func (s *Server) Handler() http.Handler {
 			s.cfg.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
 			s.cfg.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		}()
+		if r.ContentLength > maxBody {
+			s.failTooLarge(rec)
+			return
+		}
 		s.mux.ServeHTTP(rec, r)
 	})
 }
@@ -169,9 +187,40 @@ func (s *Server) routes() {
 	m.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
 	m.HandleFunc("GET "+RouteReadyz, s.readyz)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("/", s.noRoute)
+}
+
+// probeMethods are the methods noRoute tries on a path to list in Allow.
+var probeMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions,
+}
+
+// noRoute answers what no route took: 405 with an Allow header when the
+// path has routes for other methods, 404 when it has none.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	allowed := s.allowedMethods(r)
+	if len(allowed) == 0 {
 		s.fail(w, http.StatusNotFound, "NotFound", "", fmt.Sprintf("no route %s %s; see %s", r.Method, r.URL.Path, RouteOpenAPI))
-	})
+		return
+	}
+	allow := strings.Join(allowed, ", ")
+	w.Header().Set("Allow", allow)
+	s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "",
+		fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, allow))
+}
+
+// allowedMethods are the methods a route other than the catch-all takes
+// for r's path.
+func (s *Server) allowedMethods(r *http.Request) []string {
+	var out []string
+	for _, m := range probeMethods {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -232,13 +281,4 @@ func (s *Server) algorithmOf(rec store.Scheduler) string {
 		return e.Name
 	}
 	return rec.Settings.Algorithm
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

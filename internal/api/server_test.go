@@ -27,14 +27,24 @@ import (
 type fixture struct {
 	t     *testing.T
 	url   string
+	srv   *Server
 	store store.Store
 	queue queue.Queue
-	clock *clocktesting.FakeClock
+	// clock is the scheduler's clock (submit times, ages); nameClock the
+	// wall clock that stamps names. Both start at t0.
+	clock, nameClock *clocktesting.FakeClock
 }
 
 var t0 = time.Date(2026, 11, 21, 9, 30, 15, 0, time.UTC)
 
 func newFixture(t *testing.T, gpuTypes ...string) *fixture {
+	t.Helper()
+	return newFixtureWith(t, nil, gpuTypes...)
+}
+
+// newFixtureWith is newFixture with the Config changed by edit (if not
+// nil) before the server is built.
+func newFixtureWith(t *testing.T, edit func(*Config), gpuTypes ...string) *fixture {
 	t.Helper()
 	if len(gpuTypes) == 0 {
 		gpuTypes = []string{"v100"}
@@ -51,18 +61,22 @@ func newFixture(t *testing.T, gpuTypes ...string) *fixture {
 	}
 	t.Cleanup(func() { _ = q.Close() })
 	reg := prometheus.NewRegistry()
-	clk := clocktesting.NewFakeClock(t0)
-	srv, err := New(Config{
+	clk, nameClk := clocktesting.NewFakeClock(t0), clocktesting.NewFakeClock(t0)
+	cfg := Config{
 		Store: st, Queue: q, GPUTypes: gpuTypes, Algorithms: algorithm.Builtin(),
-		Models: []string{"amdahl", "linear"}, Clock: clk, Metrics: metrics.New(reg), Gatherer: reg,
+		Models: []string{"amdahl", "linear"}, Clock: clk, NameClock: nameClk, Metrics: metrics.New(reg), Gatherer: reg,
 		OpenAPI: []byte("openapi: 3.0.3\n"),
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &fixture{t: t, url: hs.URL, store: st, queue: q, clock: clk}
+	return &fixture{t: t, url: hs.URL, srv: srv, store: cfg.Store, queue: q, clock: clk, nameClock: nameClk}
 }
 
 // do sends a request and returns the status and body.

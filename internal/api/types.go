@@ -32,7 +32,13 @@ type Job struct {
 	Kind    string `json:"kind"`
 	GPUType string `json:"gpuType"`
 	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
-	Status           string `json:"status"`
+	Status string `json:"status"`
+	// Reason is a one-word cause of the status where one helps, e.g.
+	// Unschedulable (waiting for more GPUs than the GPU type has in all)
+	// or Unreadable (a stored record that could not be decoded, shown
+	// Failed); Message says the same for people.
+	Reason           string `json:"reason,omitempty"`
+	Message          string `json:"message,omitempty"`
 	DeleteRequested  bool   `json:"deleteRequested,omitempty"`
 	Workers          int    `json:"workers"`
 	MinWorkers       int    `json:"minWorkers"`

@@ -175,6 +175,9 @@ func (s *Server) Client() *client.Client {
 	return c
 }
 
+// PID is the process ID of the running server, e.g. to read /proc/PID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Logs returns what the process wrote so far.
 func (s *Server) Logs() string { return s.logs.String() }
 

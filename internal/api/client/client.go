@@ -91,6 +91,29 @@ func (c *Client) CreateJob(ctx context.Context, manifest []byte) (api.Job, error
 	return job, err
 }
 
+// ErrNoDryRun is returned (wrapped) by ValidateJob when the server does
+// not know dry runs: an older server, which created the job instead.
+var ErrNoDryRun = errors.New("the server does not support dry runs")
+
+// ValidateJob asks the server to validate a manifest exactly as CreateJob
+// would, with the server's GPU types, models and limits, and to create
+// nothing (POST /api/v1/jobs?dryRun=All). It returns the job as it would
+// be created now. An invalid manifest is an *APIError naming the field.
+// A server without dry runs creates the job; ValidateJob then returns the
+// job and an error wrapping ErrNoDryRun that names it.
+func (c *Client) ValidateJob(ctx context.Context, manifest []byte) (api.Job, error) {
+	var job api.Job
+	if len(bytes.TrimSpace(manifest)) == 0 {
+		return job, errors.New("validate job: the manifest is empty")
+	}
+	q := url.Values{"dryRun": {"All"}}
+	code, err := c.doStatus(ctx, http.MethodPost, api.RouteJobs, q, manifest, manifestType(manifest), &job)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("validate job: %w (it answered %d): it created job %s", ErrNoDryRun, code, job.Name)
+	}
+	return job, err
+}
+
 // manifestType is the Content-Type of a manifest: JSON when it parses as
 // JSON (a YAML flow mapping that is also JSON is sent as JSON, which means
 // the same), YAML otherwise.
@@ -237,6 +260,12 @@ func route(pattern, param, value string) string {
 
 // do sends one request and decodes a 2xx answer's JSON body into out.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) error {
+	_, err := c.doStatus(ctx, method, path, query, body, contentType, out)
+	return err
+}
+
+// doStatus is do, also returning the answer's status.
+func (c *Client) doStatus(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) (int, error) {
 	// path holds escaped values already, so it is appended as text.
 	u := c.BaseURL() + path
 	if len(query) > 0 {
@@ -248,7 +277,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if contentType != "" {
@@ -256,21 +285,21 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return c.connectionError(ctx, err)
+		return 0, c.connectionError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return newAPIError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		return resp.StatusCode, newAPIError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: the server's answer is not the expected JSON (%w): %s", method, path, err, snippet(b))
+		return resp.StatusCode, fmt.Errorf("%s %s: the server's answer is not the expected JSON (%w): %s", method, path, err, snippet(b))
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // connectionError explains a failed round trip; a canceled or expired

@@ -139,6 +139,14 @@ func TestClientCalls(t *testing.T) {
 			req:  request{Method: "POST", Path: "/api/v1/jobs", ContentType: "application/json", Body: ` {"kind": "MPIJob"}` + "\n"},
 		},
 		{
+			name: "validate", status: http.StatusOK, answer: jobJSON,
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.ValidateJob(ctx, []byte("kind: MPIJob\nmetadata:\n  name: mnist\n"))
+			},
+			want: wantJob,
+			req:  request{Method: "POST", Path: "/api/v1/jobs", Query: "dryRun=All", ContentType: "application/yaml", Body: "kind: MPIJob\nmetadata:\n  name: mnist\n"},
+		},
+		{
 			name: "list all", status: http.StatusOK, answer: `{"items":[` + jobJSON + `]}`,
 			call: func(ctx context.Context, c *Client) (any, error) { return c.ListJobs(ctx, ListOptions{}) },
 			want: []api.Job{wantJob},
@@ -415,5 +423,19 @@ func TestClientRejectsBadInput(t *testing.T) {
 	}
 	if seen.Method != "" {
 		t.Errorf("a request was sent: %+v", *seen)
+	}
+}
+
+// A server that ignores dryRun creates the job (201): ValidateJob says so
+// rather than passing it off as validated.
+func TestValidateJobOnServerWithoutDryRun(t *testing.T) {
+	t.Parallel()
+	c, _ := recorder(t, http.StatusCreated, "application/json", jobJSON)
+	job, err := c.ValidateJob(t.Context(), []byte("kind: MPIJob\n"))
+	if !errors.Is(err, ErrNoDryRun) || !strings.Contains(err.Error(), "created job mnist-20250601-100000") || job.Name != wantJob.Name {
+		t.Errorf("ValidateJob on a server without dry runs: %+v, %v", job.Name, err)
+	}
+	if _, err := c.ValidateJob(t.Context(), []byte(" \n")); err == nil {
+		t.Error("an empty manifest was sent")
 	}
 }

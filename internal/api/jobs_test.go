@@ -1,0 +1,242 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// Names come from the wall clock even when the scheduler's clock runs
+// ahead of it (a simulated cluster after a --speed run); the submit time
+// stays on the scheduler's clock.
+func TestNamesFromWallClock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sched := t0.Add(5*time.Hour + 38*time.Minute)
+	f.clock.SetTime(sched)
+	j := f.create(mpiJob("wall", "1", "2", "v100"))
+	if want := "wall-20261121-093015"; j.Name != want {
+		t.Errorf("name = %s, want %s from the wall clock", j.Name, want)
+	}
+	if !j.SubmitTime.Equal(sched) {
+		t.Errorf("submitTime = %v, want the scheduler's clock %v", j.SubmitTime, sched)
+	}
+}
+
+// The name stamp is UTC whatever the clock's zone.
+func TestNameStampIsUTC(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.nameClock.SetTime(t0.In(time.FixedZone("UTC+9", 9*3600)))
+	if j := f.create(mpiJob("utc", "1", "2", "v100")); j.Name != "utc-20261121-093015" {
+		t.Errorf("name = %s, want the UTC stamp", j.Name)
+	}
+}
+
+// The answer to a submission names the algorithm in force for the job's
+// GPU type, not the server's default.
+func TestCreateAnswersAlgorithmOfGPUType(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "a100", "v100")
+	if code, b := f.do("PUT", "/api/v1/schedulers/a100/algorithm", "application/json", `{"algorithm": "Tiresias"}`); code != http.StatusOK {
+		t.Fatalf("set algorithm: %d %s", code, b)
+	}
+	for _, c := range []struct{ gpuType, want string }{{"a100", "Tiresias"}, {"v100", DefaultAlgorithm}} {
+		for _, route := range []string{RouteJobs, RouteJobs + "?dryRun=All"} {
+			code, b := f.do("POST", route, "application/yaml", mpiJob("algo", "1", "2", c.gpuType))
+			var j Job
+			if err := json.Unmarshal(b, &j); err != nil || code/100 != 2 || j.Scheduler != c.want {
+				t.Errorf("POST %s on %s: %d scheduler %q, want %q (%s)", route, c.gpuType, code, j.Scheduler, c.want, b)
+			}
+		}
+	}
+}
+
+// A dry run validates with the server's options and answers the job as
+// it would be created, storing and notifying nothing.
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	code, b := f.do("POST", RouteJobs+"?dryRun=All", "application/yaml", mpiJob("dry", "1", "4", "v100"))
+	if code != http.StatusOK {
+		t.Fatalf("dry run: %d %s", code, b)
+	}
+	var got Job
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := Job{
+		Name: "dry-20261121-093015", Kind: "MPIJob", GPUType: "v100", Status: "Submitted",
+		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, Epochs: 5, Scheduler: DefaultAlgorithm, SubmitTime: t0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dry-run job (-want,+got):\n%s", diff)
+	}
+	if jobs, err := f.store.ListJobs(context.Background(), store.ListOptions{}); err != nil || len(jobs) != 0 {
+		t.Errorf("a dry run stored %d jobs (%v)", len(jobs), err)
+	}
+	if msgs := f.received("v100"); len(msgs) != 0 {
+		t.Errorf("a dry run notified the scheduler: %+v", msgs)
+	}
+	// The GPU types are the server's.
+	if code, b := f.do("POST", RouteJobs+"?dryRun=All", "application/yaml", mpiJob("dry", "1", "4", "k80")); code != http.StatusBadRequest {
+		t.Errorf("dry run of an unknown GPU type: %d %s", code, b)
+	}
+	for _, q := range []string{"dryRun=", "dryRun=all", "dryRun=All&dryRun=All"} {
+		code, b := f.do("POST", RouteJobs+"?"+q, "application/yaml", mpiJob("dry", "1", "4", "v100"))
+		var e Error
+		_ = json.Unmarshal(b, &e)
+		if code != http.StatusBadRequest || e.Error.Field != "dryRun" {
+			t.Errorf("?%s: %d field %q, want 400 naming dryRun", q, code, e.Error.Field)
+		}
+	}
+}
+
+func TestMaxWorkersPassedToParser(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ cfg, want int }{{0, 0}, {16, 16}} {
+		f := newFixtureWith(t, func(cfg *Config) { cfg.MaxWorkers = c.cfg })
+		if got := f.srv.spec.MaxWorkers; got != c.want {
+			t.Errorf("Config.MaxWorkers %d: parser's MaxWorkers %d, want %d", c.cfg, got, c.want)
+		}
+	}
+	if jobspec.DefaultMaxWorkers < 1 {
+		t.Fatal("jobspec.DefaultMaxWorkers is not positive")
+	}
+}
+
+// overlayStore returns some jobs as given, over a real store: records
+// the store cannot produce here (unreadable ones, statuses with reasons).
+type overlayStore struct {
+	store.Store
+	jobs map[string]store.Job
+}
+
+func (o overlayStore) GetJob(ctx context.Context, name string) (store.Job, error) {
+	if j, ok := o.jobs[name]; ok {
+		return j, nil
+	}
+	return o.Store.GetJob(ctx, name)
+}
+
+func (o overlayStore) ListJobs(ctx context.Context, opts store.ListOptions) ([]store.Job, error) {
+	jobs, err := o.Store.ListJobs(ctx, opts)
+	for _, j := range o.jobs {
+		jobs = append(jobs, j)
+	}
+	return jobs, err
+}
+
+func TestReasonsAndUnreadableRecords(t *testing.T) {
+	t.Parallel()
+	waiting := store.Job{Name: "big-20261121-093015", Kind: "MPIJob", Spec: model.JobSpec{GPUType: "v100", MinWorkers: 1000, MaxWorkers: 1000, SubmitTime: t0}}
+	waiting.Status.State.Status = "Waiting"
+	waiting.Status.Reason = store.ReasonUnschedulable
+	waiting.Status.Message = "needs at least 1000 GPUs; the v100 nodes have 32 in all"
+	broken := store.Job{Name: "broken-20261121-093015", Unreadable: "status.updated: not a time"}
+	f := newFixtureWith(t, func(cfg *Config) {
+		cfg.Store = overlayStore{Store: cfg.Store, jobs: map[string]store.Job{waiting.Name: waiting, broken.Name: broken}}
+	})
+	type view struct{ Status, Reason, Message string }
+	for _, c := range []struct {
+		name string
+		want view
+	}{
+		{waiting.Name, view{"Waiting", "Unschedulable", waiting.Status.Message}},
+		{broken.Name, view{"Failed", "Unreadable", "status.updated: not a time"}},
+	} {
+		code, b := f.do("GET", "/api/v1/jobs/"+c.name, "", "")
+		var j Job
+		if err := json.Unmarshal(b, &j); err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", c.name, code, b)
+		}
+		if diff := cmp.Diff(c.want, view{j.Status, j.Reason, j.Message}); diff != "" {
+			t.Errorf("GET %s (-want,+got):\n%s", c.name, diff)
+		}
+	}
+	code, b := f.do("GET", RouteJobs+"?status=Failed", "", "")
+	if code != http.StatusOK || !strings.Contains(string(b), `"reason": "Unreadable"`) || strings.Contains(string(b), waiting.Name) {
+		t.Errorf("list Failed: %d %s", code, b)
+	}
+	// An unreadable record is finished: it cannot be deleted or
+	// reprioritised, like any other finished job.
+	for _, req := range [][3]string{
+		{"DELETE", "/api/v1/jobs/" + broken.Name, ""},
+		{"PUT", "/api/v1/jobs/" + broken.Name + "/priority", `{"priority": 1}`},
+		{"DELETE", RouteLegacyJobs, broken.Name},
+	} {
+		if code, b := f.do(req[0], req[1], "application/json", req[2]); code != http.StatusConflict {
+			t.Errorf("%s %s of an unreadable job: %d %s, want 409", req[0], req[1], code, b)
+		}
+	}
+	// An ordinary job shows no reason at all.
+	j := f.create(mpiJob("plain", "1", "2", "v100"))
+	if _, b := f.do("GET", "/api/v1/jobs/"+j.Name, "", ""); strings.Contains(string(b), `"reason"`) || strings.Contains(string(b), `"message"`) {
+		t.Errorf("a job without a reason shows one: %s", b)
+	}
+}
+
+// TestLegacyClients replays the original Voda's clients: its Go CLI
+// (net/http, no Content-Type: the raw YAML, the raw name) and the curl
+// calls of its documentation, which send JSON strings and curl's form
+// Content-Type.
+func TestLegacyClients(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const form = "application/x-www-form-urlencoded"
+	steps := []struct {
+		what                      string
+		method, path, ctype, body string
+		code                      int
+		want                      string
+	}{
+		{"CLI: create", "POST", RouteLegacyJobs, "", mpiJob("cli", "1", "2", "v100"), 201, "Training job created: cli-20261121-093015\n"},
+		{"curl --data-binary @job.yaml", "POST", RouteLegacyJobs, form, mpiJob("curl", "1", "2", "v100"), 201, "Training job created: curl-20261121-093015\n"},
+		{"CLI: list", "GET", RouteLegacyJobs, "", "", 200, "cli-20261121-093015"},
+		{"CLI: delete", "DELETE", RouteLegacyJobs, "", "cli-20261121-093015", 200, "Training job deleted: cli-20261121-093015\n"},
+		{"curl -X DELETE --data '\"name\"'", "DELETE", RouteLegacyJobs, form, `"curl-20261121-093015"`, 200, "Training job deleted: curl-20261121-093015\n"},
+		{"curl -X PUT /algorithm --data '\"ElasticFIFO\"'", "PUT", RouteLegacyAlgo, form, `"ElasticFIFO"`, 200, "Algorithm of v100 set to ElasticFIFO\n"},
+		{"curl -X PUT /algorithm --data '\"ElasticSRJF\"'", "PUT", RouteLegacyAlgo, form, `"ElasticSRJF"`, 200, "Algorithm of v100 set to ElasticSRJF\n"},
+		{"raw algorithm name", "PUT", RouteLegacyAlgo, "", "Tiresias\n", 200, "Algorithm of v100 set to Tiresias\n"},
+		{"curl -X PUT /ratelimit --data 30", "PUT", RouteLegacyLimit, form, "30", 200, "Rate limit of v100 set to 30s\n"},
+		{"rate limit as a JSON string", "PUT", RouteLegacyLimit, form, `"15"`, 200, "Rate limit of v100 set to 15s\n"},
+	}
+	for _, s := range steps {
+		code, b := f.do(s.method, s.path, s.ctype, s.body)
+		if code != s.code || !strings.Contains(string(b), s.want) {
+			t.Errorf("%s: %d %q, want %d with %q", s.what, code, b, s.code, s.want)
+		}
+	}
+	for _, name := range []string{"cli-20261121-093015", "curl-20261121-093015"} {
+		if j, err := f.store.GetJob(context.Background(), name); err != nil || !j.DeleteRequested {
+			t.Errorf("%s: deleteRequested %v, %v", name, j.DeleteRequested, err)
+		}
+	}
+}
+
+func TestLegacyText(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"name", "name"},
+		{" name\n", "name"},
+		{`"name"`, "name"},
+		{` "ElasticFIFO" ` + "\n", "ElasticFIFO"},
+		{`"30"`, "30"},
+		{`"unterminated`, `"unterminated`},
+		{`"a" "b"`, `"a" "b"`},
+		{"", ""},
+	} {
+		if got := legacyText([]byte(c.in)); got != c.want {
+			t.Errorf("legacyText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
