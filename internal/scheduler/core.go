@@ -19,6 +19,16 @@ import (
 // DefaultRateLimit is the least time between two cycles.
 const DefaultRateLimit = 30 * time.Second
 
+// DefaultRetryMin and DefaultRetryMax bound the backoff between cycles
+// after a cycle whose actions failed: the wait starts at the minimum and
+// doubles with each cycle that fails again. The minimum applies even with
+// the rate limit off, so an action that keeps failing (an operator that is
+// not installed) cannot make the loop spin.
+const (
+	DefaultRetryMin = time.Second
+	DefaultRetryMax = time.Minute
+)
+
 // DefaultTick is the period of cycles when no event asks for one; it keeps
 // time-based priorities (Tiresias) moving.
 const DefaultTick = 60 * time.Second
@@ -83,8 +93,11 @@ type Config struct {
 	RateLimit time.Duration
 	// Tick is the period of cycles without events (DefaultTick if zero;
 	// negative disables it).
-	Tick   time.Duration
-	Logger *slog.Logger
+	Tick time.Duration
+	// RetryMin and RetryMax bound the backoff after failed actions
+	// (DefaultRetryMin and DefaultRetryMax if zero).
+	RetryMin, RetryMax time.Duration
+	Logger             *slog.Logger
 	// Stopwatch, if set, times each cycle's placement step (the
 	// PlaceDuration of its report). The core never reads the wall clock
 	// itself; the live system passes clock.RealClock{}, and a simulation
@@ -141,6 +154,9 @@ type Core struct {
 	cycled    bool
 	lastCycle time.Time
 	advanced  time.Time
+	// failStreak counts the cycles in a row that failed (an error, or an
+	// action the port could not apply).
+	failStreak int
 }
 
 // NewCore returns a core with no jobs and no nodes.
@@ -154,6 +170,12 @@ func NewCore(cfg Config) (*Core, error) {
 	if cfg.Tick == 0 {
 		cfg.Tick = DefaultTick
 	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = DefaultRetryMin
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -165,16 +187,6 @@ func NewCore(cfg Config) (*Core, error) {
 		nodes: map[string]model.Node{},
 	}, nil
 }
-
-// SetPlacer switches the placement policy; the next cycle uses it.
-func (c *Core) SetPlacer(p placement.Placer) {
-	if p != nil {
-		c.cfg.Placer = p
-	}
-}
-
-// Placer returns the current placement policy.
-func (c *Core) Placer() placement.Placer { return c.cfg.Placer }
 
 // SetAllocator switches the algorithm; the next cycle uses it.
 func (c *Core) SetAllocator(a algorithm.Allocator) {
@@ -195,19 +207,36 @@ func (c *Core) RateLimit() time.Duration { return c.cfg.RateLimit }
 func (c *Core) Dirty() bool { return c.dirty }
 
 // Due returns when the next cycle should run: as soon as the rate limit
-// allows after an event, else one tick after the last cycle. ok is false
-// when nothing is due (no event and no tick).
+// allows after an event, else one tick after the last cycle. After cycles
+// that failed, no cycle runs before the retry backoff has passed, rate
+// limit or not. ok is false when nothing is due (no event and no tick).
 func (c *Core) Due() (at time.Time, ok bool) {
 	if c.dirty {
-		if !c.cycled || c.cfg.RateLimit < 0 {
-			return c.advanced, true
+		at := c.advanced
+		if c.cycled && c.cfg.RateLimit >= 0 {
+			at = c.lastCycle.Add(c.cfg.RateLimit)
 		}
-		return c.lastCycle.Add(c.cfg.RateLimit), true
+		if c.cycled && c.failStreak > 0 {
+			if retry := c.lastCycle.Add(c.retryBackoff()); retry.After(at) {
+				at = retry
+			}
+		}
+		return at, true
 	}
 	if c.cfg.Tick > 0 && c.cycled && len(c.jobs) > 0 {
 		return c.lastCycle.Add(c.cfg.Tick), true
 	}
 	return time.Time{}, false
+}
+
+// retryBackoff is the least time after a failed cycle before the next:
+// RetryMin doubled per failure in a row after the first, up to RetryMax.
+func (c *Core) retryBackoff() time.Duration {
+	d := c.cfg.RetryMin
+	for i := 1; i < c.failStreak && d < c.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.RetryMax)
 }
 
 // Advance accrues attained service for running jobs up to now. Every
@@ -419,6 +448,13 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		start := c.cfg.Stopwatch.Now()
 		defer func() { rep.Duration = c.cfg.Stopwatch.Since(start) }()
 	}
+	defer func() {
+		if err != nil || rep.FailedActions > 0 {
+			c.failStreak++
+		} else {
+			c.failStreak = 0
+		}
+	}()
 	// 1. Snapshot.
 	snap := c.Snapshot(now)
 	rep = CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}

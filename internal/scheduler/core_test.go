@@ -373,7 +373,7 @@ func TestDefect_DeletionFreesGPUs(t *testing.T) {
 	c.Submit(t0, spec("a", 4, 4, t0))
 	c.Submit(t0, spec("b", 4, 4, t0.Add(time.Second)))
 	c.Cycle(context.Background(), t0)
-	if err := c.Apply(t0.Add(time.Minute), Event{Kind: JobDeleted, Job: "a"}); err != nil {
+	if _, err := c.Finish(t0.Add(time.Minute), "a", model.StatusCanceled); err != nil {
 		t.Fatal(err)
 	}
 	alloc.gpus = map[string]int{"b": 4}

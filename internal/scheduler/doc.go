@@ -9,7 +9,9 @@
 //
 // Events (arrival, completion, failure, deletion, priority change, node
 // added or removed) mark the core dirty; Due says when the next cycle
-// should run under the rate limit and the periodic tick. Loop wraps a Core
-// for the live system: an unbounded event queue that never blocks a
-// sender, and a timer, with no busy-waiting.
+// should run under the rate limit, the periodic tick and the backoff after
+// failed actions. Loop wraps a Core for the live system and is the one
+// door into it: callers hand it functions (Do) that run on its goroutine,
+// between cycles, and it sleeps on a timer until the next cycle is due;
+// once it has stopped, Do says so instead of waiting.
 package scheduler

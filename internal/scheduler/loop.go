@@ -2,110 +2,97 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
-
-	"github.com/vodascheduler/voda/internal/model"
 )
 
-// EventKind names what happened.
-type EventKind int
+// ErrStopped is returned by Loop.Do once the loop's Run has returned (or
+// before it started, after it returned once): nothing runs the call.
+var ErrStopped = errors.New("scheduler loop stopped")
 
-// Event kinds.
-const (
-	JobArrived EventKind = iota
-	JobCompleted
-	JobFailed
-	JobDeleted
-	PriorityChanged
-	NodeAdded
-	NodeRemoved
-	EstimatesUpdated
-)
-
-// Event is something the scheduler must learn of.
-type Event struct {
-	Kind     EventKind
-	Spec     model.JobSpec   // JobArrived
-	Job      string          // job events
-	Priority int             // PriorityChanged
-	Node     model.Node      // NodeAdded; NodeRemoved uses Node.Name
-	Est      model.Estimates // EstimatesUpdated
-}
-
-// Apply feeds the event to the core at now.
-func (c *Core) Apply(now time.Time, ev Event) error {
-	switch ev.Kind {
-	case JobArrived:
-		return c.Submit(now, ev.Spec)
-	case JobCompleted:
-		_, err := c.Finish(now, ev.Job, model.StatusCompleted)
-		return err
-	case JobFailed:
-		_, err := c.Finish(now, ev.Job, model.StatusFailed)
-		return err
-	case JobDeleted:
-		_, err := c.Finish(now, ev.Job, model.StatusCanceled)
-		return err
-	case PriorityChanged:
-		return c.SetPriority(now, ev.Job, ev.Priority)
-	case NodeAdded:
-		return c.AddNode(now, ev.Node)
-	case NodeRemoved:
-		return c.RemoveNode(now, ev.Node.Name)
-	case EstimatesUpdated:
-		return c.SetEstimates(ev.Job, ev.Est)
-	}
-	return nil
-}
-
-// Loop runs a Core on a clock for the live system. Senders never block:
-// events go to an unbounded queue under a short lock, and a one-slot
-// channel wakes the loop. Cycles run when Core.Due says so.
+// Loop runs a Core on a clock for the live system; it is the one door
+// into the core: every read and change goes through Do, on the loop's
+// goroutine, so the core needs no lock. Callers never wait on a lock the
+// loop holds: calls queue under a short lock and a one-slot channel wakes
+// the loop. Cycles run when Core.Due says so.
 type Loop struct {
 	core  *Core
 	clock clock.Clock
-	// OnCycle, if set, receives every cycle's report and error.
-	OnCycle func(CycleReport, error)
-	// OnEventError, if set, receives events the core rejected.
-	OnEventError func(Event, error)
+	watch clock.PassiveClock
+	// OnCycle, if set, receives every cycle's report and error, on the
+	// loop's goroutine, with the context Run was given.
+	OnCycle func(ctx context.Context, rep CycleReport, err error)
 
 	mu      sync.Mutex
-	pending []Event
-	calls   []func(*Core)
+	calls   []*call
+	stopped bool
+	done    chan struct{} // closed when Run returns
 	wake    chan struct{}
+	// busySince is the watch's time (unix ns) when the loop started its
+	// current cycle or call; 0 while it waits.
+	busySince atomic.Int64
 }
+
+// call is one Do request. state moves from pending to running (the loop
+// took it) or to abandoned (the caller gave up first), never both, so Do
+// returns nil exactly when f ran.
+type call struct {
+	f     func(*Core)
+	state atomic.Int32
+	done  chan struct{}
+}
+
+const (
+	callPending int32 = iota
+	callRunning
+	callAbandoned
+)
 
 // NewLoop wraps a core. The loop owns the core from now on: reach it only
-// through Notify and Do.
-func NewLoop(core *Core, clk clock.Clock) *Loop {
-	return &Loop{core: core, clock: clk, wake: make(chan struct{}, 1)}
-}
-
-// Notify queues an event; it never blocks and never drops.
-func (l *Loop) Notify(ev Event) {
-	l.mu.Lock()
-	l.pending = append(l.pending, ev)
-	l.mu.Unlock()
-	l.signal()
+// through Do. watch, if not nil, times the loop's work for Busy (the live
+// system passes the wall clock, so that a scaled scheduler clock does not
+// scale the wedge detection); nil means clk.
+func NewLoop(core *Core, clk clock.Clock, watch clock.PassiveClock) *Loop {
+	if watch == nil {
+		watch = clk
+	}
+	return &Loop{core: core, clock: clk, watch: watch, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // Do runs f on the loop's goroutine with exclusive access to the core and
-// waits for it, or for ctx.
+// waits for it. It returns nil if f ran, ctx's error if ctx ended before
+// the loop took f (f then never runs), and ErrStopped if the loop is not
+// running any more.
 func (l *Loop) Do(ctx context.Context, f func(*Core)) error {
-	done := make(chan struct{})
+	c := &call{f: f, done: make(chan struct{})}
 	l.mu.Lock()
-	l.calls = append(l.calls, func(c *Core) { f(c); close(done) })
+	if l.stopped {
+		l.mu.Unlock()
+		return ErrStopped
+	}
+	l.calls = append(l.calls, c)
 	l.mu.Unlock()
 	l.signal()
+	var err error
 	select {
-	case <-done:
+	case <-c.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
+	case <-l.done:
+		err = ErrStopped
 	}
+	if c.state.CompareAndSwap(callPending, callAbandoned) {
+		return err
+	}
+	// The loop took f before we gave up: it finishes it (Run runs every
+	// call it took before returning).
+	<-c.done
+	return nil
 }
 
 func (l *Loop) signal() {
@@ -115,45 +102,78 @@ func (l *Loop) signal() {
 	}
 }
 
-// Run processes events and cycles until ctx ends.
+// Busy returns how long the loop has been in its current cycle or call,
+// by the watch; zero while it waits for work.
+func (l *Loop) Busy() time.Duration {
+	since := l.busySince.Load()
+	if since == 0 {
+		return 0
+	}
+	return l.watch.Since(time.Unix(0, since))
+}
+
+// Stopped is closed when Run has returned.
+func (l *Loop) Stopped() <-chan struct{} { return l.done }
+
+func (l *Loop) setBusy(busy bool) {
+	if busy {
+		l.busySince.Store(l.watch.Now().UnixNano())
+	} else {
+		l.busySince.Store(0)
+	}
+}
+
+// Run runs calls and cycles until ctx ends, then returns ctx's error. It
+// checks ctx after every cycle and call, so a cycle that keeps failing
+// cannot hold it; the core's retry backoff keeps such cycles apart. Run
+// may be called once.
 func (l *Loop) Run(ctx context.Context) error {
 	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		l.stop()
 	}()
 	for {
-		// Drain everything queued so far, then decide what is due.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		l.mu.Lock()
-		events, calls := l.pending, l.calls
-		l.pending, l.calls = nil, nil
+		calls := l.calls
+		l.calls = nil
 		l.mu.Unlock()
-		now := l.clock.Now()
-		for _, ev := range events {
-			if err := l.core.Apply(now, ev); err != nil && l.OnEventError != nil {
-				l.OnEventError(ev, err)
+		for _, c := range calls {
+			if !c.state.CompareAndSwap(callPending, callRunning) {
+				continue // its caller gave up
 			}
+			l.setBusy(true)
+			c.f(l.core)
+			l.setBusy(false)
+			close(c.done)
 		}
-		for _, f := range calls {
-			f(l.core)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		now := l.clock.Now()
 		var timerC <-chan time.Time
 		if at, ok := l.core.Due(); ok {
-			if wait := at.Sub(now); wait <= 0 {
+			wait := at.Sub(now)
+			if wait <= 0 {
+				l.setBusy(true)
 				rep, err := l.core.Cycle(ctx, now)
 				if l.OnCycle != nil {
-					l.OnCycle(rep, err)
+					l.OnCycle(ctx, rep, err)
 				}
+				l.setBusy(false)
 				continue
-			} else {
-				if timer == nil {
-					timer = l.clock.NewTimer(wait)
-				} else {
-					timer.Reset(wait)
-				}
-				timerC = timer.C()
 			}
+			if timer == nil {
+				timer = l.clock.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			timerC = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -162,4 +182,13 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-timerC:
 		}
 	}
+}
+
+// stop refuses new calls and releases the callers of queued ones.
+func (l *Loop) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.calls = nil
+	l.mu.Unlock()
+	close(l.done)
 }

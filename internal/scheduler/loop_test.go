@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,33 +12,61 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
 )
 
-// A burst of thousands of events inside one rate-limit window must neither
-// deadlock nor lose events (the original deadlocked past 100).
-func TestDefect_BurstOfEventsNoDeadlockNoLoss(t *testing.T) {
-	alloc := &fixedAlloc{}
-	c, _ := newTestCore(t, alloc, 4)
+// startLoop runs a loop on a fake clock until the test ends.
+func startLoop(t *testing.T, c *Core) (*Loop, *testingclock.FakeClock, *atomic.Int64) {
+	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
-	loop := NewLoop(c, clk)
+	loop := NewLoop(c, clk, nil)
 	var cycles atomic.Int64
-	loop.OnCycle = func(CycleReport, error) { cycles.Add(1) }
+	loop.OnCycle = func(context.Context, CycleReport, error) { cycles.Add(1) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return loop, clk, &cycles
+}
+
+// A burst of thousands of changes inside one rate-limit window must neither
+// deadlock nor lose any (the original deadlocked past 100 events).
+func TestDefect_BurstOfEventsNoDeadlockNoLoss(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{}, 4)
+	loop, clk, cycles := startLoop(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	go loop.Run(ctx)
 
 	const senders, perSender = 8, 1000
-	var wg sync.WaitGroup
-	for s := 0; s < senders; s++ {
-		wg.Add(1)
-		go func(s int) {
-			defer wg.Done()
-			for i := 0; i < perSender; i++ {
-				loop.Notify(Event{Kind: JobArrived, Spec: spec(fmt.Sprintf("job-%d-%d", s, i), 1, 1, t0)})
-			}
-		}(s)
+	burst := func(do func(c *Core, s, i int) error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, senders)
+		for s := 0; s < senders; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perSender; i++ {
+					var err error
+					if derr := loop.Do(ctx, func(c *Core) { err = do(c, s, i) }); derr != nil {
+						err = derr
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
 	}
-	wg.Wait()
+	burst(func(c *Core, s, i int) error { return c.Submit(t0, spec(fmt.Sprintf("job-%d-%d", s, i), 1, 1, t0)) })
 	var n int
 	if err := loop.Do(ctx, func(c *Core) { n = c.Len() }); err != nil {
 		t.Fatal(err)
@@ -45,12 +74,13 @@ func TestDefect_BurstOfEventsNoDeadlockNoLoss(t *testing.T) {
 	if n != senders*perSender {
 		t.Fatalf("core holds %d jobs, want %d", n, senders*perSender)
 	}
-	// Finish half of them in a second burst.
-	for s := 0; s < senders; s++ {
-		for i := 0; i < perSender; i += 2 {
-			loop.Notify(Event{Kind: JobCompleted, Job: fmt.Sprintf("job-%d-%d", s, i)})
+	burst(func(c *Core, s, i int) error {
+		if i%2 == 1 {
+			return nil
 		}
-	}
+		_, err := c.Finish(t0, fmt.Sprintf("job-%d-%d", s, i), model.StatusCompleted)
+		return err
+	})
 	if err := loop.Do(ctx, func(c *Core) { n = c.Len() }); err != nil {
 		t.Fatal(err)
 	}
@@ -67,16 +97,12 @@ func TestDefect_BurstOfEventsNoDeadlockNoLoss(t *testing.T) {
 
 // Without events and before the tick the loop sleeps: no cycles run.
 func TestDefect_NoBusyWaitSleepsUntilDue(t *testing.T) {
-	alloc := &fixedAlloc{gpus: map[string]int{"a": 1}}
-	c, _ := newTestCore(t, alloc, 1)
-	clk := testingclock.NewFakeClock(t0)
-	loop := NewLoop(c, clk)
-	var cycles atomic.Int64
-	loop.OnCycle = func(CycleReport, error) { cycles.Add(1) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- loop.Run(ctx) }()
-	loop.Notify(Event{Kind: JobArrived, Spec: spec("a", 1, 1, t0)})
+	c, _ := newTestCore(t, &fixedAlloc{gpus: map[string]int{"a": 1}}, 1)
+	loop, clk, cycles := startLoop(t, c)
+	ctx := context.Background()
+	if err := loop.Do(ctx, func(c *Core) { _ = c.Submit(t0, spec("a", 1, 1, t0)) }); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, func() bool { return cycles.Load() == 1 })
 	waitFor(t, clk.HasWaiters)
 	if got := cycles.Load(); got != 1 {
@@ -85,36 +111,139 @@ func TestDefect_NoBusyWaitSleepsUntilDue(t *testing.T) {
 	clk.Step(DefaultTick)
 	waitFor(t, func() bool { return cycles.Load() == 2 })
 	var j model.Job
-	loop.Do(ctx, func(c *Core) { j, _ = c.Job("a") })
+	if err := loop.Do(ctx, func(c *Core) { j, _ = c.Job("a") }); err != nil {
+		t.Fatal(err)
+	}
 	if j.State.AttainedService != DefaultTick.Seconds() {
 		t.Errorf("attained service %v after one tick, want %v", j.State.AttainedService, DefaultTick.Seconds())
 	}
-	cancel()
-	if err := <-done; err != context.Canceled {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
+}
+
+// With the rate limit off and an action that keeps failing, the loop ran
+// about 160,000 cycles a second and ignored its cancelled context. Now
+// failed cycles back off (doubling from RetryMin), even with no rate limit.
+func TestDefect_FailingActionsBackOffWithoutRateLimit(t *testing.T) {
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 1}}
+	port := &recordPort{fail: map[string]bool{"a": true}}
+	c, err := NewCore(Config{GPUType: "v100", Allocator: alloc, Placer: placement.NewGreedy(), Port: port, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddNode(t0, model.Node{Name: "n0", GPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Submit(t0, spec("a", 1, 1, t0)); err != nil {
+		t.Fatal(err)
+	}
+	loop, clk, cycles := startLoop(t, c)
+	waitFor(t, func() bool { return cycles.Load() == 1 })
+	waitFor(t, clk.HasWaiters)
+	time.Sleep(20 * time.Millisecond) // a spinning loop would cycle meanwhile
+	if got := cycles.Load(); got != 1 {
+		t.Fatalf("%d cycles before the retry backoff passed, want 1", got)
+	}
+	// Backoffs of 1 s, 2 s, 4 s: each retry waits for its own.
+	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		clk.Step(wait - time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+		if got := cycles.Load(); got != int64(i+1) {
+			t.Fatalf("retry %d ran before its %v backoff", i+1, wait)
+		}
+		clk.Step(time.Millisecond)
+		waitFor(t, func() bool { return cycles.Load() == int64(i+2) })
+		waitFor(t, clk.HasWaiters)
+	}
+	// Once the action succeeds, the streak ends.
+	port.mu.Lock()
+	port.fail = nil
+	port.mu.Unlock()
+	clk.Step(8 * time.Second)
+	waitFor(t, func() bool { return cycles.Load() == 5 })
+	var j model.Job
+	if err := loop.Do(context.Background(), func(c *Core) { j, _ = c.Job("a") }); err != nil {
+		t.Fatal(err)
+	}
+	if j.State.GPUs != 1 {
+		t.Fatalf("a holds %d GPUs after the action succeeded, want 1", j.State.GPUs)
 	}
 }
 
-func TestLoopReportsRejectedEvents(t *testing.T) {
+// Run returns as soon as its context ends, even while cycles keep failing,
+// and from then on Do answers ErrStopped instead of blocking forever
+// (onDone used to hang the shutdown that way).
+func TestDefect_DoAfterStopReturnsErrStopped(t *testing.T) {
 	c, _ := newTestCore(t, &fixedAlloc{}, 1)
-	loop := NewLoop(c, testingclock.NewFakeClock(t0))
-	var mu sync.Mutex
-	var rejected []Event
-	loop.OnEventError = func(ev Event, err error) {
-		mu.Lock()
-		rejected = append(rejected, ev)
-		mu.Unlock()
+	loop := NewLoop(c, testingclock.NewFakeClock(t0), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	if err := loop.Do(context.Background(), func(*Core) {}); err != nil {
+		t.Fatalf("Do on a running loop: %v", err)
 	}
+	// A call waiting when the loop stops is released.
+	in, block := make(chan struct{}), make(chan struct{})
+	go func() { _ = loop.Do(context.Background(), func(*Core) { close(in); <-block }) }()
+	<-in
+	cancel()
+	close(block)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	ran := false
+	err := loop.Do(context.Background(), func(*Core) { ran = true })
+	if !errors.Is(err, ErrStopped) || ran {
+		t.Fatalf("Do after Run returned: err %v, ran %v; want ErrStopped and not run", err, ran)
+	}
+}
+
+// A caller that gives up before the loop takes its function is told so,
+// and the function never runs.
+func TestDoAbandonedCallNeverRuns(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{}, 1)
+	loop := NewLoop(c, testingclock.NewFakeClock(t0), nil) // not running yet
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := atomic.Bool{}
+	if err := loop.Do(ctx, func(*Core) { ran.Store(true) }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do with a cancelled context: %v, want context.Canceled", err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go loop.Run(runCtx)
+	if err := loop.Do(context.Background(), func(*Core) {}); err != nil {
+		t.Fatal(err)
+	}
+	if ran.Load() {
+		t.Fatal("an abandoned call ran")
+	}
+}
+
+// Busy reports how long the loop has been inside one call, by its watch.
+func TestBusyMeasuresTheCurrentCall(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{}, 1)
+	clk := testingclock.NewFakeClock(t0)
+	watch := testingclock.NewFakePassiveClock(t0)
+	loop := NewLoop(c, clk, watch)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go loop.Run(ctx)
-	loop.Notify(Event{Kind: JobDeleted, Job: "ghost"})
-	loop.Do(ctx, func(*Core) {})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(rejected) != 1 || rejected[0].Job != "ghost" {
-		t.Fatalf("rejected events %v, want the ghost deletion", rejected)
+	if got := loop.Busy(); got != 0 {
+		t.Fatalf("Busy = %v while idle", got)
 	}
+	in, release := make(chan struct{}), make(chan struct{})
+	go func() { _ = loop.Do(ctx, func(*Core) { close(in); <-release }) }()
+	<-in
+	watch.SetTime(t0.Add(3 * time.Minute))
+	if got := loop.Busy(); got != 3*time.Minute {
+		t.Errorf("Busy = %v inside a call started 3m ago, want 3m", got)
+	}
+	close(release)
+	waitFor(t, func() bool { return loop.Busy() == 0 })
 }
 
 func waitFor(t *testing.T, cond func() bool) {
