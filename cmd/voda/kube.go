@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,14 +61,15 @@ type kubeSchedulers struct {
 	current map[string]*service.Service // GPU type -> service of this replica's term
 }
 
-// Ready is nil when every GPU type either runs here and has recovered, or
-// is led by another replica.
+// Ready is nil when every GPU type either runs here and is healthy
+// (recovered, not wedged, writing to the store), or is led by another
+// replica.
 func (k *kubeSchedulers) Ready() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for t, s := range k.current {
-		if !s.Ready() {
-			return fmt.Errorf("scheduler %s still recovering", t)
+	for _, t := range slices.Sorted(maps.Keys(k.current)) {
+		if err := k.current[t].Health(); err != nil {
+			return err
 		}
 	}
 	return nil

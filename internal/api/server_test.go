@@ -101,6 +101,20 @@ func (f *fixture) do(method, path, contentType, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// saveStatus writes a job's status as its scheduler would, over the
+// revision stored.
+func (f *fixture) saveStatus(name string, st store.JobStatus) {
+	f.t.Helper()
+	j, err := f.store.GetJob(context.Background(), name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	res, err := f.store.SaveStatus(context.Background(), map[string]store.StatusWrite{name: {Status: st, Revision: j.StatusRevision}})
+	if err != nil || len(res.Missing)+len(res.Conflicts) > 0 {
+		f.t.Fatalf("save status of %s: %+v %v", name, res, err)
+	}
+}
+
 func (f *fixture) create(body string) Job {
 	f.t.Helper()
 	code, b := f.do("POST", RouteJobs, "application/yaml", body)
@@ -236,14 +250,9 @@ func TestDeletePriorityAndSettings(t *testing.T) {
 		t.Errorf("want a notification per change, got %+v", msgs)
 	}
 	// A finished job can be neither deleted nor reprioritised.
-	if _, err := f.store.SaveStatus(context.Background(), map[string]store.JobStatus{j.Name: {State: stored.Status.State, FinishTime: t0}}); err != nil {
-		t.Fatal(err)
-	}
 	st := stored.Status
 	st.State.Status = "Canceled"
-	if _, err := f.store.SaveStatus(context.Background(), map[string]store.JobStatus{j.Name: st}); err != nil {
-		t.Fatal(err)
-	}
+	f.saveStatus(j.Name, st)
 	if code, b := f.do("DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusConflict {
 		t.Errorf("delete a finished job: %d %s", code, b)
 	}
@@ -294,15 +303,12 @@ func TestLegacyRoutes(t *testing.T) {
 func TestTimesAndViews(t *testing.T) {
 	f := newFixture(t)
 	j := f.create(mpiJob("t", "1", "2", "v100"))
-	ctx := context.Background()
 	// The scheduler recorded, 100 s after submission, that the job has
 	// run 40 s; 10 s later the API adds the 10 s it has been running since.
 	st := store.JobStatus{Updated: t0.Add(100 * time.Second)}
 	st.State.Status, st.State.GPUs, st.State.RunSeconds = "Running", 2, 40
 	st.State.Placement = model.JobPlacement{{Node: "n0", Workers: 2}}
-	if _, err := f.store.SaveStatus(ctx, map[string]store.JobStatus{j.Name: st}); err != nil {
-		t.Fatal(err)
-	}
+	f.saveStatus(j.Name, st)
 	f.clock.SetTime(t0.Add(110 * time.Second))
 	code, b := f.do("GET", "/api/v1/jobs/"+j.Name, "", "")
 	var got Job

@@ -13,6 +13,7 @@ type Metrics struct {
 	JobsDeleted   *prometheus.CounterVec
 	JobsCompleted *prometheus.CounterVec
 	JobsFailed    *prometheus.CounterVec
+	JobsSetAside  *prometheus.CounterVec
 
 	Reschedules        *prometheus.CounterVec
 	RescheduleDuration *prometheus.HistogramVec
@@ -54,6 +55,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		JobsDeleted:   counter("jobs_deleted_total", "Jobs deleted by users.", gt...),
 		JobsCompleted: counter("jobs_completed_total", "Jobs that completed.", gt...),
 		JobsFailed:    counter("jobs_failed_total", "Jobs that failed.", gt...),
+		JobsSetAside:  counter("jobs_set_aside_total", "Stored job records a scheduler could not restore (undecodable, invalid, or impossible on its cluster) and set aside as Failed.", gt...),
 
 		Reschedules:        counter("reschedules_total", "Scheduling cycles run.", gt...),
 		RescheduleDuration: hist("reschedule_duration_seconds", "Time of one scheduling cycle, from snapshot to the last action applied.", gt...),
@@ -76,7 +78,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 	}
 	reg.MustRegister(
-		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed,
+		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside,
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,

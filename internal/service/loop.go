@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -16,25 +19,18 @@ import (
 // finish removes a job from the core, halts it on the cluster if it still
 // holds GPUs there, and records its terminal status. Loop goroutine only.
 func (s *Service) finish(ctx context.Context, now time.Time, name string, status model.Status) {
-	job, err := s.core.Finish(now, name, status)
-	if err != nil {
-		s.log.Warn("finish job", "job", name, "err", err)
+	t, held := s.jobs[name]
+	if !held {
+		return
+	}
+	job, ok := s.release(ctx, now, name, status)
+	if !ok {
 		return
 	}
 	progress := s.cfg.Cluster.Progress(name)
 	if status == model.StatusCompleted {
 		progress = 1
 	}
-	if len(job.State.Placement) > 0 {
-		halt := scheduler.Action{Kind: scheduler.Halt, Job: name, From: job.State.Placement}
-		if err := s.cfg.Cluster.Apply(ctx, halt); err != nil {
-			s.log.Warn("halt finished job", "job", name, "err", err)
-		}
-	}
-	s.cfg.Cluster.Forget(name)
-	s.collector.Forget(name)
-	delete(s.apps, name)
-	delete(s.saved, name)
 	switch status {
 	case model.StatusCompleted:
 		s.cfg.Metrics.JobsCompleted.WithLabelValues(s.cfg.GPUType).Inc()
@@ -43,8 +39,40 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 	}
 	st := job.State
 	st.GPUs, st.Placement = 0, nil
-	s.save(ctx, name, store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now})
+	s.final[name] = store.StatusWrite{
+		Status:   store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now},
+		Revision: t.rev,
+	}
+	s.cfg.Cluster.Forget(name)
 	s.log.Info("job finished", "job", name, "status", string(status))
+	s.writeFinal(ctx, now)
+}
+
+// drop removes a job that ended elsewhere (its record is terminal, gone
+// or unreadable) from the core and the cluster without writing anything.
+func (s *Service) drop(ctx context.Context, now time.Time, name string) {
+	if _, ok := s.release(ctx, now, name, model.StatusCanceled); ok {
+		s.cfg.Cluster.Forget(name)
+	}
+}
+
+// release takes a job out of the core, halting its workers, and forgets
+// what the service kept of it.
+func (s *Service) release(ctx context.Context, now time.Time, name string, status model.Status) (model.Job, bool) {
+	job, err := s.core.Finish(now, name, status)
+	if err != nil {
+		s.log.Warn("finish job", "job", name, "err", err)
+		return model.Job{}, false
+	}
+	if len(job.State.Placement) > 0 {
+		halt := scheduler.Action{Kind: scheduler.Halt, Job: name, From: job.State.Placement}
+		if err := s.cfg.Cluster.Apply(ctx, halt); err != nil {
+			s.log.Warn("halt finished job", "job", name, "err", err)
+		}
+	}
+	s.collector.Forget(name)
+	delete(s.jobs, name)
+	return job, true
 }
 
 // saveTerminal records a terminal status for a job the core does not hold.
@@ -53,25 +81,72 @@ func (s *Service) saveTerminal(ctx context.Context, now time.Time, j store.Job, 
 	st.State.Status = status
 	st.State.GPUs, st.State.Placement = 0, nil
 	st.QueuePosition, st.EstimatedStart = 0, time.Time{}
+	st.Reason, st.Message = "", ""
 	st.FinishTime, st.Updated = now, now
-	s.save(ctx, j.Name, st)
+	s.final[j.Name] = store.StatusWrite{Status: st, Revision: j.StatusRevision}
+	s.writeFinal(ctx, now)
 }
 
-func (s *Service) save(ctx context.Context, name string, st store.JobStatus) {
-	if _, err := s.cfg.Store.SaveStatus(ctx, map[string]store.JobStatus{name: st}); err != nil {
-		s.log.Error("save job status", "job", name, "err", err)
+// writeFinal writes the pending terminal statuses. Those the store did not
+// take stay pending: retried at the next persist, and never admitted again
+// meanwhile.
+func (s *Service) writeFinal(ctx context.Context, now time.Time) {
+	if len(s.final) == 0 {
+		return
+	}
+	res, err := s.cfg.Store.SaveStatus(ctx, s.final)
+	s.storeWrote(err)
+	if err != nil {
+		s.log.Error("save finished jobs' statuses; retrying at the next cycle", "jobs", len(s.final), "err", err)
+		return
+	}
+	s.settleFinal(ctx, res)
+}
+
+// settleFinal clears the terminal writes the store took or no longer
+// needs, and rebases on a newer revision those another writer got to
+// first while the job was still live.
+func (s *Service) settleFinal(ctx context.Context, res store.SaveResult) {
+	conflicts := map[string]bool{}
+	for _, name := range res.Conflicts {
+		conflicts[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.final)) {
+		if !conflicts[name] {
+			delete(s.final, name) // written, or missing: nothing left to do
+			continue
+		}
+		fresh, err := s.cfg.Store.GetJob(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			delete(s.final, name)
+		case err != nil:
+			s.log.Warn("read back a job whose terminal status was refused", "job", name, "err", err)
+		case fresh.Unreadable != "" || fresh.Status.State.Status.Done():
+			// Ended already; an unreadable record is set aside by the
+			// next resync.
+			delete(s.final, name)
+		default:
+			w := s.final[name]
+			w.Revision = fresh.StatusRevision
+			s.final[name] = w
+		}
 	}
 }
 
 // onDone is the cluster's report that a job finished by itself.
-func (s *Service) onDone(name string, status model.Status) {
-	ctx := context.Background()
+func (s *Service) onDone(ctx context.Context, name string, status model.Status) {
 	err := s.loop.Do(ctx, func(*scheduler.Core) {
-		if _, held := s.core.Job(name); held {
+		if _, held := s.jobs[name]; held {
 			s.finish(ctx, s.cfg.Clock.Now(), name, status)
 		}
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, scheduler.ErrStopped) || ctx.Err() != nil:
+		// Shutting down: the job's record is still live, and the next
+		// start reconciles it with the cluster.
+		s.log.Debug("job finished while the scheduler stopped", "job", name, "status", string(status))
+	case err != nil:
 		s.log.Error("record finished job", "job", name, "err", err)
 	}
 }
@@ -94,7 +169,7 @@ func (s *Service) consume(ctx context.Context) error {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-s.cfg.WallClock.After(time.Second):
 			}
 			continue
 		}
@@ -118,21 +193,37 @@ func (s *Service) handle(ctx context.Context, body []byte) error {
 	case queue.VerbSettings:
 		return s.reloadSettings(ctx)
 	case queue.VerbJob:
-		j, err := s.cfg.Store.GetJob(ctx, msg.Job)
-		if errors.Is(err, store.ErrNotFound) {
-			s.log.Warn("notification for a job not in the store", "job", msg.Job)
-			return nil
-		}
+		var ferr error
+		err := s.loop.Do(ctx, func(*scheduler.Core) { ferr = s.look(ctx, s.cfg.Clock.Now(), msg.Job) })
 		if err != nil {
 			return err
 		}
-		if j.Spec.GPUType != s.cfg.GPUType {
-			s.log.Warn("notification for another GPU type's job", "job", msg.Job, "jobGPUType", j.Spec.GPUType)
-			return nil
-		}
-		return s.loop.Do(ctx, func(*scheduler.Core) { s.reconcile(ctx, s.cfg.Clock.Now(), j) })
+		return ferr
 	}
 	return errBadMessage
+}
+
+// look reads a job afresh and reconciles the core with it. Loop goroutine
+// only: reading on the loop is what makes the copy newer than anything
+// this service wrote.
+func (s *Service) look(ctx context.Context, now time.Time, name string) error {
+	j, err := s.cfg.Store.GetJob(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, held := s.jobs[name]; held {
+			s.log.Warn("job vanished from the store; dropping it", "job", name)
+			s.drop(ctx, now, name)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if j.Unreadable == "" && j.Spec.GPUType != s.cfg.GPUType {
+		s.log.Warn("notification for another GPU type's job", "job", name, "jobGPUType", j.Spec.GPUType)
+		return nil
+	}
+	s.reconcile(ctx, now, j)
+	return nil
 }
 
 // reloadSettings applies the stored algorithm and rate limit.
@@ -159,13 +250,13 @@ func (s *Service) reloadSettings(ctx context.Context) error {
 // resyncEvery reconciles the store with the core every cfg.Resync of wall
 // time, so a lost notification delays a change but never drops it.
 func (s *Service) resyncEvery(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Resync)
+	t := s.cfg.WallClock.NewTicker(s.cfg.Resync)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-t.C():
 		}
 		if err := s.resync(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("resync", "err", err)
@@ -173,6 +264,10 @@ func (s *Service) resyncEvery(ctx context.Context) error {
 	}
 }
 
+// resync compares the store's live jobs with the core. The list is read
+// off the loop (it may be large), so it may be older than what the loop
+// did meanwhile: every job it says needs a change is read again on the
+// loop before anything is done about it.
 func (s *Service) resync(ctx context.Context) error {
 	if err := s.reloadSettings(ctx); err != nil {
 		return err
@@ -183,17 +278,49 @@ func (s *Service) resync(ctx context.Context) error {
 	}
 	return s.loop.Do(ctx, func(c *scheduler.Core) {
 		now := s.cfg.Clock.Now()
+		listed := make(map[string]bool, len(jobs))
 		for _, j := range jobs {
-			s.reconcile(ctx, now, j)
+			listed[j.Name] = true
+			if !s.needsLook(j) {
+				continue
+			}
+			if err := s.look(ctx, now, j.Name); err != nil {
+				s.log.Warn("resync job", "job", j.Name, "err", err)
+			}
+		}
+		// Jobs the core holds that the live list lacks ended or vanished
+		// elsewhere, or were admitted after the list was read.
+		for _, name := range slices.Sorted(maps.Keys(s.jobs)) {
+			if listed[name] {
+				continue
+			}
+			if err := s.look(ctx, now, name); err != nil {
+				s.log.Warn("resync job", "job", name, "err", err)
+			}
 		}
 		s.persist(ctx, now, nil)
 	})
 }
 
+// needsLook reports whether a listed record may ask for a change: a job
+// to admit, delete, re-prioritise, drop or set aside.
+func (s *Service) needsLook(j store.Job) bool {
+	if _, pending := s.final[j.Name]; pending {
+		return false
+	}
+	if j.Unreadable != "" {
+		return true
+	}
+	if _, held := s.jobs[j.Name]; !held {
+		return !j.Status.State.Status.Done()
+	}
+	cur, _ := s.core.Job(j.Name)
+	return j.DeleteRequested || j.Status.State.Status.Done() || cur.Spec.Priority != j.Spec.Priority
+}
+
 // afterCycle records a cycle: metrics, fresh estimates for the next cycle,
 // and every changed job status. Loop goroutine only.
-func (s *Service) afterCycle(rep scheduler.CycleReport, err error) {
-	ctx := context.Background()
+func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err error) {
 	gt := s.cfg.GPUType
 	m := s.cfg.Metrics
 	s.cycles++
@@ -214,38 +341,55 @@ func (s *Service) afterCycle(rep scheduler.CycleReport, err error) {
 	s.persist(ctx, rep.Time, rep.Order)
 }
 
+// capacity returns the GPUs of all the GPU type's nodes, cordoned ones
+// included: no job can ever hold more.
+func (s *Service) capacity() int {
+	total := 0
+	for _, n := range s.core.Nodes() {
+		total += n.GPUs
+	}
+	return total
+}
+
 // estimate feeds the collector what the cluster measured and gives every
-// job its new estimate.
+// job its new estimate. A speedup curve never extends past the cluster's
+// GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
 	est, ok := s.cfg.Cluster.(Estimator)
 	if !ok {
 		return
 	}
 	s.collector.ObserveAll(est.Observations())
+	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
-		rem, ok := est.Remaining(j.Spec.Name)
+		name := j.Spec.Name
+		rem, ok := est.Remaining(name)
 		if !ok {
 			continue
 		}
-		e := s.collector.Estimate(j.Spec.Name, s.apps[j.Spec.Name], rem, j.Spec.MaxWorkers)
-		if err := s.core.SetEstimates(j.Spec.Name, e); err != nil {
-			s.log.Warn("set estimates", "job", j.Spec.Name, "err", err)
+		e := s.collector.Estimate(name, s.jobs[name].app, rem, min(j.Spec.MaxWorkers, gpus))
+		if err := s.core.SetEstimates(name, e); err != nil {
+			s.log.Warn("set estimates", "job", name, "err", err)
 		}
 	}
 }
 
 // persist writes every job status that changed since it was last saved,
-// with queue positions and expected starts, and the scheduler's status.
-// order is the last allocation's order (nil: submit order).
+// with queue positions, expected starts and why a job cannot start, the
+// pending terminal statuses, and the scheduler's status. order is the last
+// allocation's order (nil: submit order).
 func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	snap := s.core.Snapshot(now)
 	fc := scheduler.Forecasts(snap, order)
-	changed := map[string]store.JobStatus{}
+	capacity := s.capacity()
+	writes := make(map[string]store.StatusWrite, len(s.final))
+	maps.Copy(writes, s.final)
 	st := store.SchedulerStatus{Now: now, LastCycle: s.lastCycle, Cycles: s.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs()}
 	cross := 0
 	for _, j := range snap.Jobs {
-		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.cfg.Cluster.Progress(j.Spec.Name)}
-		if f, ok := fc[j.Spec.Name]; ok {
+		name := j.Spec.Name
+		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.cfg.Cluster.Progress(name)}
+		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
 		}
 		if j.State.GPUs > 0 {
@@ -256,31 +400,32 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			}
 		} else {
 			st.Waiting++
+			if j.Spec.MinWorkers > capacity {
+				js.Reason = store.ReasonUnschedulable
+				js.Message = fmt.Sprintf("needs at least %d GPUs (its minimum workers); the %s nodes have %d in all: it starts only if nodes are added",
+					j.Spec.MinWorkers, s.cfg.GPUType, capacity)
+				js.EstimatedStart = time.Time{}
+			}
 		}
-		if old, ok := s.saved[j.Spec.Name]; ok && reflect.DeepEqual(old, js) {
+		t := s.jobs[name]
+		if t.written && reflect.DeepEqual(t.saved, js) {
 			continue
 		}
-		changed[j.Spec.Name] = js
+		js.Updated = now
+		writes[name] = store.StatusWrite{Status: js, Revision: t.rev}
 	}
-	if len(changed) > 0 {
-		for name, js := range changed {
-			js.Updated = now
-			changed[name] = js
-		}
-		missing, err := s.cfg.Store.SaveStatus(ctx, changed)
+	if len(writes) > 0 {
+		res, err := s.cfg.Store.SaveStatus(ctx, writes)
+		s.storeWrote(err)
 		if err != nil {
-			s.log.Error("save job statuses; retrying at the next cycle or resync", "jobs", len(changed), "err", err)
+			s.log.Error("save job statuses; retrying at the next cycle or resync", "jobs", len(writes), "err", err)
 		} else {
-			for name, js := range changed {
-				js.Updated = time.Time{}
-				s.saved[name] = js
-			}
-			for _, name := range missing {
-				s.log.Warn("job vanished from the store", "job", name)
-			}
+			s.settle(ctx, now, writes, res)
 		}
 	}
-	if err := s.cfg.Store.PutStatus(ctx, s.cfg.GPUType, st); err != nil {
+	err := s.cfg.Store.PutStatus(ctx, s.cfg.GPUType, st)
+	s.storeWrote(err)
+	if err != nil {
 		s.log.Error("save scheduler status", "err", err)
 	}
 	gt := s.cfg.GPUType
@@ -291,6 +436,49 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	m.JobsCrossNode.WithLabelValues(gt).Set(float64(cross))
 	m.GPUs.WithLabelValues(gt).Set(float64(st.GPUs))
 	m.GPUsInUse.WithLabelValues(gt).Set(float64(st.GPUsInUse))
+}
+
+// settle records which status writes the store took. A live job whose
+// record vanished is dropped; one whose write conflicted is read again and
+// reconciled: dropped if it ended elsewhere, else written again over the
+// newer revision at the next persist.
+func (s *Service) settle(ctx context.Context, now time.Time, writes map[string]store.StatusWrite, res store.SaveResult) {
+	final := store.SaveResult{}
+	refused := map[string]bool{}
+	for _, name := range res.Missing {
+		refused[name] = true
+		if _, ok := s.final[name]; ok {
+			final.Missing = append(final.Missing, name)
+			continue
+		}
+		s.log.Warn("job vanished from the store; dropping it", "job", name)
+		s.drop(ctx, now, name)
+	}
+	for _, name := range res.Conflicts {
+		refused[name] = true
+		if _, ok := s.final[name]; ok {
+			final.Conflicts = append(final.Conflicts, name)
+			continue
+		}
+		if err := s.look(ctx, now, name); err != nil {
+			s.log.Warn("read back a job whose status was refused", "job", name, "err", err)
+		}
+	}
+	for name, w := range writes {
+		if refused[name] {
+			continue
+		}
+		if _, ok := s.final[name]; ok {
+			continue
+		}
+		if t, ok := s.jobs[name]; ok {
+			w.Status.Updated = time.Time{}
+			t.saved, t.written, t.rev = w.Status, true, w.Revision+1
+		}
+	}
+	if len(s.final) > 0 {
+		s.settleFinal(ctx, final)
+	}
 }
 
 // watchNodes brings the core's nodes in line with the cluster's each time

@@ -28,6 +28,11 @@ const DefaultAlgorithm = "ElasticFIFO"
 // with the core.
 const DefaultResync = 10 * time.Second
 
+// DefaultWedgeAfter is how long one cycle or call may keep the scheduler
+// loop busy before readiness reports the scheduler wedged. Cycles take
+// milliseconds; applying a burst of actions to Kubernetes takes seconds.
+const DefaultWedgeAfter = 2 * time.Minute
+
 // Cluster is where jobs run: the simulated cluster or Kubernetes.
 type Cluster interface {
 	scheduler.Port
@@ -69,12 +74,21 @@ type Config struct {
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	Tick             time.Duration
-	Clock            clock.Clock
-	Metrics          *metrics.Metrics
-	Logger           *slog.Logger
+	// Clock is the scheduler's clock: job times, cycles, the rate limit.
+	// It may run faster than real time (a simulated cluster).
+	Clock clock.Clock
+	// WallClock paces what happens in real time whatever Clock does: the
+	// resync, retries of unhandled notifications and the wedge detection
+	// of Health. Nil means the real clock.
+	WallClock clock.WithTicker
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
 	// Resync is the wall time between reconciliations (DefaultResync if
 	// zero).
 	Resync time.Duration
+	// WedgeAfter is how long the loop may stay in one cycle or call
+	// before Health reports it (DefaultWedgeAfter if zero).
+	WedgeAfter time.Duration
 	// ApplyParallelism is passed to the core (scheduler.Config): how many
 	// actions of one kind a cycle applies at once. The Cluster must be
 	// safe for concurrent use when it is above 1.
@@ -86,16 +100,41 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	ready atomic.Bool
+	// storeErr is the last failed store write (nil after a success);
+	// Health reports it.
+	storeErr atomic.Pointer[storeFailure]
 
 	// Owned by the loop goroutine once Run started.
 	core      *scheduler.Core
 	loop      *scheduler.Loop
 	collector *collector.Collector
-	apps      map[string]string // job -> performance model
-	saved     map[string]store.JobStatus
+	// jobs are the live jobs the core holds.
+	jobs map[string]*tracked
+	// final are terminal statuses of jobs this service finished that
+	// are not in the store yet; they are retried at every persist, and a
+	// job listed here is never admitted again.
+	final     map[string]store.StatusWrite
 	settings  store.Settings
 	cycles    int64
 	lastCycle time.Time
+}
+
+// tracked is what the service keeps of a live job besides the core.
+type tracked struct {
+	// app is the performance model the cluster runs the job with.
+	app string
+	// rev is the StatusRevision of the stored record, as last read or
+	// written: the next status write is conditional on it.
+	rev int64
+	// saved is the status last written (Updated zeroed); written says
+	// whether there is one, so an unchanged status is not written again.
+	saved   store.JobStatus
+	written bool
+}
+
+type storeFailure struct {
+	since time.Time
+	err   error
 }
 
 // New checks the configuration.
@@ -111,8 +150,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DefaultAlgorithm == "" {
 		cfg.DefaultAlgorithm = DefaultAlgorithm
 	}
+	if _, err := cfg.Algorithms.NewFromMap(cfg.DefaultAlgorithm, nil); err != nil {
+		return nil, fmt.Errorf("scheduler service %s: default algorithm: %w", cfg.GPUType, err)
+	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
+	}
+	if cfg.WedgeAfter <= 0 {
+		cfg.WedgeAfter = DefaultWedgeAfter
+	}
+	if cfg.WallClock == nil {
+		cfg.WallClock = clock.RealClock{}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -121,8 +169,8 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		cfg: cfg, log: log.With("gpuType", cfg.GPUType),
 		collector: collector.New(),
-		apps:      map[string]string{},
-		saved:     map[string]store.JobStatus{},
+		jobs:      map[string]*tracked{},
+		final:     map[string]store.StatusWrite{},
 	}, nil
 }
 
@@ -130,17 +178,50 @@ func New(cfg Config) (*Service, error) {
 // consuming notifications.
 func (s *Service) Ready() bool { return s.ready.Load() }
 
+// Health is nil while the scheduler works: it has recovered its jobs, its
+// loop is not stuck in one cycle or call for longer than WedgeAfter, and
+// its last store write succeeded. Otherwise it says what is wrong; the
+// API's /readyz reports it.
+func (s *Service) Health() error {
+	gt := s.cfg.GPUType
+	if !s.ready.Load() {
+		return fmt.Errorf("scheduler %s: not running (recovering its jobs from the store, or stopped)", gt)
+	}
+	if busy := s.loop.Busy(); busy > s.cfg.WedgeAfter {
+		return fmt.Errorf("scheduler %s: busy for %s in one cycle or call (more than %s): it may be wedged",
+			gt, busy.Round(time.Second), s.cfg.WedgeAfter)
+	}
+	if f := s.storeErr.Load(); f != nil {
+		return fmt.Errorf("scheduler %s: store writes failing since %s: %v", gt, f.since.UTC().Format(time.RFC3339), f.err)
+	}
+	return nil
+}
+
+// storeWrote records the outcome of a store write for Health.
+func (s *Service) storeWrote(err error) {
+	if err == nil {
+		s.storeErr.Store(nil)
+		return
+	}
+	if s.storeErr.Load() == nil {
+		s.storeErr.Store(&storeFailure{since: s.cfg.WallClock.Now(), err: err})
+	}
+}
+
 // Run recovers the GPU type's state from the store and schedules until ctx
 // ends. It returns the first error that stops it.
 func (s *Service) Run(ctx context.Context) error {
 	if err := s.start(ctx); err != nil {
 		return err
 	}
+	algo, jobs := s.core.Allocator().Name(), s.core.Len()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := []func(context.Context) error{
 		s.loop.Run,
-		func(ctx context.Context) error { return s.cfg.Cluster.Run(ctx, s.onDone) },
+		func(ctx context.Context) error {
+			return s.cfg.Cluster.Run(ctx, func(name string, status model.Status) { s.onDone(ctx, name, status) })
+		},
 		s.consume,
 		s.resyncEvery,
 	}
@@ -152,7 +233,7 @@ func (s *Service) Run(ctx context.Context) error {
 		go func() { errc <- w(ctx) }()
 	}
 	s.ready.Store(true)
-	s.log.Info("scheduler ready", "algorithm", s.core.Allocator().Name(), "jobs", s.core.Len())
+	s.log.Info("scheduler ready", "algorithm", algo, "jobs", jobs)
 	err := <-errc
 	s.ready.Store(false)
 	cancel()
@@ -194,23 +275,20 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler %s: recover jobs: %w", s.cfg.GPUType, err)
 	}
-	restored := 0
+	// The loop does not run yet: this goroutine owns the core, and the
+	// list is as fresh as any read.
 	for _, j := range jobs {
-		if s.reconcile(ctx, now, j) {
-			restored++
-		}
+		s.reconcile(ctx, now, j)
 	}
-	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", restored)
-	s.loop = scheduler.NewLoop(core, s.cfg.Clock)
+	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", core.Len())
+	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
 	s.loop.OnCycle = s.afterCycle
-	s.loop.OnEventError = func(ev scheduler.Event, err error) {
-		s.log.Warn("event rejected", "job", ev.Job, "err", err)
-	}
 	return nil
 }
 
 // allocator builds the stored algorithm, or the default when the stored
-// one cannot be built (an algorithm removed since, say).
+// one cannot be built (an algorithm removed since, say). New checked that
+// the default builds.
 func (s *Service) allocator(set store.Settings) algorithm.Allocator {
 	name := set.Algorithm
 	if name == "" {
@@ -221,10 +299,7 @@ func (s *Service) allocator(set store.Settings) algorithm.Allocator {
 		return a
 	}
 	s.log.Error("stored algorithm unusable; using the default", "algorithm", name, "err", err)
-	a, err = s.cfg.Algorithms.NewFromMap(s.cfg.DefaultAlgorithm, nil)
-	if err != nil {
-		panic(fmt.Sprintf("default algorithm %s: %v", s.cfg.DefaultAlgorithm, err)) // a wiring bug, not input
-	}
+	a, _ = s.cfg.Algorithms.NewFromMap(s.cfg.DefaultAlgorithm, nil)
 	return a
 }
 
@@ -239,39 +314,67 @@ func (s *Service) rateLimit(set store.Settings) time.Duration {
 }
 
 // reconcile makes the core agree with a stored job: admit a live job it
-// does not hold, cancel one whose deletion was requested, apply a priority
-// change. It runs on the loop goroutine (or before the loop starts) and
-// reports whether the job is live in the core afterwards.
-func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) bool {
+// does not hold, cancel one whose deletion was requested, apply a
+// priority change, drop one that ended elsewhere, set aside a record that
+// cannot be restored. j must be fresh: read on the loop goroutine (or
+// before the loop starts) after every write this service made, so that a
+// job this service finished is never admitted again from an older copy.
+func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
 	name := j.Name
-	cur, held := s.core.Job(name)
+	if _, pending := s.final[name]; pending {
+		return // finished here; its terminal status is on its way to the store
+	}
+	t, held := s.jobs[name]
 	switch {
+	case j.Unreadable != "":
+		if held {
+			s.drop(ctx, now, name)
+		}
+		s.setAside(ctx, now, name, "the stored record cannot be decoded: "+j.Unreadable)
 	case j.Status.State.Status.Done():
 		if held {
-			s.finish(ctx, now, name, j.Status.State.Status)
+			s.log.Warn("job ended elsewhere; dropping it", "job", name, "status", string(j.Status.State.Status))
+			s.drop(ctx, now, name)
 		}
-		return false
 	case j.DeleteRequested:
 		if held {
 			s.finish(ctx, now, name, model.StatusCanceled)
 		} else {
 			s.saveTerminal(ctx, now, j, model.StatusCanceled)
 		}
-		return false
 	case held:
-		if cur.Spec.Priority != j.Spec.Priority {
+		if cur, _ := s.core.Job(name); cur.Spec.Priority != j.Spec.Priority {
 			if err := s.core.SetPriority(now, name, j.Spec.Priority); err != nil {
 				s.log.Warn("set priority", "job", name, "err", err)
 			}
 		}
-		return true
+		if j.StatusRevision > t.rev {
+			// Another writer changed the status: write ours over it at
+			// the next persist.
+			t.rev, t.written = j.StatusRevision, false
+		}
+	default:
+		s.admit(ctx, now, j)
+	}
+}
+
+// admit brings a live job into the core: a new one waits in queue 0; one
+// the scheduler had seen before resumes with its saved state. A record
+// that cannot be admitted is set aside.
+func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
+	name := j.Name
+	if j.Spec.GPUType != s.cfg.GPUType {
+		s.log.Warn("job of another GPU type; ignoring it", "job", name, "jobGPUType", j.Spec.GPUType)
+		return
+	}
+	if err := j.Spec.Validate(); err != nil {
+		s.setAside(ctx, now, name, "its spec is invalid: "+err.Error())
+		return
 	}
 	if err := s.cfg.Cluster.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
-		s.log.Error("job cannot run on this cluster; marking it failed", "job", name, "err", err)
-		s.saveTerminal(ctx, now, j, model.StatusFailed)
-		return false
+		s.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
+		return
 	}
-	s.apps[name] = j.Model
 	var err error
 	if st := j.Status.State.Status; st == "" || st == model.StatusSubmitted {
 		err = s.core.Submit(now, j.Spec)
@@ -279,12 +382,11 @@ func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) boo
 		err = s.restore(ctx, now, j)
 	}
 	if err != nil {
-		s.log.Error("admit job", "job", name, "err", err)
 		s.cfg.Cluster.Forget(name)
-		delete(s.apps, name)
-		return false
+		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
+		return
 	}
-	return true
+	s.jobs[name] = &tracked{app: j.Model, rev: j.StatusRevision}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with
@@ -309,4 +411,18 @@ func (s *Service) restore(ctx context.Context, now time.Time, j store.Job) error
 		st.WaitingSince = now
 	}
 	return s.core.Restore(model.Job{Spec: j.Spec, State: st, Est: est})
+}
+
+// setAside marks a record that cannot be restored as Failed with why, so
+// that one bad record never stops the others. A failed write is retried
+// at the next resync, which finds the record live again.
+func (s *Service) setAside(ctx context.Context, now time.Time, name, why string) {
+	err := s.cfg.Store.SetAside(ctx, name, why, now)
+	s.storeWrote(err)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Error("set aside a job record that cannot be restored; retrying at the next resync", "job", name, "reason", why, "err", err)
+		return
+	}
+	s.cfg.Metrics.JobsSetAside.WithLabelValues(s.cfg.GPUType).Inc()
+	s.log.Error("job record set aside as Failed: it cannot be restored", "job", name, "reason", why)
 }

@@ -1,0 +1,683 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	bolt "go.etcd.io/bbolt"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/metrics"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/scheduler"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+const gpuType = "v100"
+
+// fakeCluster records what the service asks of it and reports job ends
+// when a test says so.
+type fakeCluster struct {
+	mu       sync.Mutex
+	nodes    []model.Node
+	nodeCh   chan struct{}
+	actions  []scheduler.Action
+	tracked  map[string]int
+	progress map[string]float64
+	// block, if not nil, holds every Apply until it is closed.
+	block chan struct{}
+	// reportOnStop is a job Run reports Completed after its context
+	// ended, as a cluster can when an end races the shutdown.
+	reportOnStop string
+	onDone       func(string, model.Status)
+	running      chan struct{}
+	// blocked counts Apply calls waiting on block.
+	blocked atomic.Int32
+}
+
+func newFakeCluster(nodes, gpus int) *fakeCluster {
+	c := &fakeCluster{nodeCh: make(chan struct{}, 1), tracked: map[string]int{}, progress: map[string]float64{}, running: make(chan struct{})}
+	c.setNodes(nodes, gpus)
+	return c
+}
+
+func (c *fakeCluster) setNodes(nodes, gpus int) {
+	c.mu.Lock()
+	c.nodes = nil
+	for i := range nodes {
+		c.nodes = append(c.nodes, model.Node{Name: fmt.Sprintf("n%d", i), GPUs: gpus})
+	}
+	c.mu.Unlock()
+	select {
+	case c.nodeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (c *fakeCluster) Nodes() []model.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
+
+func (c *fakeCluster) NodesChanged() <-chan struct{} { return c.nodeCh }
+
+func (c *fakeCluster) Apply(_ context.Context, a scheduler.Action) error {
+	c.mu.Lock()
+	block := c.block
+	c.mu.Unlock()
+	if block != nil {
+		c.blocked.Add(1)
+		<-block
+		c.blocked.Add(-1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tracked[a.Job] == 0 {
+		return fmt.Errorf("fake cluster: unknown job %s", a.Job)
+	}
+	c.actions = append(c.actions, a)
+	return nil
+}
+
+func (c *fakeCluster) Track(name, _ string, _ int, progress float64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tracked[name]++
+	c.progress[name] = progress
+	return nil
+}
+
+func (c *fakeCluster) Forget(string) {}
+
+func (c *fakeCluster) Progress(name string) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.progress[name]
+}
+
+func (c *fakeCluster) setProgress(name string, p float64) {
+	c.mu.Lock()
+	c.progress[name] = p
+	c.mu.Unlock()
+}
+
+func (c *fakeCluster) Run(ctx context.Context, onDone func(string, model.Status)) error {
+	c.mu.Lock()
+	c.onDone = onDone
+	c.mu.Unlock()
+	close(c.running)
+	<-ctx.Done()
+	if c.reportOnStop != "" {
+		onDone(c.reportOnStop, model.StatusCompleted)
+	}
+	return ctx.Err()
+}
+
+// finish reports a job's end as the cluster's Run would.
+func (c *fakeCluster) finish(name string, st model.Status) {
+	<-c.running
+	c.mu.Lock()
+	onDone := c.onDone
+	c.mu.Unlock()
+	onDone(name, st)
+}
+
+// count returns how many actions of kind the job got.
+func (c *fakeCluster) count(job string, kind scheduler.ActionKind) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, a := range c.actions {
+		if a.Job == job && a.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *fakeCluster) last(job string) (scheduler.Action, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.actions) - 1; i >= 0; i-- {
+		if c.actions[i].Job == job {
+			return c.actions[i], true
+		}
+	}
+	return scheduler.Action{}, false
+}
+
+func (c *fakeCluster) tracks(job string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tracked[job]
+}
+
+// estimatingCluster also measures jobs, so the service runs the collector.
+type estimatingCluster struct{ *fakeCluster }
+
+func (estimatingCluster) Observations() []collector.Observation { return nil }
+func (estimatingCluster) Remaining(string) (float64, bool)      { return 3600, true }
+
+// faultyStore wraps the real store: a test can freeze ListJobs on an old
+// answer, as a list read just before a job ended, or make writes fail.
+type faultyStore struct {
+	store.Store
+	mu        sync.Mutex
+	frozen    []store.Job
+	failSaves atomic.Bool
+}
+
+var errInjected = errors.New("injected store failure")
+
+func (s *faultyStore) ListJobs(ctx context.Context, opts store.ListOptions) ([]store.Job, error) {
+	s.mu.Lock()
+	frozen := s.frozen
+	s.mu.Unlock()
+	if frozen != nil {
+		return frozen, nil
+	}
+	return s.Store.ListJobs(ctx, opts)
+}
+
+func (s *faultyStore) freeze(jobs []store.Job) {
+	s.mu.Lock()
+	s.frozen = jobs
+	s.mu.Unlock()
+}
+
+func (s *faultyStore) SaveStatus(ctx context.Context, w map[string]store.StatusWrite) (store.SaveResult, error) {
+	if s.failSaves.Load() {
+		return store.SaveResult{}, errInjected
+	}
+	return s.Store.SaveStatus(ctx, w)
+}
+
+// harness runs one Service on a bbolt store in a temporary directory, the
+// in-process queue, a fake cluster and fake clocks: the scheduler's (no
+// rate limit, no tick, so every change cycles at once) and the wall clock
+// (resync, wedge detection), which only the test moves.
+type harness struct {
+	t       *testing.T
+	dir     string
+	st      *faultyStore
+	q       queue.Queue
+	cl      Cluster
+	fc      *fakeCluster
+	clk     *testingclock.FakeClock
+	wall    *testingclock.FakeClock
+	m       *metrics.Metrics
+	svc     *Service
+	stop    context.CancelFunc
+	stopped chan error
+}
+
+func newHarness(t *testing.T, nodes, gpus int) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), fc: newFakeCluster(nodes, gpus)}
+	h.cl = h.fc
+	h.open()
+	q, err := queue.Open(t.Context(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.q = q
+	t.Cleanup(func() { _ = q.Close() })
+	h.clk = testingclock.NewFakeClock(t0)
+	h.wall = testingclock.NewFakeClock(t0)
+	h.m = metrics.New(prometheus.NewRegistry())
+	return h
+}
+
+func (h *harness) open() {
+	st, err := store.Open(context.Background(), "", h.dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.st = &faultyStore{Store: st}
+	h.t.Cleanup(func() { _ = st.Close(context.Background()) })
+}
+
+// run starts the service and waits until it is ready.
+func (h *harness) run() {
+	h.t.Helper()
+	svc, err := New(Config{
+		GPUType: gpuType, Store: h.st, Queue: h.q, Cluster: h.cl,
+		Algorithms: algorithm.Builtin(), Placer: placement.NewGreedy(),
+		DefaultRateLimit: -1, Tick: -1, Clock: h.clk, WallClock: h.wall,
+		Metrics: h.m, Resync: time.Hour,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.svc = svc
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	h.stopped = make(chan error, 1)
+	go func() { h.stopped <- svc.Run(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.stopped:
+		case <-time.After(10 * time.Second):
+			h.t.Error("service did not stop within 10 s")
+		}
+	})
+	waitFor(h.t, "service ready", svc.Ready)
+}
+
+// create stores a new job as the API does.
+func (h *harness) create(name string, minW, maxW int) {
+	h.t.Helper()
+	h.put(store.Job{Name: name, Kind: "MPIJob", Spec: jobSpec(name, minW, maxW),
+		Status: store.JobStatus{State: model.JobState{Status: model.StatusSubmitted}, Est: model.Estimates{RemainingSeconds: -1}}})
+}
+
+func (h *harness) put(j store.Job) {
+	h.t.Helper()
+	if err := h.st.CreateJob(context.Background(), j); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func jobSpec(name string, minW, maxW int) model.JobSpec {
+	return model.JobSpec{Name: name, GPUType: gpuType, MinWorkers: minW, MaxWorkers: maxW, RequestedWorkers: minW, Epochs: 1, SubmitTime: t0}
+}
+
+func (h *harness) notify(name string) {
+	h.t.Helper()
+	msg := queue.Message{Verb: queue.VerbJob, Job: name}
+	if err := h.q.Publish(context.Background(), queue.SchedulerQueue(gpuType), msg.Encode()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) get(name string) store.Job {
+	h.t.Helper()
+	j, err := h.st.GetJob(context.Background(), name)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+func (h *harness) waitStatus(name string, want model.Status) store.Job {
+	h.t.Helper()
+	var j store.Job
+	waitFor(h.t, fmt.Sprintf("job %s %s", name, want), func() bool {
+		j = h.get(name)
+		return j.Status.State.Status == want
+	})
+	return j
+}
+
+// do runs f on the service's loop.
+func (h *harness) do(f func()) {
+	h.t.Helper()
+	if err := h.svc.loop.Do(context.Background(), func(*scheduler.Core) { f() }); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) held(name string) bool {
+	var ok bool
+	h.do(func() { _, ok = h.svc.jobs[name] })
+	return ok
+}
+
+func (h *harness) counter(c *prometheus.CounterVec) int {
+	return int(testutil.ToFloat64(c.WithLabelValues(gpuType)))
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A job the service finished must never come back from an older copy of
+// its record. The defect: resync listed jobs off the loop, a job completed
+// meanwhile, and resync re-admitted it from the stale list as Running, on
+// GPUs forever, counting its completion again.
+func TestDefect_ResyncDoesNotReadmitFinishedJob(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.create("a", 2, 2)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	stale, err := h.st.ListJobs(context.Background(), store.ListOptions{GPUType: gpuType, Live: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fc.finish("a", model.StatusCompleted)
+	h.waitStatus("a", model.StatusCompleted)
+
+	h.st.freeze(stale) // the list read just before a's end
+	if err := h.svc.resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j := h.get("a")
+	if st := j.Status.State.Status; st != model.StatusCompleted || j.Status.State.GPUs != 0 {
+		t.Fatalf("after resync a is %s on %d GPUs, want Completed on none", st, j.Status.State.GPUs)
+	}
+	if h.held("a") {
+		t.Fatal("the scheduler holds a again")
+	}
+	if n := h.fc.tracks("a"); n != 1 {
+		t.Fatalf("the cluster was told to track a %d times, want once", n)
+	}
+	if n := h.fc.count("a", scheduler.Start); n != 1 {
+		t.Fatalf("a was started %d times, want once", n)
+	}
+	if n := h.counter(h.m.JobsCompleted); n != 1 {
+		t.Fatalf("completed counter %d, want 1", n)
+	}
+}
+
+// A terminal status the store refused to write stays pending: retried at
+// the next persist, reported by Health meanwhile, and the job is never
+// re-admitted from its still-live record.
+func TestTerminalStatusRetriedUntilStored(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 1, 1)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	h.st.failSaves.Store(true)
+	h.fc.finish("a", model.StatusCompleted)
+	if err := h.svc.Health(); err == nil || !strings.Contains(err.Error(), "store writes failing") {
+		t.Fatalf("Health with failing writes = %v", err)
+	}
+	if st := h.get("a").Status.State.Status; st != model.StatusRunning {
+		t.Fatalf("a is %s in the store, want still Running (the write failed)", st)
+	}
+	if err := h.svc.resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.held("a") || h.fc.tracks("a") != 1 {
+		t.Fatal("a was re-admitted while its terminal status was pending")
+	}
+	h.st.failSaves.Store(false)
+	if err := h.svc.resync(context.Background()); err != nil { // persists
+		t.Fatal(err)
+	}
+	h.waitStatus("a", model.StatusCompleted)
+	if err := h.svc.Health(); err != nil {
+		t.Fatalf("Health after the store recovered: %v", err)
+	}
+	if n := h.counter(h.m.JobsCompleted); n != 1 {
+		t.Fatalf("completed counter %d, want 1", n)
+	}
+}
+
+// Another writer (a scheduler that took over, say) ended a job: the held
+// copy is dropped and halted without a second terminal write or count.
+func TestJobEndedElsewhereIsDropped(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 2, 2)
+	h.run()
+	j := h.waitStatus("a", model.StatusRunning)
+	done := j.Status
+	done.State.Status, done.State.GPUs, done.State.Placement = model.StatusFailed, 0, nil
+	res, err := h.st.SaveStatus(context.Background(), map[string]store.StatusWrite{"a": {Status: done, Revision: j.StatusRevision}})
+	if err != nil || len(res.Conflicts)+len(res.Missing) > 0 {
+		t.Fatalf("the other writer's save: %+v %v", res, err)
+	}
+	if err := h.svc.resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.held("a") {
+		t.Fatal("the scheduler still holds a job that ended elsewhere")
+	}
+	if n := h.fc.count("a", scheduler.Halt); n != 1 {
+		t.Fatalf("a halted %d times, want once", n)
+	}
+	if got := h.get("a"); got.Status.State.Status != model.StatusFailed || got.StatusRevision != j.StatusRevision+1 {
+		t.Fatalf("a = %s at revision %d, want Failed at %d", got.Status.State.Status, got.StatusRevision, j.StatusRevision+1)
+	}
+	if n := h.counter(h.m.JobsCompleted) + h.counter(h.m.JobsFailed); n != 0 {
+		t.Fatalf("%d ends counted for a job that ended elsewhere", n)
+	}
+}
+
+// A status write over a revision another writer moved is refused; the
+// service reads the job again and writes its own status over the newer
+// revision.
+func TestConflictingStatusWriteIsRebased(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 1, 1)
+	h.run()
+	j := h.waitStatus("a", model.StatusRunning)
+	other := j.Status
+	other.Progress = 0.1
+	if _, err := h.st.SaveStatus(context.Background(), map[string]store.StatusWrite{"a": {Status: other, Revision: j.StatusRevision}}); err != nil {
+		t.Fatal(err)
+	}
+	h.fc.setProgress("a", 0.5)
+	h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) })
+	h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) })
+	got := h.get("a")
+	if got.Status.Progress != 0.5 || got.StatusRevision != j.StatusRevision+2 {
+		t.Fatalf("a has progress %v at revision %d, want 0.5 at %d", got.Status.Progress, got.StatusRevision, j.StatusRevision+2)
+	}
+	if !h.held("a") {
+		t.Fatal("a was dropped after a conflict with a live status")
+	}
+}
+
+func TestDeleteRequestedCancelsAndHalts(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 2, 2)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	if err := h.st.RequestDelete(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	h.notify("a")
+	j := h.waitStatus("a", model.StatusCanceled)
+	if j.Status.FinishTime.IsZero() || j.Status.State.GPUs != 0 {
+		t.Fatalf("canceled job status %+v", j.Status)
+	}
+	if n := h.fc.count("a", scheduler.Halt); n != 1 {
+		t.Fatalf("a halted %d times, want once", n)
+	}
+	if h.held("a") {
+		t.Fatal("a still held after its deletion")
+	}
+}
+
+func TestPriorityChangeReachesTheCore(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 1, 1)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	if err := h.st.SetPriority(context.Background(), "a", 7); err != nil {
+		t.Fatal(err)
+	}
+	h.notify("a")
+	waitFor(t, "priority 7 in the core", func() bool {
+		var p int
+		h.do(func() { j, _ := h.svc.core.Job("a"); p = j.Spec.Priority })
+		return p == 7
+	})
+}
+
+// A job whose minimum exceeds every GPU of its type waits with a reason
+// users can see; the reason goes once nodes make it possible.
+func TestImpossibleMinimumIsReported(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.create("big", 10, 12)
+	h.run()
+	var j store.Job
+	waitFor(t, "an Unschedulable reason", func() bool {
+		j = h.get("big")
+		return j.Status.Reason == store.ReasonUnschedulable
+	})
+	if st := j.Status.State.Status; st != model.StatusWaiting {
+		t.Fatalf("big is %s, want Waiting", st)
+	}
+	if !strings.Contains(j.Status.Message, "at least 10 GPUs") || !strings.Contains(j.Status.Message, "have 8") {
+		t.Fatalf("message %q does not say what is needed and what there is", j.Status.Message)
+	}
+	if !j.Status.EstimatedStart.IsZero() {
+		t.Fatalf("estimated start %v for a job that cannot start", j.Status.EstimatedStart)
+	}
+	h.fc.setNodes(3, 4)
+	j = h.waitStatus("big", model.StatusRunning)
+	if j.Status.Reason != "" || j.Status.Message != "" {
+		t.Fatalf("a running job keeps reason %q: %q", j.Status.Reason, j.Status.Message)
+	}
+}
+
+// Records that cannot be restored (undecodable, or an invalid spec) are
+// set aside as Failed with their reason, counted and logged; the rest of
+// the jobs start as if they were not there.
+func TestRecoverySetsAsideWhatCannotBeRestored(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	running := store.Job{Name: "good", Kind: "MPIJob", Spec: jobSpec("good", 2, 2), StatusRevision: 3,
+		Status: store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2,
+			Placement: model.JobPlacement{{Node: "n1", Workers: 2}}, FirstStart: t0}}}
+	h.put(running)
+	bad := jobSpec("bad", 3, 2) // min above max
+	h.put(store.Job{Name: "bad", Kind: "MPIJob", Spec: bad, Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}}})
+	// A record no version of Voda could decode.
+	if err := h.st.Store.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(h.dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("jobs")).Put([]byte("garbled"), []byte(`{"spec": [`)) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+
+	h.run()
+	if !h.held("good") {
+		t.Fatal("the good job was not restored")
+	}
+	if a, ok := h.fc.last("good"); !ok || a.Kind != scheduler.Start || !a.To.Equal(running.Status.State.Placement) {
+		t.Fatalf("good was not resumed on its placement: %+v", a)
+	}
+	for _, name := range []string{"bad", "garbled"} {
+		j := h.get(name)
+		if j.Status.State.Status != model.StatusFailed || j.Status.Reason != store.ReasonUnrestorable || j.Status.Message == "" {
+			t.Errorf("%s = %s (%s: %q), want Failed, Unrestorable, with why", name, j.Status.State.Status, j.Status.Reason, j.Status.Message)
+		}
+	}
+	if n := h.counter(h.m.JobsSetAside); n != 2 {
+		t.Fatalf("set-aside counter %d, want 2", n)
+	}
+	if err := h.svc.Health(); err != nil {
+		t.Fatalf("Health after recovery: %v", err)
+	}
+}
+
+// A speedup curve never reaches past the cluster's GPUs: a job asking for
+// 2^31-1 workers used to make the collector allocate 16 GiB and wedge the
+// scheduler.
+func TestDefect_HugeMaxWorkersCurveStopsAtTheCluster(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.cl = estimatingCluster{h.fc}
+	h.create("huge", 1, math.MaxInt32)
+	h.run()
+	j := h.waitStatus("huge", model.StatusRunning)
+	waitFor(t, "an estimate", func() bool {
+		j = h.get("huge")
+		return len(j.Status.Est.Speedup) > 0
+	})
+	if n := len(j.Status.Est.Speedup); n != 8+1 {
+		t.Fatalf("speedup curve of %d points on 8 GPUs, want 9", n)
+	}
+}
+
+// Losing a node tells the cluster at once: jobs there shrink to what they
+// keep elsewhere, or halt.
+func TestNodeLossShrinksOrHaltsItsJobs(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.create("wide", 6, 6)
+	h.run()
+	j := h.waitStatus("wide", model.StatusRunning)
+	if len(j.Status.State.Placement) != 2 {
+		t.Fatalf("wide placed on %v, want both nodes", j.Status.State.Placement)
+	}
+	h.fc.setNodes(1, 4) // n1 leaves
+	waitFor(t, "a shrink to n0", func() bool {
+		a, _ := h.fc.last("wide")
+		return a.Kind == scheduler.Shrink || a.Kind == scheduler.Halt
+	})
+	var nodes []model.Node
+	h.do(func() { nodes = h.svc.core.Nodes() })
+	if len(nodes) != 1 || nodes[0].Name != "n0" {
+		t.Fatalf("core nodes %v, want only n0", nodes)
+	}
+}
+
+// Health reports a loop stuck in one cycle (here, an Apply that never
+// returns) once it has been busy longer than WedgeAfter of wall time.
+func TestHealthReportsWedgedScheduler(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.fc.block = make(chan struct{})
+	h.create("a", 1, 1)
+	h.run()
+	waitFor(t, "the loop inside Apply", func() bool { return h.fc.blocked.Load() == 1 })
+	if err := h.svc.Health(); err != nil {
+		t.Fatalf("Health at the start of a cycle: %v", err)
+	}
+	h.wall.Step(DefaultWedgeAfter + time.Second)
+	waitFor(t, "Health to report the wedge", func() bool {
+		err := h.svc.Health()
+		return err != nil && strings.Contains(err.Error(), "wedged")
+	})
+	h.fc.mu.Lock()
+	close(h.fc.block)
+	h.fc.block = nil
+	h.fc.mu.Unlock()
+	waitFor(t, "Health to recover", func() bool { return h.svc.Health() == nil })
+}
+
+// A job end reported while the service stops used to block forever in
+// loop.Do after the loop had exited, so SIGTERM never finished and the
+// store's file lock was never released.
+func TestDefect_EndReportedDuringShutdownDoesNotHang(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 1, 1)
+	h.fc.reportOnStop = "a"
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	h.stop()
+	select {
+	case err := <-h.stopped:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		h.stopped <- err // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("the service did not stop within 5 s")
+	}
+}
