@@ -55,7 +55,7 @@ type Options struct {
 }
 
 // DefaultRestartCost is the time a re-placed job spends restarting.
-const DefaultRestartCost = 30 * time.Second
+const DefaultRestartCost = perfmodel.RestartCost
 
 type simJob struct {
 	w         workload.Job
@@ -426,7 +426,7 @@ func (e *engine) estimate() error {
 			if j.obsSeconds > 0 {
 				e.col.Observe(j.w.Name, j.category(), j.workers(), j.obsSeconds, j.obsWork)
 			}
-			est = e.col.Estimate(j.w.Name, j.category(), remaining, j.w.MaxWorkers)
+			est = e.col.Estimate(j.w.Name, j.category(), remaining, e.curveLen(j))
 		}
 		j.obsSeconds, j.obsWork = 0, 0
 		if err := e.core.SetEstimates(j.w.Name, est); err != nil {
@@ -436,18 +436,26 @@ func (e *engine) estimate() error {
 	return nil
 }
 
+// curveLen is how far a job's speedup curve goes: its maximum workers,
+// but never past the cluster's GPUs, so that a job asking for 2^31
+// workers costs no more memory than one asking for the whole cluster.
+func (e *engine) curveLen(j *simJob) int {
+	return max(min(j.w.MaxWorkers, e.opts.Nodes*e.opts.GPUsPerNode), 1)
+}
+
 // oracle returns the true speedup curve (workers packed onto as few nodes
 // as possible) and remaining time on one GPU for the job's current epoch.
 func (e *engine) oracle(j *simJob, remaining float64) (model.Estimates, error) {
-	key := oracleKey{j.m.Name(), j.batch, j.epoch, j.w.MaxWorkers}
+	n := e.curveLen(j)
+	key := oracleKey{j.m.Name(), j.batch, j.epoch, n}
 	c, ok := e.oracleCache[key]
 	if !ok {
 		r1, err := j.m.Rate([]int{1}, j.batch, j.epoch)
 		if err != nil {
 			return model.Estimates{}, err
 		}
-		c = oracleCurve{rate1: r1, speedup: make([]float64, j.w.MaxWorkers+1)}
-		for k := 1; k <= j.w.MaxWorkers; k++ {
+		c = oracleCurve{rate1: r1, speedup: make([]float64, n+1)}
+		for k := 1; k <= n; k++ {
 			r, err := j.m.Rate(packed(k, e.opts.GPUsPerNode), j.batch, j.epoch)
 			if err != nil {
 				return model.Estimates{}, err

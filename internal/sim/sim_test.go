@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -288,5 +289,27 @@ func BenchmarkSimulateGenerated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		run(b, jobs, Options{Nodes: 64, GPUsPerNode: 8, Allocator: newAlloc(b, "ElasticFIFO"), Models: models})
+	}
+}
+
+// A workload row with max_workers 2^31-1 made the simulator allocate a
+// speedup curve of 2^31 floats (16 GiB) and die. Curves stop at the
+// cluster's GPUs, online and oracle alike.
+func TestDefect_HugeMaxWorkersCostsNoMoreThanTheCluster(t *testing.T) {
+	jobs := []workload.Job{
+		{Name: "huge", App: "linear", Submit: 0, MinWorkers: 1, MaxWorkers: math.MaxInt32, Requested: 1, Epochs: 2},
+		{Name: "small", App: "amdahl", Submit: 5, MinWorkers: 1, MaxWorkers: 2, Requested: 1, Epochs: 2},
+	}
+	for _, oracle := range []bool{false, true} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "ElasticFIFO"), Oracle: oracle})
+		runtime.ReadMemStats(&after)
+		if s := report.Summarize(r); s.Completed != len(jobs) {
+			t.Fatalf("oracle=%v: %d of %d jobs completed", oracle, s.Completed, len(jobs))
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Errorf("oracle=%v: the run allocated %d MiB for 16 GPUs", oracle, grew>>20)
+		}
 	}
 }

@@ -21,8 +21,9 @@ import (
 const DefaultModel = "amdahl"
 
 // DefaultRestartCost is the time a job makes no progress after each new
-// placement (a Horovod elastic restart from its last checkpoint).
-const DefaultRestartCost = 10 * time.Second
+// placement (an elastic restart from its last checkpoint); the same as the
+// trace simulator's.
+const DefaultRestartCost = perfmodel.RestartCost
 
 // Options configure a Cluster.
 type Options struct {

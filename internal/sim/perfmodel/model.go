@@ -4,7 +4,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
+
+// RestartCost is the time a job makes no progress after each new
+// placement: the Pollux artifact's restart penalty (an elastic job
+// restarting from its last checkpoint), which the trace simulator and the
+// server's simulated cluster both use by default, so that a simulation
+// and a simulated server charge the same for a restart.
+const RestartCost = 30 * time.Second
 
 // Model is one application's true performance.
 type Model interface {

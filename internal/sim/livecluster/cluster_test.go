@@ -1,0 +1,232 @@
+package livecluster
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/scheduler"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func newCluster(t *testing.T, nodes, gpus int, restart time.Duration) (*Cluster, *testingclock.FakeClock) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(t0)
+	c, err := New(Options{GPUType: "v100", Nodes: nodes, GPUsPerNode: gpus, RestartCost: restart, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, clk
+}
+
+func start(t *testing.T, c *Cluster, job string, to ...model.NodeWorkers) {
+	t.Helper()
+	if err := c.Apply(context.Background(), scheduler.Action{Kind: scheduler.Start, Job: job, To: to}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{GPUType: "", Nodes: 1, GPUsPerNode: 1},
+		{GPUType: "v100", Nodes: 0, GPUsPerNode: 1},
+		{GPUType: "v100", Nodes: 1, GPUsPerNode: 0},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v): no error", o)
+		}
+	}
+}
+
+func TestNodesAreNamedAndIndexed(t *testing.T) {
+	c, _ := newCluster(t, 3, 4, 0)
+	nodes := c.Nodes()
+	if len(nodes) != 3 || nodes[2].Name != "v100-node-02" || nodes[2].GPUs != 4 || nodes[2].Index != 2 {
+		t.Fatalf("nodes = %+v", nodes)
+	}
+	nodes[0].GPUs = 99
+	if c.Nodes()[0].GPUs != 4 {
+		t.Fatal("Nodes returned the cluster's own slice")
+	}
+}
+
+func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
+	c, _ := newCluster(t, 1, 4, 0)
+	err := c.Track("a", "no-such-model", 1, 0)
+	if err == nil || !strings.Contains(err.Error(), "unknown model") {
+		t.Fatalf("Track with an unknown model: %v", err)
+	}
+	if err := c.Track("b", "linear", 10, 0.25); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Progress("b"); !near(got, 0.25) {
+		t.Fatalf("progress %v, want 0.25", got)
+	}
+	// Tracking again changes nothing.
+	if err := c.Track("b", "linear", 10, 0.9); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Progress("b"); !near(got, 0.25) {
+		t.Fatalf("progress after a second Track %v, want 0.25", got)
+	}
+	rem, ok := c.Remaining("b")
+	if !ok || !near(rem, 0.75*10*60) {
+		t.Fatalf("remaining %v %v, want 450 one-GPU seconds", rem, ok)
+	}
+	if _, ok := c.Remaining("nobody"); ok {
+		t.Fatal("Remaining of an unknown job is ok")
+	}
+}
+
+// A started job makes no progress during the restart cost, then at its
+// model's rate; a halted one stops.
+func TestProgressWaitsForTheRestartCost(t *testing.T) {
+	c, clk := newCluster(t, 2, 4, 30*time.Second)
+	if err := c.Track("a", "linear", 10, 0); err != nil { // 600 one-GPU seconds
+		t.Fatal(err)
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
+	clk.Step(30 * time.Second)
+	if got := c.Progress("a"); got != 0 {
+		t.Fatalf("progress %v during the restart, want 0", got)
+	}
+	clk.Step(60 * time.Second) // 2 GPUs x 60 s = 120 of 600
+	if got := c.Progress("a"); !near(got, 0.2) {
+		t.Fatalf("progress %v, want 0.2", got)
+	}
+	if err := c.Apply(context.Background(), scheduler.Action{Kind: scheduler.Halt, Job: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Hour)
+	if got := c.Progress("a"); !near(got, 0.2) {
+		t.Fatalf("progress %v after a halt, want it to stay 0.2", got)
+	}
+	obs := c.Observations()
+	if len(obs) != 1 || obs[0].Workers != 2 || !near(obs[0].Seconds, 60) || !near(obs[0].Work, 120) {
+		t.Fatalf("observations %+v, want 60 s of 120 work on 2 workers", obs)
+	}
+	if again := c.Observations(); len(again) != 0 {
+		t.Fatalf("observations not cleared: %+v", again)
+	}
+}
+
+func TestApplyRejectsUnknownJobsAndNodes(t *testing.T) {
+	c, _ := newCluster(t, 1, 4, 0)
+	a := scheduler.Action{Kind: scheduler.Start, Job: "ghost", To: model.JobPlacement{{Node: "v100-node-00", Workers: 1}}}
+	if err := c.Apply(context.Background(), a); err == nil {
+		t.Error("Apply to an unknown job: no error")
+	}
+	if err := c.Track("a", "", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	a = scheduler.Action{Kind: scheduler.Start, Job: "a", To: model.JobPlacement{{Node: "elsewhere", Workers: 1}}}
+	if err := c.Apply(context.Background(), a); err == nil {
+		t.Error("Apply to an unknown node: no error")
+	}
+}
+
+// Run reports every finished job exactly once, and never with its lock
+// held (the callback may call back into the cluster).
+func TestRunReportsEachFinishOnce(t *testing.T) {
+	c, clk := newCluster(t, 1, 4, -1) // no restart cost
+	for _, name := range []string{"a", "b"} {
+		if err := c.Track(name, "linear", 1, 0); err != nil { // 60 one-GPU seconds
+			t.Fatal(err)
+		}
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2}) // done after 30 s
+	start(t, c, "b", model.NodeWorkers{Node: "v100-node-00", Workers: 1}) // done after 60 s
+	var mu sync.Mutex
+	var done []string
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		ended <- c.Run(ctx, func(name string, st model.Status) {
+			_ = c.Progress(name) // would deadlock if called with the lock held
+			mu.Lock()
+			done = append(done, name+":"+string(st))
+			mu.Unlock()
+		})
+	}()
+	reported := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), done...)
+	}
+	waitUntil(t, clk.HasWaiters)
+	clk.Step(30 * time.Second)
+	waitUntil(t, func() bool { return len(reported()) == 1 })
+	waitUntil(t, clk.HasWaiters)
+	clk.Step(30 * time.Second)
+	waitUntil(t, func() bool { return len(reported()) == 2 })
+	// Nothing more is reported while the finished jobs keep their GPUs.
+	c.signal()
+	clk.Step(time.Hour)
+	time.Sleep(20 * time.Millisecond)
+	if got := reported(); len(got) != 2 || got[0] != "a:Completed" || got[1] != "b:Completed" {
+		t.Fatalf("reports %v, want a then b Completed once each", got)
+	}
+	cancel()
+	if err := <-ended; err != context.Canceled {
+		t.Fatalf("Run returned %v", err)
+	}
+}
+
+func TestModelsAreSortedAndIncludeTheDefault(t *testing.T) {
+	m := Models()
+	found := false
+	for i, name := range m {
+		if i > 0 && m[i-1] >= name {
+			t.Fatalf("models not sorted: %v", m)
+		}
+		found = found || name == DefaultModel
+	}
+	if !found {
+		t.Fatalf("models %v lack the default %s", m, DefaultModel)
+	}
+}
+
+func TestScaledClockRunsFaster(t *testing.T) {
+	real := testingclock.NewFakeClock(t0)
+	c := NewScaledClock(real, t0.Add(time.Hour), 60)
+	real.Step(time.Second)
+	if got, want := c.Now(), t0.Add(time.Hour+time.Minute); !got.Equal(want) {
+		t.Fatalf("Now = %v, want %v", got, want)
+	}
+	tm := c.NewTimer(time.Minute) // one wall second
+	real.Step(999 * time.Millisecond)
+	select {
+	case <-tm.C():
+		t.Fatal("timer fired early")
+	default:
+	}
+	real.Step(time.Millisecond)
+	select {
+	case <-tm.C():
+	case <-time.After(time.Second):
+		t.Fatal("timer did not fire after one wall second")
+	}
+	if NewScaledClock(real, t0, 0).Speed() != 1 {
+		t.Fatal("speed 0 not taken as 1")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
