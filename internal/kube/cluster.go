@@ -185,6 +185,12 @@ func (cl *Cluster) start(ctx context.Context, name string, to model.JobPlacement
 	if err != nil {
 		return fmt.Errorf("load manifest: %w", err)
 	}
+	if st := stored.Status.State.Status; st.Done() {
+		// A terminal status is final: whatever asked for a start worked
+		// from an older copy of the job, and creating the object again
+		// would run a finished job a second time.
+		return fmt.Errorf("job already ended (%s): not creating its object again", st)
+	}
 	gvr, err := resourceOf(stored.Kind)
 	if err != nil {
 		return err
@@ -208,7 +214,12 @@ func (cl *Cluster) start(ctx context.Context, name string, to model.JobPlacement
 		}
 		if err == nil {
 			cl.log.Info("adopting the job's existing object", "job", name, "kind", stored.Kind)
-			err = cl.patchWorkers(ctx, stored.Kind, ns, obj.GetName(), to.Workers())
+			// An object that already ended is adopted as it is: the
+			// reconciler reports its end once, and resizing it would not
+			// run it again anyway.
+			if jobCondition(created) == "" {
+				err = cl.patchWorkers(ctx, stored.Kind, ns, obj.GetName(), to.Workers())
+			}
 		}
 	}
 	if err != nil {
