@@ -165,6 +165,51 @@ func (s *Server) Stop() {
 	}
 }
 
+// Terminate sends SIGTERM and waits up to timeout for the process to
+// exit by itself. It returns how long that took and whether it did; a
+// process still running after timeout is killed.
+func (s *Server) Terminate(timeout time.Duration) (time.Duration, bool) {
+	s.t.Helper()
+	select {
+	case <-s.done:
+		return 0, true
+	default:
+	}
+	start := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+		return time.Since(start), true
+	case <-time.After(timeout):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		return time.Since(start), false
+	}
+}
+
+// PID returns the server's process ID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// RSS returns the server's resident memory in bytes, from /proc.
+func (s *Server) RSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.PID())
+}
+
 // Client returns an API client for the server.
 func (s *Server) Client() *client.Client {
 	s.t.Helper()
@@ -174,9 +219,6 @@ func (s *Server) Client() *client.Client {
 	}
 	return c
 }
-
-// PID is the process ID of the running server, e.g. to read /proc/PID.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Logs returns what the process wrote so far.
 func (s *Server) Logs() string { return s.logs.String() }
