@@ -335,8 +335,8 @@ func runServer(ctx context.Context, o *serverOptions) error {
 					return err
 				}
 				for _, s := range services {
-					if !s.Ready() {
-						return errors.New("schedulers still recovering")
+					if err := s.Health(); err != nil {
+						return err
 					}
 				}
 				return nil
