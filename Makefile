@@ -50,12 +50,9 @@ bench:
 load: test-deps
 	$(GO) test ./test/e2e -run 'TestLoad' -count=1 -v
 
-## fuzz: run each parser fuzz target for a short while
+## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target
 fuzz:
-	$(GO) test ./internal/jobspec -run '^$$' -fuzz FuzzParse -fuzztime 30s
-	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadPollux -fuzztime 30s
-	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadVoda -fuzztime 30s
-	$(GO) test ./internal/sim/workload -run '^$$' -fuzz FuzzReadDuration -fuzztime 30s
+	./hack/fuzz.sh
 
 ## fidelity: the artifact's Tiresias on Pollux workloads 1-8 (needs ../shared)
 fidelity:
