@@ -28,9 +28,11 @@ import (
 // first worker bound, and from the scheduling decision that started the
 // job (its first start) to all its first workers bound.
 //
-// VODA_SCALE_JOBS overrides the number of jobs (default 500).
+// VODA_SCALE_JOBS sets the number of jobs: 200 by default, to keep the
+// suite's time in bounds; the figures in docs/kubernetes.md are for 500
+// (VODA_SCALE_JOBS=500 make kube-test).
 func TestScale(t *testing.T) {
-	jobs := 500
+	jobs := 200
 	if v := os.Getenv("VODA_SCALE_JOBS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
