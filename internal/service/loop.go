@@ -382,6 +382,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	snap := s.core.Snapshot(now)
 	fc := scheduler.Forecasts(snap, order)
 	capacity := s.capacity()
+	wallNow := s.cfg.WallClock.Now()
 	writes := make(map[string]store.StatusWrite, len(s.final))
 	maps.Copy(writes, s.final)
 	st := store.SchedulerStatus{Now: now, LastCycle: s.lastCycle, Cycles: s.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs()}
@@ -408,7 +409,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			}
 		}
 		t := s.jobs[name]
-		if t.written && reflect.DeepEqual(t.saved, js) {
+		if !s.due(t, js, wallNow) {
 			continue
 		}
 		js.Updated = now
@@ -436,6 +437,26 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	m.JobsCrossNode.WithLabelValues(gt).Set(float64(cross))
 	m.GPUs.WithLabelValues(gt).Set(float64(st.GPUs))
 	m.GPUsInUse.WithLabelValues(gt).Set(float64(st.GPUsInUse))
+}
+
+// due reports whether a job's status must be written now. A change of
+// its state (status, GPUs, placement, queue, attained service, counters)
+// or of its reason is written at once: recovery depends on it. A change
+// of only what is shown (queue position, estimated start, estimate,
+// progress) waits until SoftPersist of wall time has passed since the
+// job's last write: with thousands of waiting jobs, every cycle shifts
+// every position and estimate, and writing them all each cycle made the
+// store the bottleneck of a burst.
+func (s *Service) due(t *tracked, js store.JobStatus, wallNow time.Time) bool {
+	switch {
+	case !t.written:
+		return true
+	case reflect.DeepEqual(t.saved, js):
+		return false
+	case !reflect.DeepEqual(t.saved.State, js.State) || t.saved.Reason != js.Reason || t.saved.Message != js.Message:
+		return true
+	}
+	return !wallNow.Before(t.nextSoft)
 }
 
 // settle records which status writes the store took. A live job whose
@@ -474,6 +495,7 @@ func (s *Service) settle(ctx context.Context, now time.Time, writes map[string]s
 		if t, ok := s.jobs[name]; ok {
 			w.Status.Updated = time.Time{}
 			t.saved, t.written, t.rev = w.Status, true, w.Revision+1
+			t.nextSoft = s.cfg.WallClock.Now().Add(s.cfg.SoftPersist)
 		}
 	}
 	if len(s.final) > 0 {

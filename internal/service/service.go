@@ -28,6 +28,10 @@ const DefaultAlgorithm = "ElasticFIFO"
 // with the core.
 const DefaultResync = 10 * time.Second
 
+// DefaultSoftPersist is the least wall time between two writes of a job's
+// status that only change what users see (see Config.SoftPersist).
+const DefaultSoftPersist = 2 * time.Second
+
 // DefaultWedgeAfter is how long one cycle or call may keep the scheduler
 // loop busy before readiness reports the scheduler wedged. Cycles take
 // milliseconds; applying a burst of actions to Kubernetes takes seconds.
@@ -86,6 +90,11 @@ type Config struct {
 	// Resync is the wall time between reconciliations (DefaultResync if
 	// zero).
 	Resync time.Duration
+	// SoftPersist is the least wall time between two writes of a job's
+	// status that change only what is shown: queue position, estimated
+	// start, estimate, progress (DefaultSoftPersist if zero; negative:
+	// every change at once).
+	SoftPersist time.Duration
 	// WedgeAfter is how long the loop may stay in one cycle or call
 	// before Health reports it (DefaultWedgeAfter if zero).
 	WedgeAfter time.Duration
@@ -130,6 +139,9 @@ type tracked struct {
 	// whether there is one, so an unchanged status is not written again.
 	saved   store.JobStatus
 	written bool
+	// nextSoft is the wall time from which a change of only the shown
+	// fields is written (see due).
+	nextSoft time.Time
 }
 
 type storeFailure struct {
@@ -155,6 +167,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
+	}
+	if cfg.SoftPersist == 0 {
+		cfg.SoftPersist = DefaultSoftPersist
 	}
 	if cfg.WedgeAfter <= 0 {
 		cfg.WedgeAfter = DefaultWedgeAfter

@@ -225,13 +225,16 @@ type harness struct {
 	wall    *testingclock.FakeClock
 	m       *metrics.Metrics
 	svc     *Service
-	stop    context.CancelFunc
+	// softPersist is Config.SoftPersist: every change at once unless a
+	// test says otherwise.
+	softPersist time.Duration
+	stop        context.CancelFunc
 	stopped chan error
 }
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), fc: newFakeCluster(nodes, gpus)}
+	h := &harness{t: t, dir: t.TempDir(), fc: newFakeCluster(nodes, gpus), softPersist: -1}
 	h.cl = h.fc
 	h.open()
 	q, err := queue.Open(t.Context(), "", nil)
@@ -262,7 +265,7 @@ func (h *harness) run() {
 		GPUType: gpuType, Store: h.st, Queue: h.q, Cluster: h.cl,
 		Algorithms: algorithm.Builtin(), Placer: placement.NewGreedy(),
 		DefaultRateLimit: -1, Tick: -1, Clock: h.clk, WallClock: h.wall,
-		Metrics: h.m, Resync: time.Hour,
+		Metrics: h.m, Resync: time.Hour, SoftPersist: h.softPersist,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -679,5 +682,33 @@ func TestDefect_EndReportedDuringShutdownDoesNotHang(t *testing.T) {
 		h.stopped <- err // for the cleanup
 	case <-time.After(5 * time.Second):
 		t.Fatal("the service did not stop within 5 s")
+	}
+}
+
+// A change of only what is shown (progress here) waits SoftPersist of
+// wall time after the job's last write; a change of state does not.
+func TestShownFieldsAreWrittenAtMostEverySoftPersist(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.softPersist = 2 * time.Second
+	h.create("a", 1, 1)
+	h.run()
+	j := h.waitStatus("a", model.StatusRunning)
+	persist := func() { h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) }) }
+	h.fc.setProgress("a", 0.5)
+	persist()
+	if got := h.get("a"); got.Status.Progress != j.Status.Progress {
+		t.Fatalf("progress %v written before SoftPersist passed", got.Status.Progress)
+	}
+	h.wall.Step(2 * time.Second)
+	persist()
+	if got := h.get("a"); got.Status.Progress != 0.5 {
+		t.Fatalf("progress %v after SoftPersist, want 0.5", got.Status.Progress)
+	}
+	// A state change is written at once, shown fields with it.
+	h.fc.setProgress("a", 0.6)
+	h.clk.Step(time.Minute) // attained service grows: a state change
+	persist()
+	if got := h.get("a"); got.Status.Progress != 0.6 {
+		t.Fatalf("progress %v after a state change, want 0.6 written with it", got.Status.Progress)
 	}
 }

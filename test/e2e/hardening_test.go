@@ -127,7 +127,7 @@ func metric(t *testing.T, srv *server, sample string) float64 {
 // job must end Completed exactly once, and the finished ones hold nothing.
 func TestDefect_BurstEveryJobCompletesExactlyOnce(t *testing.T) {
 	n := burstJobs(t)
-	srv := startServer(t, "--sim-nodes", "v100=4x8", "--data-dir", t.TempDir(), "--speed", "500", "--resync", "100ms", "--log-level", "warn")
+	srv := startServer(t, "--sim-nodes", "v100=4x8", "--data-dir", t.TempDir(), "--speed", "500", "--resync", "500ms", "--log-level", "warn")
 	began := time.Now()
 	names := submitAll(t, srv, n, manifest("burst", 1, 2, 1))
 	submitted := time.Since(began)
