@@ -204,6 +204,12 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	if !(o.speed > 0) {
 		return fmt.Errorf("--speed: %v must be positive", o.speed)
 	}
+	if o.maxConns == 0 || o.maxConns < -1 {
+		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", o.maxConns)
+	}
+	if o.maxWorkers < 1 {
+		return fmt.Errorf("--max-workers: %d must be at least 1", o.maxWorkers)
+	}
 	var groups []simGroup
 	gpuTypes := o.gpuTypes
 	switch o.cluster {
@@ -349,12 +355,6 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		ln, err := net.Listen("tcp", o.addr)
 		if err != nil {
 			return fmt.Errorf("--addr: %w", err)
-		}
-		if o.maxConns == 0 || o.maxConns < -1 {
-			return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", o.maxConns)
-		}
-		if o.maxWorkers < 1 {
-			return fmt.Errorf("--max-workers: %d must be at least 1", o.maxWorkers)
 		}
 		hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: o.maxConns})
 		wg.Add(1)
