@@ -229,8 +229,8 @@ func (s *Service) look(ctx context.Context, now time.Time, name string) error {
 // reloadSettings applies the stored algorithm and rate limit.
 func (s *Service) reloadSettings(ctx context.Context) error {
 	rec, err := s.cfg.Store.GetScheduler(ctx, s.cfg.GPUType)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDamaged) {
+		return nil // keep what runs; start logged a damaged record
 	}
 	if err != nil {
 		return err

@@ -266,6 +266,9 @@ func (s *Service) start(ctx context.Context) error {
 	rec, err := s.cfg.Store.GetScheduler(ctx, s.cfg.GPUType)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrDamaged):
+		s.log.Error("stored scheduler settings unreadable; running on the defaults until they are set again", "err", err)
+		rec = store.Scheduler{}
 	case err != nil:
 		return fmt.Errorf("scheduler %s: load settings: %w", s.cfg.GPUType, err)
 	}

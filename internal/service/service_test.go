@@ -712,3 +712,31 @@ func TestShownFieldsAreWrittenAtMostEverySoftPersist(t *testing.T) {
 		t.Fatalf("progress %v after a state change, want 0.6 written with it", got.Status.Progress)
 	}
 }
+
+// A scheduler record that cannot be decoded does not stop the start: the
+// scheduler runs on its defaults and schedules.
+func TestDamagedSettingsRecordUsesDefaults(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 1, 1)
+	if err := h.st.Store.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(h.dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("schedulers")).Put([]byte(gpuType), []byte(`{"settings": {"algorithm": 7}}`))
+	})
+	if err = errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	var algo string
+	h.do(func() { algo = h.svc.core.Allocator().Name() })
+	if algo != DefaultAlgorithm {
+		t.Fatalf("algorithm %s, want the default %s", algo, DefaultAlgorithm)
+	}
+}

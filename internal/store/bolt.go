@@ -404,15 +404,20 @@ func (s *boltStore) GetScheduler(ctx context.Context, gpuType string) (Scheduler
 	defer s.gate.leave()
 	var rec schedulerRecord
 	var found bool
+	var decodeErr error
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(schedulersBucket).Get([]byte(gpuType))
 		if found = v != nil; !found {
 			return nil
 		}
-		return json.Unmarshal(v, &rec)
+		decodeErr = json.Unmarshal(v, &rec)
+		return nil
 	})
 	if err != nil {
 		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, err)
+	}
+	if decodeErr != nil {
+		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w record: %v", gpuType, ErrDamaged, decodeErr)
 	}
 	if !found {
 		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, ErrNotFound)
@@ -432,7 +437,7 @@ func (s *boltStore) ListSchedulers(ctx context.Context) ([]Scheduler, error) {
 		return tx.Bucket(schedulersBucket).ForEach(func(k, v []byte) error {
 			var rec schedulerRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("decode scheduler %s: %w", k, err)
+				return nil // damaged: left out (see Store)
 			}
 			out = append(out, decodeScheduler(rec))
 			return nil
@@ -479,7 +484,8 @@ func (s *boltStore) putScheduler(ctx context.Context, gpuType string, change fun
 		rec := schedulerRecord{GPUType: gpuType}
 		if v := b.Get([]byte(gpuType)); v != nil {
 			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("decode: %w", err)
+				// Damaged: this write replaces it.
+				rec = schedulerRecord{GPUType: gpuType}
 			}
 		}
 		change(&rec)

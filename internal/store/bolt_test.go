@@ -109,3 +109,52 @@ func TestBoltSecondOpen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// A scheduler record that cannot be decoded must not stop a start: Get
+// says ErrDamaged (the scheduler then runs on its defaults), List leaves
+// it out, and the next write of the record repairs it.
+func TestBoltDamagedSchedulerRecord(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gt := range []string{"a100", "v100"} {
+		if err := s.PutSettings(ctx, gt, store.Settings{Algorithm: "SRJF"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("schedulers")).Put([]byte("v100"), []byte(`{"settings": {"rateLimitNs": "soon"}}`))
+	})
+	if err = errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if _, err := s.GetScheduler(ctx, "v100"); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("GetScheduler of a damaged record: %v, want ErrDamaged", err)
+	}
+	list, err := s.ListSchedulers(ctx)
+	if err != nil || len(list) != 1 || list[0].GPUType != "a100" {
+		t.Fatalf("ListSchedulers = %+v, %v; want only a100", list, err)
+	}
+	if err := s.PutStatus(ctx, "v100", store.SchedulerStatus{Cycles: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetScheduler(ctx, "v100")
+	if err != nil || got.Status.Cycles != 1 {
+		t.Fatalf("after a write: %+v, %v", got, err)
+	}
+}

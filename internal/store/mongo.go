@@ -523,13 +523,16 @@ func (s *mongoStore) GetScheduler(ctx context.Context, gpuType string) (Schedule
 		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, err)
 	}
 	defer s.gate.leave()
-	var rec schedulerRecord
-	err := s.schedulers.FindOne(ctx, byID(gpuType)).Decode(&rec)
+	raw, err := s.schedulers.FindOne(ctx, byID(gpuType)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, ErrNotFound)
 	}
 	if err != nil {
 		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w", gpuType, err)
+	}
+	var rec schedulerRecord
+	if err := bson.Unmarshal(raw, &rec); err != nil {
+		return Scheduler{}, fmt.Errorf("store: get scheduler %s: %w record: %v", gpuType, ErrDamaged, err)
 	}
 	return decodeScheduler(rec), nil
 }
@@ -543,13 +546,17 @@ func (s *mongoStore) ListSchedulers(ctx context.Context) ([]Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list schedulers: %w", err)
 	}
-	var recs []schedulerRecord
-	if err := cur.All(ctx, &recs); err != nil {
-		return nil, fmt.Errorf("store: list schedulers: %w", err)
-	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
 	var out []Scheduler
-	for _, r := range recs {
-		out = append(out, decodeScheduler(r))
+	for cur.Next(ctx) {
+		var rec schedulerRecord
+		if err := cur.Decode(&rec); err != nil {
+			continue // damaged: left out (see Store)
+		}
+		out = append(out, decodeScheduler(rec))
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("store: list schedulers: %w", err)
 	}
 	return out, nil
 }

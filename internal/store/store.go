@@ -18,7 +18,8 @@ var (
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
 	// ErrDamaged: Open found the embedded store's file damaged (truncated
-	// or corrupt); the error names the file and what to do.
+	// or corrupt), and the error names the file and what to do; or
+	// GetScheduler found a scheduler record it cannot decode.
 	ErrDamaged = errors.New("damaged")
 )
 
@@ -233,12 +234,17 @@ type Store interface {
 	DeleteJob(ctx context.Context, name string) error
 
 	// GetScheduler returns a GPU type's record; ErrNotFound if none was
-	// ever written.
+	// ever written, ErrDamaged if it cannot be decoded.
 	GetScheduler(ctx context.Context, gpuType string) (Scheduler, error)
-	// ListSchedulers returns every record ordered by GPU type.
+	// ListSchedulers returns every record ordered by GPU type, leaving
+	// out those that cannot be decoded, so that one damaged record does
+	// not hide the others.
 	ListSchedulers(ctx context.Context) ([]Scheduler, error)
 	// PutSettings creates or replaces a GPU type's settings, leaving its
-	// status untouched.
+	// status untouched. Writing a half replaces it whole, so a damaged
+	// record is repaired by its next writes (the scheduler's status every
+	// cycle, an operator's settings); bbolt may drop the other half of a
+	// record it cannot decode.
 	PutSettings(ctx context.Context, gpuType string, s Settings) error
 	// PutStatus creates or replaces a GPU type's status, leaving its
 	// settings untouched.
