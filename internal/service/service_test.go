@@ -215,21 +215,21 @@ func (s *faultyStore) SaveStatus(ctx context.Context, w map[string]store.StatusW
 // rate limit, no tick, so every change cycles at once) and the wall clock
 // (resync, wedge detection), which only the test moves.
 type harness struct {
-	t       *testing.T
-	dir     string
-	st      *faultyStore
-	q       queue.Queue
-	cl      Cluster
-	fc      *fakeCluster
-	clk     *testingclock.FakeClock
-	wall    *testingclock.FakeClock
-	m       *metrics.Metrics
-	svc     *Service
+	t    *testing.T
+	dir  string
+	st   *faultyStore
+	q    queue.Queue
+	cl   Cluster
+	fc   *fakeCluster
+	clk  *testingclock.FakeClock
+	wall *testingclock.FakeClock
+	m    *metrics.Metrics
+	svc  *Service
 	// softPersist is Config.SoftPersist: every change at once unless a
 	// test says otherwise.
 	softPersist time.Duration
 	stop        context.CancelFunc
-	stopped chan error
+	stopped     chan error
 }
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
