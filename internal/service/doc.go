@@ -7,5 +7,11 @@
 //
 // The store is the source of truth; queue messages only say "look at job
 // X" or "reload your settings", and a periodic resync reconciles the store
-// with the core in case a notification was lost.
+// with the core in case a notification was lost. Every job the service
+// acts on is read on the scheduler loop, after everything the service
+// itself wrote, and status writes are conditional on the job's status
+// revision: a terminal status is final, so no older copy of a job can
+// bring it back. A record that cannot be restored is set aside as Failed
+// with its reason instead of stopping the others. Health reports a
+// service that is recovering, wedged in one cycle, or failing to write.
 package service
