@@ -21,7 +21,7 @@ func newAlgorithmsCommand() *cobra.Command {
 			for _, name := range reg.Names() {
 				e, _ := reg.Lookup(name)
 				el := "no"
-				if e.Elastic {
+				if e.Has(algorithm.TagElastic) {
 					el = "yes"
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\n", e.Name, el, e.Summary)

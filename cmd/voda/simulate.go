@@ -18,6 +18,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/registry"
 	"github.com/vodascheduler/voda/internal/sim"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/report"
@@ -276,7 +277,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if err != nil {
 		return err
 	}
-	if _, err := algorithm.ParseParams(f.params); err != nil {
+	if _, err := registry.ParseParams(f.params); err != nil {
 		return fmt.Errorf("--param: %w", err)
 	}
 	params, err := paramsPerAlgorithm(reg, algos, f.params)
@@ -285,7 +286,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	}
 	// Build every allocator once up front so bad parameters fail fast.
 	for _, a := range algos {
-		p, _ := algorithm.ParseParams(params[a])
+		p, _ := registry.ParseParams(params[a])
 		if _, err := reg.New(a, p); err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	if err != nil {
 		return err
 	}
-	if _, err := algorithm.ParseParams(f.placerArgs); err != nil {
+	if _, err := registry.ParseParams(f.placerArgs); err != nil {
 		return fmt.Errorf("--placer-param: %w", err)
 	}
 	placerParams, err := paramsPerPlacer(preg, placers, f.placerArgs)
@@ -310,7 +311,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	// run still builds its own, as a placer need not be safe for
 	// concurrent use.
 	for _, name := range placers {
-		p, _ := algorithm.ParseParams(placerParams[name])
+		p, _ := registry.ParseParams(placerParams[name])
 		if _, err := preg.New(name, p); err != nil {
 			return fmt.Errorf("--placer-param: %w", err)
 		}
@@ -380,13 +381,13 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 			for i := range ch {
 				t := tasks[i]
 				c := combos[t.combo]
-				p, _ := algorithm.ParseParams(params[c.algorithm])
+				p, _ := registry.ParseParams(params[c.algorithm])
 				alloc, err := reg.New(c.algorithm, p)
 				if err != nil {
 					errs[i] = err
 					continue
 				}
-				pp, _ := algorithm.ParseParams(placerParams[c.placer])
+				pp, _ := registry.ParseParams(placerParams[c.placer])
 				pl, err := preg.New(c.placer, pp)
 				if err != nil {
 					errs[i] = fmt.Errorf("--placer-param: %w", err)
@@ -430,7 +431,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 // unknown one is its error to report; with several, a setting no compared
 // algorithm declares is an error.
 func paramsPerAlgorithm(reg *algorithm.Registry, algos []string, pairs []string) (map[string][]string, error) {
-	return routeParams("--param", "voda algorithms", algos, pairs, func(name string) []algorithm.ParamDoc {
+	return routeParams("--param", "voda algorithms", algos, pairs, func(name string) []registry.ParamDoc {
 		e, _ := reg.Lookup(name)
 		return e.Params
 	})
@@ -439,7 +440,7 @@ func paramsPerAlgorithm(reg *algorithm.Registry, algos []string, pairs []string)
 // paramsPerPlacer does for --placer-param and the placers what
 // paramsPerAlgorithm does for --param and the algorithms.
 func paramsPerPlacer(reg *placement.Registry, placers []string, pairs []string) (map[string][]string, error) {
-	return routeParams("--placer-param", "voda placers", placers, pairs, func(name string) []algorithm.ParamDoc {
+	return routeParams("--placer-param", "voda placers", placers, pairs, func(name string) []registry.ParamDoc {
 		e, _ := reg.Lookup(name)
 		return e.Params
 	})
@@ -451,7 +452,7 @@ func paramsPerPlacer(reg *placement.Registry, placers []string, pairs []string) 
 func inheritRestartCost(reg *placement.Registry, params map[string][]string, placers []string, cost time.Duration) {
 	for _, name := range placers {
 		e, _ := reg.Lookup(name)
-		declared := slices.ContainsFunc(e.Params, func(pd algorithm.ParamDoc) bool { return pd.Name == "restart_cost" })
+		declared := slices.ContainsFunc(e.Params, func(pd registry.ParamDoc) bool { return pd.Name == "restart_cost" })
 		set := slices.ContainsFunc(params[name], func(kv string) bool {
 			k, _, _ := strings.Cut(kv, "=")
 			return strings.EqualFold(strings.TrimSpace(k), "restart_cost")
@@ -465,7 +466,7 @@ func inheritRestartCost(reg *placement.Registry, params map[string][]string, pla
 // routeParams hands each of names the name=value pairs it declares (see
 // paramsPerAlgorithm). flag and listing name the flag and the command
 // that lists the parameters, for errors.
-func routeParams(flag, listing string, names []string, pairs []string, declared func(name string) []algorithm.ParamDoc) (map[string][]string, error) {
+func routeParams(flag, listing string, names []string, pairs []string, declared func(name string) []registry.ParamDoc) (map[string][]string, error) {
 	out := map[string][]string{}
 	if len(names) == 1 {
 		out[names[0]] = pairs

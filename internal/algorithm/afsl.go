@@ -41,6 +41,7 @@ import (
 	"math"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // NameAFSL is AFS-L's registered name.
@@ -52,7 +53,7 @@ type AFSL struct{}
 var _ Allocator = (*AFSL)(nil)
 
 // NewAFSL is AFS-L's factory; it takes no parameters.
-func NewAFSL(*Params) (Allocator, error) { return &AFSL{}, nil }
+func NewAFSL(*registry.Params) (Allocator, error) { return &AFSL{}, nil }
 
 // Name returns NameAFSL.
 func (*AFSL) Name() string { return NameAFSL }

@@ -2,27 +2,23 @@ package algorithm
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // Builtin returns a new registry holding Voda's eight algorithms, in this
 // order: FIFO, ElasticFIFO, SRJF, ElasticSRJF, Tiresias, ElasticTiresias,
 // FfDLOptimizer, AFS-L. Callers may Register more into it.
 //
-// The entries are distinct compile-time names, so they are stored directly
-// rather than through Register: building the built-in registry has no
-// failure path (a test checks that Register accepts each of them).
+// The entries are distinct compile-time names, so registering them cannot
+// fail (a test checks it).
 func Builtin() *Registry {
-	r := NewRegistry()
-	for _, e := range builtinEntries() {
-		r.entries[strings.ToLower(e.Name)] = e
-		r.names = append(r.names, e.Name)
-	}
-	return r
+	return registry.New[Allocator]("algorithm").MustRegister(builtinEntries()...)
 }
 
 func builtinEntries() []Entry {
-	lasParams := []ParamDoc{
+	elastic := []string{TagElastic}
+	lasParams := []registry.ParamDoc{
 		{Name: "threshold", Default: fmt.Sprint(DefaultTiresiasThreshold),
 			Help: "GPU-seconds of service in queue 0 after which a job drops to queue 1"},
 		{Name: "starvation", Default: fmt.Sprint(DefaultTiresiasStarvation),
@@ -36,7 +32,7 @@ func builtinEntries() []Entry {
 		},
 		{
 			Name:    NameElasticFIFO,
-			Elastic: true,
+			Tags:    elastic,
 			Summary: "min GPUs in arrival order, then spare GPUs round-robin up to max (Voda's default)",
 			New:     NewElasticFIFO,
 		},
@@ -47,7 +43,7 @@ func builtinEntries() []Entry {
 		},
 		{
 			Name:    NameElasticSRJF,
-			Elastic: true,
+			Tags:    elastic,
 			Summary: "min GPUs shortest remaining time first, then spare GPUs round-robin up to max",
 			New:     NewElasticSRJF,
 		},
@@ -59,9 +55,9 @@ func builtinEntries() []Entry {
 		},
 		{
 			Name:    NameElasticTiresias,
-			Elastic: true,
+			Tags:    elastic,
 			Summary: "Tiresias queues, min first, spare GPUs by marginal speedup gain (Wu et al., TPDS'21)",
-			Params: append(append([]ParamDoc(nil), lasParams...), ParamDoc{
+			Params: append(append([]registry.ParamDoc(nil), lasParams...), registry.ParamDoc{
 				Name: "pending_limit", Default: fmt.Sprint(DefaultElasticTiresiasPendingLimit),
 				Help: "with more waiting jobs than this, only queue-0 jobs grow beyond their min",
 			}),
@@ -69,13 +65,13 @@ func builtinEntries() []Entry {
 		},
 		{
 			Name:    NameFfDL,
-			Elastic: true,
+			Tags:    elastic,
 			Summary: "maximize the total speedup over all jobs (Saxena et al., MASCOTS'20)",
 			New:     NewFfDL,
 		},
 		{
 			Name:    NameAFSL,
-			Elastic: true,
+			Tags:    elastic,
 			Summary: "one GPU at a time, shorter job first unless the longer gains relatively more (Hwang et al., NSDI'21)",
 			New:     NewAFSL,
 		},

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 func TestBuiltinHasAllEight(t *testing.T) {
@@ -13,7 +15,7 @@ func TestBuiltinHasAllEight(t *testing.T) {
 		t.Fatalf("Names() (-want,+got):\n%s", diffOrder(want, got))
 	}
 	elastic := map[string]bool{"ElasticFIFO": true, "ElasticSRJF": true, "ElasticTiresias": true, "FfDLOptimizer": true, "AFS-L": true}
-	fresh := NewRegistry()
+	fresh := registry.New[Allocator]("algorithm")
 	for _, name := range want {
 		for _, spelled := range []string{name, strings.ToLower(name), strings.ToUpper(name), " " + name + " "} {
 			if _, ok := reg.Lookup(spelled); !ok {
@@ -21,8 +23,8 @@ func TestBuiltinHasAllEight(t *testing.T) {
 			}
 		}
 		e, _ := reg.Lookup(name)
-		if e.Name != name || e.Elastic != elastic[name] || e.Summary == "" || e.New == nil {
-			t.Errorf("entry %s: name %q, elastic %v, summary %q", name, e.Name, e.Elastic, e.Summary)
+		if e.Name != name || e.Has(TagElastic) != elastic[name] || e.Summary == "" || e.New == nil {
+			t.Errorf("entry %s: name %q, elastic %v, summary %q", name, e.Name, e.Has(TagElastic), e.Summary)
 		}
 		if err := fresh.Register(e); err != nil {
 			t.Errorf("Register(%s): %v", name, err)
@@ -42,7 +44,7 @@ func TestBuiltinHasAllEight(t *testing.T) {
 			}
 			pairs = append(pairs, pd.Name+"="+pd.Default)
 		}
-		p, err := ParseParams(pairs)
+		p, err := registry.ParseParams(pairs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +85,7 @@ func TestParams(t *testing.T) {
 		{NameAFSL, nil, true},
 	}
 	for _, tc := range cases {
-		p, err := ParseParams(tc.params)
+		p, err := registry.ParseParams(tc.params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,29 +93,5 @@ func TestParams(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("New(%s, %v): err = %v, want ok = %v", tc.algorithm, tc.params, err, tc.ok)
 		}
-	}
-}
-
-func TestParamsBool(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		want  bool
-		ok    bool
-	}{
-		{"true", true, true}, {"1", true, true}, {"FALSE", false, true}, {"0", false, true},
-		{"yes", false, false}, {"", false, false},
-	} {
-		p, err := ParseParams([]string{"flag=" + tc.value})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.Bool("flag", !tc.want)
-		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
-			t.Errorf("Bool(flag=%q) = %v, %v; want %v, ok %v", tc.value, got, err, tc.want, tc.ok)
-		}
-	}
-	p, _ := ParseParams(nil)
-	if got, err := p.Bool("flag", true); err != nil || !got {
-		t.Errorf("Bool(unset, true) = %v, %v; want the default", got, err)
 	}
 }

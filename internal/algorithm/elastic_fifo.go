@@ -15,7 +15,11 @@
 
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
+import (
+	"github.com/vodascheduler/voda/internal/model"
+
+	"github.com/vodascheduler/voda/internal/registry"
+)
 
 // NameElasticFIFO is ElasticFIFO's registered name.
 const NameElasticFIFO = "ElasticFIFO"
@@ -27,7 +31,7 @@ type ElasticFIFO struct{}
 var _ Allocator = (*ElasticFIFO)(nil)
 
 // NewElasticFIFO is ElasticFIFO's factory; it takes no parameters.
-func NewElasticFIFO(*Params) (Allocator, error) { return &ElasticFIFO{}, nil }
+func NewElasticFIFO(*registry.Params) (Allocator, error) { return &ElasticFIFO{}, nil }
 
 // Name returns NameElasticFIFO.
 func (*ElasticFIFO) Name() string { return NameElasticFIFO }

@@ -13,7 +13,11 @@
 
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
+import (
+	"github.com/vodascheduler/voda/internal/model"
+
+	"github.com/vodascheduler/voda/internal/registry"
+)
 
 // NameElasticSRJF is ElasticSRJF's registered name.
 const NameElasticSRJF = "ElasticSRJF"
@@ -25,7 +29,7 @@ type ElasticSRJF struct{}
 var _ Allocator = (*ElasticSRJF)(nil)
 
 // NewElasticSRJF is ElasticSRJF's factory; it takes no parameters.
-func NewElasticSRJF(*Params) (Allocator, error) { return &ElasticSRJF{}, nil }
+func NewElasticSRJF(*registry.Params) (Allocator, error) { return &ElasticSRJF{}, nil }
 
 // Name returns NameElasticSRJF.
 func (*ElasticSRJF) Name() string { return NameElasticSRJF }

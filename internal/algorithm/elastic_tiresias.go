@@ -28,6 +28,7 @@ import (
 	"fmt"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // NameElasticTiresias is ElasticTiresias' registered name.
@@ -52,7 +53,7 @@ var (
 // NewElasticTiresias is ElasticTiresias' factory. Parameters: threshold
 // and starvation as in Tiresias, and pending_limit (default 10): with more
 // waiting jobs than that, only queue-0 jobs grow beyond their min.
-func NewElasticTiresias(p *Params) (Allocator, error) {
+func NewElasticTiresias(p *registry.Params) (Allocator, error) {
 	las, err := readLASParams(p)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // NameCappedFIFO is the example algorithm's registered name.
@@ -18,7 +19,7 @@ type CappedFIFO struct{ cap int }
 var _ algorithm.Allocator = (*CappedFIFO)(nil)
 
 // NewCappedFIFO reads the "cap" parameter (default 4).
-func NewCappedFIFO(p *algorithm.Params) (algorithm.Allocator, error) {
+func NewCappedFIFO(p *registry.Params) (algorithm.Allocator, error) {
 	c, err := p.Int("cap", 4)
 	if err != nil {
 		return nil, err
@@ -69,9 +70,9 @@ func Example_customAlgorithm() {
 	reg := algorithm.Builtin()
 	err := reg.Register(algorithm.Entry{
 		Name:    NameCappedFIFO,
-		Elastic: true,
+		Tags:    []string{algorithm.TagElastic},
 		Summary: "up to cap GPUs per job in arrival order",
-		Params:  []algorithm.ParamDoc{{Name: "cap", Default: "4", Help: "GPUs per job, within [min, max]"}},
+		Params:  []registry.ParamDoc{{Name: "cap", Default: "4", Help: "GPUs per job, within [min, max]"}},
 		New:     NewCappedFIFO,
 	})
 	if err != nil {
@@ -79,7 +80,7 @@ func Example_customAlgorithm() {
 		return
 	}
 
-	params, _ := algorithm.ParseParams([]string{"cap=2"})
+	params, _ := registry.ParseParams([]string{"cap=2"})
 	a, err := reg.New("cappedfifo", params) // names are case-insensitive
 	if err != nil {
 		fmt.Println(err)

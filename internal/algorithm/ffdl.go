@@ -27,7 +27,11 @@
 
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
+import (
+	"github.com/vodascheduler/voda/internal/model"
+
+	"github.com/vodascheduler/voda/internal/registry"
+)
 
 // NameFfDL is FfDLOptimizer's registered name.
 const NameFfDL = "FfDLOptimizer"
@@ -41,7 +45,7 @@ type FfDL struct{}
 var _ Allocator = (*FfDL)(nil)
 
 // NewFfDL is FfDLOptimizer's factory; it takes no parameters.
-func NewFfDL(*Params) (Allocator, error) { return &FfDL{}, nil }
+func NewFfDL(*registry.Params) (Allocator, error) { return &FfDL{}, nil }
 
 // Name returns NameFfDL.
 func (*FfDL) Name() string { return NameFfDL }

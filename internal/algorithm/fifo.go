@@ -9,7 +9,11 @@
 
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
+import (
+	"github.com/vodascheduler/voda/internal/model"
+
+	"github.com/vodascheduler/voda/internal/registry"
+)
 
 // NameFIFO is FIFO's registered name.
 const NameFIFO = "FIFO"
@@ -20,7 +24,7 @@ type FIFO struct{}
 var _ Allocator = (*FIFO)(nil)
 
 // NewFIFO is FIFO's factory; it takes no parameters.
-func NewFIFO(*Params) (Allocator, error) { return &FIFO{}, nil }
+func NewFIFO(*registry.Params) (Allocator, error) { return &FIFO{}, nil }
 
 // Name returns NameFIFO.
 func (*FIFO) Name() string { return NameFIFO }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -54,7 +55,7 @@ func snapshot(gpus []int, jobs ...model.Job) *model.Snapshot {
 
 func mustNew(t testing.TB, name string, params ...string) Allocator {
 	t.Helper()
-	p, err := ParseParams(params)
+	p, err := registry.ParseParams(params)
 	if err != nil {
 		t.Fatal(err)
 	}

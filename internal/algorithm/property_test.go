@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // TestPropertiesAllAlgorithms runs every registered algorithm on many
@@ -24,7 +25,7 @@ func TestPropertiesAllAlgorithms(t *testing.T) {
 				// checkAllocation. Non-elastic algorithms give exactly the
 				// requested count or nothing.
 				e, _ := reg.Lookup(name)
-				if !e.Elastic {
+				if !e.Has(TagElastic) {
 					for _, j := range snap.Jobs {
 						if g := got.GPUs[j.Spec.Name]; g != 0 && g != j.Spec.RequestedWorkers {
 							t.Fatalf("job %s got %d GPUs, requested %d", j.Spec.Name, g, j.Spec.RequestedWorkers)
@@ -65,7 +66,7 @@ func TestRequeueProperties(t *testing.T) {
 			t.Run(name+"/"+strings.Join(params, ","), func(t *testing.T) {
 				a := mustNew(t, name, params...)
 				pz := a.(Prioritizer)
-				p, _ := ParseParams(params)
+				p, _ := registry.ParseParams(params)
 				las, err := readLASParams(p)
 				if err != nil {
 					t.Fatal(err)

@@ -12,7 +12,11 @@
 
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
+import (
+	"github.com/vodascheduler/voda/internal/model"
+
+	"github.com/vodascheduler/voda/internal/registry"
+)
 
 // NameSRJF is SRJF's registered name.
 const NameSRJF = "SRJF"
@@ -23,7 +27,7 @@ type SRJF struct{}
 var _ Allocator = (*SRJF)(nil)
 
 // NewSRJF is SRJF's factory; it takes no parameters.
-func NewSRJF(*Params) (Allocator, error) { return &SRJF{}, nil }
+func NewSRJF(*registry.Params) (Allocator, error) { return &SRJF{}, nil }
 
 // Name returns NameSRJF.
 func (*SRJF) Name() string { return NameSRJF }

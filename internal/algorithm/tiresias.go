@@ -29,6 +29,7 @@ import (
 	"math"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // NameTiresias is Tiresias' registered name.
@@ -55,7 +56,7 @@ var (
 // queue-0 service before demotion, default 3600) and starvation (promote a
 // queue-1 job after waiting this many times its last run; 0 disables;
 // default 8).
-func NewTiresias(p *Params) (Allocator, error) {
+func NewTiresias(p *registry.Params) (Allocator, error) {
 	las, err := readLASParams(p)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ type lasQueues struct {
 	starvation float64
 }
 
-func readLASParams(p *Params) (lasQueues, error) {
+func readLASParams(p *registry.Params) (lasQueues, error) {
 	threshold, err := p.Float("threshold", DefaultTiresiasThreshold)
 	if err != nil {
 		return lasQueues{}, err

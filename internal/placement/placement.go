@@ -3,10 +3,9 @@ package placement
 import (
 	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // Placer decides where each job's workers run.
@@ -30,27 +29,12 @@ type Result struct {
 	Unplaced  []Unplaced
 }
 
-// Factory builds a placer from its parameters; it reads each parameter
-// it knows through p and returns an error for a bad value.
-type Factory func(p *algorithm.Params) (Placer, error)
+// Registry is a registry of placers. It holds no global state: Builtin
+// returns a fresh one each time.
+type Registry = registry.Registry[Placer]
 
 // Entry describes one registered placer.
-type Entry struct {
-	Name    string
-	Summary string
-	Params  []algorithm.ParamDoc
-	New     Factory
-}
-
-// Registry maps case-insensitive names to placers. It holds no global
-// state: Builtin returns a fresh one each time.
-type Registry struct {
-	entries map[string]Entry
-	names   []string
-}
-
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{entries: map[string]Entry{}} }
+type Entry = registry.Entry[Placer]
 
 // DefaultName is the placer the scheduler and the simulator use unless
 // told otherwise.
@@ -59,69 +43,21 @@ const DefaultName = TopologyName
 // Builtin returns a registry of the in-tree placers: topology (the
 // default) and greedy.
 func Builtin() *Registry {
-	r := NewRegistry()
-	for _, e := range []Entry{
-		{
+	return registry.New[Placer]("placer").MustRegister(
+		Entry{
 			Name:    TopologyName,
 			Summary: "fewest nodes per job, workers stay where they are, defragments within a migration budget (default)",
 			Params:  topologyParams(),
 			New:     newTopologyFromParams,
 		},
-		{
+		Entry{
 			Name:    GreedyName,
 			Summary: "fill the node with the most free GPUs first, as the Pollux artifact's baselines do",
-			New: func(*algorithm.Params) (Placer, error) {
+			New: func(*registry.Params) (Placer, error) {
 				return NewGreedy(), nil
 			},
 		},
-	} {
-		r.entries[strings.ToLower(e.Name)] = e
-		r.names = append(r.names, e.Name)
-	}
-	return r
-}
-
-// Register adds a placer; a duplicate name is an error.
-func (r *Registry) Register(e Entry) error {
-	if strings.TrimSpace(e.Name) == "" || e.New == nil {
-		return fmt.Errorf("register placer %q: name and factory are required", e.Name)
-	}
-	key := strings.ToLower(e.Name)
-	if _, ok := r.entries[key]; ok {
-		return fmt.Errorf("register placer %q: already registered", e.Name)
-	}
-	r.entries[key] = e
-	r.names = append(r.names, e.Name)
-	return nil
-}
-
-// Names lists the registered placers in registration order.
-func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
-
-// Lookup returns the entry of a name (case-insensitive).
-func (r *Registry) Lookup(name string) (Entry, bool) {
-	e, ok := r.entries[strings.ToLower(strings.TrimSpace(name))]
-	return e, ok
-}
-
-// New returns the named placer built with p (nil means defaults). A
-// parameter the placer does not know is an error.
-func (r *Registry) New(name string, p *algorithm.Params) (Placer, error) {
-	e, ok := r.Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("unknown placer %q (known: %s)", name, strings.Join(r.names, ", "))
-	}
-	if p == nil {
-		p = &algorithm.Params{}
-	}
-	pl, err := e.New(p)
-	if err != nil {
-		return nil, fmt.Errorf("placer %s: %w", e.Name, err)
-	}
-	if err := p.CheckUnused(); err != nil {
-		return nil, fmt.Errorf("placer %s: %w", e.Name, err)
-	}
-	return pl, nil
+	)
 }
 
 // Check verifies a result against the snapshot and allocation: capacity

@@ -5,8 +5,8 @@ import (
 	"math"
 	"sort"
 
-	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
 )
 
 // TopologyName is the topology-aware placer's registered name.
@@ -100,8 +100,8 @@ func NewTopology(o TopologyOptions) (*Topology, error) {
 	return &Topology{opts: o}, nil
 }
 
-func topologyParams() []algorithm.ParamDoc {
-	return []algorithm.ParamDoc{
+func topologyParams() []registry.ParamDoc {
+	return []registry.ParamDoc{
 		{Name: "migration_budget", Default: fmt.Sprint(DefaultMigrationBudget),
 			Help: "most workers of otherwise untouched jobs moved per cycle to defragment; 0 turns it off"},
 		{Name: "keep_resized", Default: "false",
@@ -113,7 +113,7 @@ func topologyParams() []algorithm.ParamDoc {
 	}
 }
 
-func newTopologyFromParams(p *algorithm.Params) (Placer, error) {
+func newTopologyFromParams(p *registry.Params) (Placer, error) {
 	o := DefaultTopologyOptions()
 	var err error
 	if o.MigrationBudget, err = p.Int("migration_budget", o.MigrationBudget); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/registry"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 	"github.com/vodascheduler/voda/internal/sim/workload"
@@ -38,7 +39,7 @@ func polluxModels(t testing.TB, dir string) *perfmodel.Set {
 
 func artifactTiresias(t testing.TB) algorithm.Allocator {
 	t.Helper()
-	p, err := algorithm.ParseParams([]string{"threshold=57600", "starvation=0"})
+	p, err := registry.ParseParams([]string{"threshold=57600", "starvation=0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/registry"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/report"
 	"github.com/vodascheduler/voda/internal/sim/workload"
@@ -31,7 +32,7 @@ func parametricSet(t testing.TB) *perfmodel.Set {
 
 func newAlloc(t testing.TB, name string, params ...string) algorithm.Allocator {
 	t.Helper()
-	p, err := algorithm.ParseParams(params)
+	p, err := registry.ParseParams(params)
 	if err != nil {
 		t.Fatal(err)
 	}
