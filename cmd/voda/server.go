@@ -20,6 +20,7 @@ import (
 	"github.com/vodascheduler/voda/docs"
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
+	vodaclock "github.com/vodascheduler/voda/internal/clock"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/metrics"
@@ -391,7 +392,7 @@ func runServer(ctx context.Context, o *serverOptions) error {
 // clock scaled by speed, started no earlier than the latest time a
 // scheduler recorded, so time never runs backwards across a restart even
 // when the previous run went faster than real time.
-func serverClock(ctx context.Context, st store.Store, speed float64) (*livecluster.ScaledClock, error) {
+func serverClock(ctx context.Context, st store.Store, speed float64) (*vodaclock.Scaled, error) {
 	recs, err := st.ListSchedulers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read scheduler clocks: %w", err)
@@ -402,5 +403,5 @@ func serverClock(ctx context.Context, st store.Store, speed float64) (*liveclust
 			origin = r.Status.Now
 		}
 	}
-	return livecluster.NewScaledClock(k8sclock.RealClock{}, origin, speed), nil
+	return vodaclock.NewScaled(k8sclock.RealClock{}, origin, speed), nil
 }
