@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/service"
+)
+
+// The clusters a server's schedulers can drive (Config.Cluster).
+const (
+	ClusterSim        = "sim"
+	ClusterKubernetes = "kubernetes"
+)
+
+// SimGroup is one GPU type of a simulated cluster.
+type SimGroup struct {
+	GPUType            string
+	Nodes, GPUsPerNode int
+}
+
+// SimClusterFunc builds the simulated cluster of one GPU type on the
+// server's clock.
+type SimClusterFunc func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Cluster, error)
+
+// Config configures a server. Its errors name the `voda server` flag of
+// the field at fault.
+type Config struct {
+	// Addr is the HOST:PORT the API listens on; with port 0 the system
+	// picks one, which Listening learns.
+	Addr string
+	// Listening, if set, is called with the API's address once it accepts
+	// connections.
+	Listening func(addr string)
+	// DataDir is the embedded store's directory, used when StoreURI is
+	// empty; StoreURI may also be a mongodb:// URI.
+	DataDir, StoreURI string
+	// QueueURL is empty or mem:// for the in-process queue, or an amqp://
+	// URL (RabbitMQ).
+	QueueURL string
+	// API and Schedulers are the parts this process runs; at least one.
+	API, Schedulers bool
+	// Cluster is what the schedulers drive: ClusterSim or ClusterKubernetes.
+	Cluster string
+	// SimNodes are the simulated cluster's GPU types (ClusterSim), each
+	// built by SimCluster when Schedulers run.
+	SimNodes   []SimGroup
+	SimCluster SimClusterFunc
+	// Models are the performance models jobs may name; empty for a real
+	// cluster, which ignores the setting.
+	Models []string
+	// GPUTypes are the GPU types the API accepts and the schedulers run;
+	// empty means those of SimNodes, or of the Kubernetes nodes.
+	GPUTypes []string
+	// Speed is how many times faster than real time the clock runs; 1 on
+	// Kubernetes.
+	Speed float64
+	// Algorithm and RateLimit apply to GPU types with none set at run
+	// time; Placer places every GPU type's workers.
+	Algorithm, Placer string
+	RateLimit         time.Duration
+	// Tick is the period of cycles when no event asks for one; Resync the
+	// wall time between reconciliations of the store with the schedulers.
+	Tick, Resync time.Duration
+	// MaxConnections bounds the API's client connections (-1: no limit);
+	// MaxWorkers the workers one job may ask for.
+	MaxConnections, MaxWorkers int
+	Kube                       KubeOptions
+	// Logger is slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// validate reports the first setting Run cannot start with.
+func (c *Config) validate() error {
+	switch {
+	case !c.API && !c.Schedulers:
+		return errors.New("--components: nothing to run")
+	case !(c.Speed > 0):
+		return fmt.Errorf("--speed: %v must be positive", c.Speed)
+	case c.MaxConnections == 0 || c.MaxConnections < -1:
+		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", c.MaxConnections)
+	case c.MaxWorkers < 1:
+		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
+	}
+	switch c.Cluster {
+	case ClusterSim:
+		if len(c.SimNodes) == 0 {
+			return errors.New("--sim-nodes: at least one GPU type is needed")
+		}
+		if c.Schedulers && c.SimCluster == nil {
+			return errors.New("server: schedulers on a simulated cluster need Config.SimCluster")
+		}
+	case ClusterKubernetes:
+		if c.Speed != 1 {
+			return fmt.Errorf("--speed: %v: a real cluster runs in real time (1)", c.Speed)
+		}
+		if !c.Schedulers && len(c.GPUTypes) == 0 {
+			return errors.New("--gpu-types: an API without schedulers on Kubernetes needs the GPU types it accepts")
+		}
+	default:
+		return fmt.Errorf("--cluster: %q is not sim or kubernetes", c.Cluster)
+	}
+	if _, err := algorithm.Builtin().NewFromMap(c.Algorithm, nil); err != nil {
+		return fmt.Errorf("--algorithm: %w", err)
+	}
+	return nil
+}
+
+// gpuTypes returns the GPU types known before any cluster is asked.
+func (c *Config) gpuTypes() []string {
+	if len(c.GPUTypes) > 0 || c.Cluster != ClusterSim {
+		return c.GPUTypes
+	}
+	var types []string
+	for _, g := range c.SimNodes {
+		types = append(types, g.GPUType)
+	}
+	return types
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vodascheduler/voda/internal/kube"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// kubeApplyParallelism is how many job objects (or pods) a cycle's
+// actions of one kind change at once on Kubernetes.
+const kubeApplyParallelism = 16
+
+// KubeOptions configure the schedulers of ClusterKubernetes.
+type KubeOptions struct {
+	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG,
+	// ~/.kube/config, else the in-cluster service account.
+	Kubeconfig string
+	// Namespace holds the jobs whose manifest names none.
+	Namespace string
+	// LeaseNamespace holds the schedulers' leases (Namespace if empty).
+	LeaseNamespace string
+	// LeaderElect elects one scheduler per GPU type with a Lease, so
+	// replicas can stand by; the durations pace the election.
+	LeaderElect                               bool
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity is this replica's name in leases (HOSTNAME_PID if empty).
+	Identity string
+}
+
+var errNoGPUTypes = errors.New("no node is labelled vodascheduler/accelerator=<gpu type>; label the GPU nodes or pass --gpu-types")
+
+// connectKube builds and starts the Kubernetes client: the kubeconfig
+// flag, else $KUBECONFIG or ~/.kube/config, else the in-cluster account.
+func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.Logger) (*kube.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, Jobs: st, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("kubernetes: %w (is the API server reachable and are Voda's RBAC rules applied?)", err)
+	}
+	return client, nil
+}
+
+// startKube starts one scheduler per GPU type on Kubernetes.
+func (s *server) startKube(ctx context.Context) error {
+	client, err := connectKube(ctx, s.cfg.Kube, s.store, s.log)
+	if err != nil {
+		return err
+	}
+	if len(s.gpuTypes) == 0 {
+		s.gpuTypes = client.GPUTypes()
+	}
+	if len(s.gpuTypes) == 0 {
+		return errNoGPUTypes
+	}
+	s.applyParallelism = kubeApplyParallelism
+	for _, t := range s.gpuTypes {
+		s.goRun(ctx, "scheduler "+t, func(ctx context.Context) error { return s.lead(ctx, client, t) })
+	}
+	return nil
+}
+
+// lead runs gpuType's scheduler under its Lease, unless leader election
+// is off. Each leadership term builds a fresh service on a fresh cluster
+// view, so state is rebuilt from the store and the cluster on every
+// takeover.
+func (s *server) lead(ctx context.Context, client *kube.Client, gpuType string) error {
+	term := func(ctx context.Context) error {
+		svc, err := s.newService(gpuType, client.Cluster(gpuType))
+		if err != nil {
+			return err
+		}
+		s.running.set(gpuType, svc)
+		defer s.running.set(gpuType, nil)
+		return svc.Run(ctx)
+	}
+	o := s.cfg.Kube
+	if !o.LeaderElect {
+		return term(ctx)
+	}
+	id := o.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	return kube.RunLeader(ctx, kube.LeaderOptions{
+		Client: client.Clientset(), Namespace: cmp.Or(o.LeaseNamespace, o.Namespace), Lease: kube.LeaseName(gpuType), Identity: id,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Logger: s.log.With("gpuType", gpuType),
+	}, term)
+}

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	k8sclock "k8s.io/utils/clock"
+
+	"github.com/vodascheduler/voda/docs"
+	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/clock"
+	"github.com/vodascheduler/voda/internal/metrics"
+	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/service"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// server is one Run's parts.
+type server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    store.Store
+	queue    queue.Queue
+	clock    *clock.Scaled
+	algos    *algorithm.Registry
+	placer   placement.Placer
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	gpuTypes []string
+	// applyParallelism is how many objects a cycle's actions of one kind
+	// change at once.
+	applyParallelism int
+	running          schedulers
+	wg               sync.WaitGroup
+	errc             chan error // the first part that failed
+}
+
+// Run runs a server until ctx ends (then it returns nil) or one of its
+// parts fails (then it returns that failure), and stops every part
+// before it returns.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	placer, err := placement.Builtin().New(cfg.Placer, nil)
+	if err != nil {
+		return fmt.Errorf("--placer: %w", err)
+	}
+	log := cmp.Or(cfg.Logger, slog.Default())
+	st, err := store.Open(ctx, cfg.StoreURI, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer closeStore(st, log)
+	q, err := queue.Open(ctx, cfg.QueueURL, log)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	clk, err := serverClock(ctx, st, cfg.Speed)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	s := &server{cfg: cfg, log: log, store: st, queue: q, clock: clk, algos: algorithm.Builtin(), placer: placer,
+		registry: reg, metrics: metrics.New(reg), gpuTypes: cfg.gpuTypes(), applyParallelism: 1,
+		running: schedulers{current: map[string]*service.Service{}}, errc: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(ctx)
+	err = s.start(ctx)
+	if err == nil {
+		err = s.wait(ctx)
+	}
+	cancel()
+	s.wg.Wait()
+	return err
+}
+
+func closeStore(st store.Store, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.Close(ctx); err != nil {
+		log.Error("close store", "err", err)
+	}
+}
+
+// serverClock returns the clock the schedulers and the API share: the wall
+// clock scaled by speed, started no earlier than the latest time a
+// scheduler recorded, so time never runs backwards across a restart even
+// when the previous run went faster than real time.
+func serverClock(ctx context.Context, st store.Store, speed float64) (*clock.Scaled, error) {
+	recs, err := st.ListSchedulers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read scheduler clocks: %w", err)
+	}
+	origin := time.Now()
+	for _, r := range recs {
+		if r.Status.Now.After(origin) {
+			origin = r.Status.Now
+		}
+	}
+	return clock.NewScaled(k8sclock.RealClock{}, origin, speed), nil
+}
+
+// start starts the schedulers, then the API, whose readiness covers them.
+func (s *server) start(ctx context.Context) error {
+	if s.cfg.Schedulers {
+		start := s.startSim
+		if s.cfg.Cluster == ClusterKubernetes {
+			start = s.startKube
+		}
+		if err := start(ctx); err != nil {
+			return err
+		}
+	}
+	if s.cfg.API {
+		return s.startAPI(ctx)
+	}
+	return nil
+}
+
+// wait returns when ctx ends (nil) or a part fails (its error).
+func (s *server) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down")
+		return nil
+	case err := <-s.errc:
+		s.log.Error("stopping", "err", err)
+		return err
+	}
+}
+
+// goRun runs a part until ctx ends; if it fails first, the server stops.
+func (s *server) goRun(ctx context.Context, name string, run func(context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := run(ctx); err != nil {
+			select {
+			case s.errc <- fmt.Errorf("%s: %w", name, err):
+			default: // another part failed first
+			}
+		}
+	}()
+}
+
+func (s *server) newService(gpuType string, cl service.Cluster) (*service.Service, error) {
+	return service.New(service.Config{
+		ApplyParallelism: s.applyParallelism,
+		GPUType:          gpuType, Store: s.store, Queue: s.queue, Cluster: cl, Algorithms: s.algos, Placer: s.placer,
+		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
+		Clock: s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+	})
+}
+
+// startSim starts one scheduler per GPU type of the simulated cluster.
+func (s *server) startSim(ctx context.Context) error {
+	for _, g := range s.cfg.SimNodes {
+		cl, err := s.cfg.SimCluster(g, s.clock, s.log)
+		if err != nil {
+			return err
+		}
+		svc, err := s.newService(g.GPUType, cl)
+		if err != nil {
+			return err
+		}
+		s.running.set(g.GPUType, svc)
+		s.goRun(ctx, "scheduler "+g.GPUType, svc.Run)
+	}
+	return nil
+}
+
+// startAPI serves the REST API on Addr until ctx ends.
+func (s *server) startAPI(ctx context.Context) error {
+	srv, err := api.New(api.Config{
+		Store: s.store, Queue: s.queue, GPUTypes: s.gpuTypes, Algorithms: s.algos,
+		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
+		Models: s.cfg.Models, Clock: s.clock, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,
+		Metrics: s.metrics, Gatherer: s.registry, Logger: s.log, Ready: s.running.Ready, OpenAPI: docs.OpenAPI,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: s.cfg.MaxConnections})
+	s.goRun(ctx, "api", func(context.Context) error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx) // the listener is closed either way
+	}()
+	s.log.Info("voda server listening", "addr", "http://"+ln.Addr().String(), "gpuTypes", s.gpuTypes,
+		"cluster", s.cfg.Cluster, "dataDir", s.cfg.DataDir, "speed", s.cfg.Speed)
+	if s.cfg.Listening != nil {
+		s.cfg.Listening(ln.Addr().String())
+	}
+	return nil
+}
+
+// schedulers are the scheduler services running in this process, by GPU
+// type; on Kubernetes a GPU type led by another replica has none.
+type schedulers struct {
+	mu      sync.Mutex
+	current map[string]*service.Service
+}
+
+// Ready is nil when every GPU type either runs here and is healthy
+// (recovered, not wedged, writing to the store), or is led by another
+// replica.
+func (r *schedulers) Ready() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range slices.Sorted(maps.Keys(r.current)) {
+		if err := r.current[t].Health(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *schedulers) set(gpuType string, s *service.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s == nil {
+		delete(r.current, gpuType)
+		return
+	}
+	r.current[gpuType] = s
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/api/client"
+	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/service"
+	"github.com/vodascheduler/voda/internal/sim/livecluster"
+)
+
+// simConfig is what `voda server --sim-nodes nvidia-tesla-v100=1x4` runs, with its
+// store in a fresh directory and the API on a free port.
+func simConfig(t *testing.T) Config {
+	return Config{
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), API: true, Schedulers: true,
+		Cluster: ClusterSim, SimNodes: []SimGroup{{GPUType: "nvidia-tesla-v100", Nodes: 1, GPUsPerNode: 4}},
+		SimCluster: func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Cluster, error) {
+			return livecluster.New(livecluster.Options{GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode, Clock: clk, Logger: log})
+		},
+		Models: livecluster.Models(), Speed: 1, Algorithm: service.DefaultAlgorithm, Placer: placement.DefaultName,
+		MaxConnections: 16, MaxWorkers: 64, Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// example is a job of the simulated cluster's GPU type that names one of
+// its performance models.
+const example = "../../examples/mpijob-v2beta1-horovod-elastic.yaml"
+
+func TestRunSimServesJobs(t *testing.T) {
+	cfg := simConfig(t)
+	addrc := make(chan string, 1)
+	cfg.Listening = func(addr string) { addrc <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	var base string
+	select {
+	case addr := <-addrc:
+		base = "http://" + addr
+	case err := <-done:
+		t.Fatalf("Run returned before listening: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10 s")
+	}
+	waitReady(t, base)
+
+	c, err := client.New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := c.CreateJob(ctx, manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.ListJobs(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Name != job.Name || jobs[0].GPUType != "nvidia-tesla-v100" {
+		t.Fatalf("jobs = %+v, want only %s on nvidia-tesla-v100", jobs, job.Name)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return within 15 s of the cancel")
+	}
+}
+
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + api.RouteReadyz)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not OK within 10 s: %v %v", api.RouteReadyz, resp, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*Config)
+		want string // the start of the error: the flag at fault
+	}{
+		"no components": {func(c *Config) { c.API, c.Schedulers = false, false }, "--components: nothing to run"},
+		"zero speed":    {func(c *Config) { c.Speed = 0 }, "--speed: 0 must be positive"},
+		"no connection": {func(c *Config) { c.MaxConnections = 0 }, "--max-connections: 0 must be positive"},
+		"below -1 connections": {
+			func(c *Config) { c.MaxConnections = -2 }, "--max-connections: -2 must be positive"},
+		"no workers":     {func(c *Config) { c.MaxWorkers = 0 }, "--max-workers: 0 must be at least 1"},
+		"unknown kind":   {func(c *Config) { c.Cluster = "aws" }, `--cluster: "aws" is not sim or kubernetes`},
+		"no sim nodes":   {func(c *Config) { c.SimNodes = nil }, "--sim-nodes: at least one GPU type is needed"},
+		"no sim cluster": {func(c *Config) { c.SimCluster = nil }, "server: schedulers on a simulated cluster need"},
+		"fast kubernetes": {
+			func(c *Config) { c.Cluster, c.Speed = ClusterKubernetes, 2 }, "--speed: 2: a real cluster runs in real time"},
+		"kubernetes API without types": {
+			func(c *Config) { c.Cluster, c.Schedulers = ClusterKubernetes, false }, "--gpu-types: an API without schedulers"},
+		"unknown algorithm": {func(c *Config) { c.Algorithm = "nope" }, "--algorithm: "},
+		"unknown placer":    {func(c *Config) { c.Placer = "nope" }, "--placer: "},
+		"bad address":       {func(c *Config) { c.Addr = "nope" }, "--addr: "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := simConfig(t)
+			tc.edit(&cfg)
+			err := Run(context.Background(), cfg)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want an error starting %q", err, tc.want)
+			}
+		})
+	}
+}
