@@ -44,7 +44,12 @@ func connectKube(ctx context.Context, o kubeOptions, st store.Store, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.namespace, Jobs: st, Logger: log})
+	// kube does not import the store: it reads only what a start needs.
+	jobs := func(ctx context.Context, name string) (kube.Job, error) {
+		j, err := st.GetJob(ctx, name)
+		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status}, err
+	}
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.namespace, Jobs: jobs, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
-	"github.com/vodascheduler/voda/internal/store"
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 // DefaultNamespace is where jobs whose manifest names no namespace run.
@@ -31,10 +31,19 @@ const DefaultNamespace = "default"
 // no event arrived.
 const DefaultResync = 30 * time.Second
 
-// JobSource gives the stored manifest of a job Voda starts.
-type JobSource interface {
-	GetJob(ctx context.Context, name string) (store.Job, error)
+// Job is what a Client reads of a stored job to start it.
+type Job struct {
+	// Kind is the manifest's kind: jobspec.KindMPIJob or KindPyTorchJob.
+	Kind string
+	// Manifest is the submitted manifest as JSON, with the job's name.
+	Manifest []byte
+	// Status is the stored status; a terminal one refuses the start.
+	Status model.Status
 }
+
+// JobSource reads the stored job Voda starts. Its error is wrapped into
+// the start's, so callers can still test it with errors.Is.
+type JobSource func(ctx context.Context, name string) (Job, error)
 
 // Options configure a Client.
 type Options struct {

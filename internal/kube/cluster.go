@@ -181,11 +181,11 @@ func (cl *Cluster) setWant(name string, to model.JobPlacement) {
 // start creates the job's object with To's worker count, or adopts the
 // object a previous term created.
 func (cl *Cluster) start(ctx context.Context, name string, to model.JobPlacement) error {
-	stored, err := cl.c.opts.Jobs.GetJob(ctx, name)
+	stored, err := cl.c.opts.Jobs(ctx, name)
 	if err != nil {
 		return fmt.Errorf("load manifest: %w", err)
 	}
-	if st := stored.Status.State.Status; st.Done() {
+	if st := stored.Status; st.Done() {
 		// A terminal status is final: whatever asked for a start worked
 		// from an older copy of the job, and creating the object again
 		// would run a finished job a second time.
