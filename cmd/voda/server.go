@@ -105,7 +105,7 @@ VODA_SERVER.`,
 	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
 	f.StringSliceVar(&o.gpuTypes, "gpu-types", nil, "GPU types the API accepts and the schedulers run (default: those of --sim-nodes, or of the Kubernetes nodes' vodascheduler/accelerator labels)")
 	f.Float64Var(&o.speed, "speed", 1, "how many times faster than real time simulated time runs")
-	f.StringVar(&o.algorithm, "algorithm", service.DefaultAlgorithm, "algorithm of GPU types with none set at run time (see voda algorithms)")
+	f.StringVar(&o.algorithm, "algorithm", algorithm.DefaultName, "algorithm of GPU types with none set at run time (see voda algorithms)")
 	f.StringVar(&o.placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
 	f.DurationVar(&o.rateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two scheduling cycles, unless set at run time")
 	f.DurationVar(&o.tick, "tick", scheduler.DefaultTick, "period of cycles when no event asks for one")
@@ -209,6 +209,9 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	}
 	if o.maxWorkers < 1 {
 		return fmt.Errorf("--max-workers: %d must be at least 1", o.maxWorkers)
+	}
+	if o.rateLimit == 0 {
+		o.rateLimit = scheduler.DefaultRateLimit // what the schedulers make of 0; the API shows it
 	}
 	var groups []simGroup
 	gpuTypes := o.gpuTypes

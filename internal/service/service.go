@@ -20,10 +20,6 @@ import (
 	"github.com/vodascheduler/voda/internal/store"
 )
 
-// DefaultAlgorithm is the algorithm of a GPU type with no stored setting,
-// as in the original.
-const DefaultAlgorithm = "ElasticFIFO"
-
 // DefaultResync is the wall time between two reconciliations of the store
 // with the core.
 const DefaultResync = 10 * time.Second
@@ -74,7 +70,8 @@ type Config struct {
 	Algorithms *algorithm.Registry
 	Placer     placement.Placer
 	// DefaultAlgorithm and DefaultRateLimit apply when no setting is
-	// stored.
+	// stored (algorithm.DefaultName and scheduler.DefaultRateLimit if
+	// empty or zero).
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	Tick             time.Duration
@@ -160,7 +157,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("scheduler service %s: algorithms, placer, clock and metrics are required", cfg.GPUType)
 	}
 	if cfg.DefaultAlgorithm == "" {
-		cfg.DefaultAlgorithm = DefaultAlgorithm
+		cfg.DefaultAlgorithm = algorithm.DefaultName
 	}
 	if _, err := cfg.Algorithms.NewFromMap(cfg.DefaultAlgorithm, nil); err != nil {
 		return nil, fmt.Errorf("scheduler service %s: default algorithm: %w", cfg.GPUType, err)

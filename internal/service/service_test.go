@@ -736,7 +736,7 @@ func TestDamagedSettingsRecordUsesDefaults(t *testing.T) {
 	h.waitStatus("a", model.StatusRunning)
 	var algo string
 	h.do(func() { algo = h.svc.core.Allocator().Name() })
-	if algo != DefaultAlgorithm {
-		t.Fatalf("algorithm %s, want the default %s", algo, DefaultAlgorithm)
+	if algo != algorithm.DefaultName {
+		t.Fatalf("algorithm %s, want the default %s", algo, algorithm.DefaultName)
 	}
 }
