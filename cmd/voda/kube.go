@@ -91,12 +91,12 @@ func (k *kubeSchedulers) set(gpuType string, s *service.Service) {
 }
 
 // run leads gpuType's scheduler: each leadership term builds a fresh
-// service on a fresh cluster view, so state is rebuilt from the store
-// and the cluster on every takeover.
+// service on a fresh pool, so state is rebuilt from the store and the
+// cluster on every takeover.
 func (k *kubeSchedulers) run(ctx context.Context, o kubeOptions, client *kube.Client, gpuType string,
-	newService func(kube *kube.Cluster) (*service.Service, error), log *slog.Logger) error {
+	newService func(pool *kube.Pool) (*service.Service, error), log *slog.Logger) error {
 	lead := func(ctx context.Context) error {
-		svc, err := newService(client.Cluster(gpuType))
+		svc, err := newService(client.Pool(gpuType))
 		if err != nil {
 			return err
 		}

@@ -303,7 +303,7 @@ func runServer(ctx context.Context, o *serverOptions) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				build := func(cl *kube.Cluster) (*service.Service, error) { return newService(t, cl) }
+				build := func(pool *kube.Pool) (*service.Service, error) { return newService(t, pool) }
 				if err := ks.run(ctx, o.kube, kc, t, build, log); err != nil {
 					errc <- fmt.Errorf("scheduler %s: %w", t, err)
 				}

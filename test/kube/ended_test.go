@@ -45,12 +45,12 @@ func TestDefect_EndedJobIsNotCreatedAgain(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl := c.Cluster("ended-gpu")
-	if err := cl.Track(name, "", 0, 1); err != nil {
+	pool := c.Pool("ended-gpu")
+	if err := pool.Track(name, "", 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	start := scheduler.Action{Kind: scheduler.Start, Job: name, To: model.JobPlacement{{Node: "nowhere", Workers: 1}}}
-	err = cl.Apply(ctx, start)
+	err = pool.Apply(ctx, start)
 	if err == nil || !strings.Contains(err.Error(), "already ended") {
 		t.Fatalf("start of a Completed job: %v, want a refusal", err)
 	}
