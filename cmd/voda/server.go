@@ -286,14 +286,14 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	errc := make(chan error, len(gpuTypes)+1)
 	var services []*service.Service
 	ks := &kubeSchedulers{current: map[string]*service.Service{}}
-	newService := func(gpuType string, cl service.Cluster) (*service.Service, error) {
+	newService := func(gpuType string, backend service.Backend) (*service.Service, error) {
 		par := 1
 		if kc != nil {
 			par = kubeApplyParallelism
 		}
 		return service.New(service.Config{
 			ApplyParallelism: par,
-			GPUType:          gpuType, Store: st, Queue: q, Cluster: cl, Algorithms: algos, Placer: placer,
+			GPUType:          gpuType, Store: st, Queue: q, Backend: backend, Algorithms: algos, Placer: placer,
 			DefaultAlgorithm: o.algorithm, DefaultRateLimit: o.rateLimit, Tick: o.tick,
 			Clock: clk, Metrics: m, Logger: log, Resync: o.resync,
 		})

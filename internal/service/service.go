@@ -33,8 +33,8 @@ const DefaultSoftPersist = 2 * time.Second
 // milliseconds; applying a burst of actions to Kubernetes takes seconds.
 const DefaultWedgeAfter = 2 * time.Minute
 
-// Cluster is where jobs run: the simulated cluster or Kubernetes.
-type Cluster interface {
+// Backend is where jobs run: the simulated cluster or Kubernetes.
+type Backend interface {
 	scheduler.Port
 	// Nodes returns the GPU type's nodes.
 	Nodes() []model.Node
@@ -49,13 +49,13 @@ type Cluster interface {
 	Run(ctx context.Context, onDone func(name string, status model.Status)) error
 }
 
-// NodeSource is a Cluster whose nodes change while it runs (Kubernetes).
+// NodeSource is a Backend whose nodes change while it runs (Kubernetes).
 // Each receive from NodesChanged means Nodes may answer differently.
 type NodeSource interface {
 	NodesChanged() <-chan struct{}
 }
 
-// Estimator is a Cluster that measures jobs for the collector.
+// Estimator is a Backend that measures jobs for the collector.
 type Estimator interface {
 	Observations() []collector.Observation
 	Remaining(name string) (work float64, ok bool)
@@ -66,7 +66,7 @@ type Config struct {
 	GPUType    string
 	Store      store.Store
 	Queue      queue.Queue
-	Cluster    Cluster
+	Backend    Backend
 	Algorithms *algorithm.Registry
 	Placer     placement.Placer
 	// DefaultAlgorithm and DefaultRateLimit apply when no setting is
@@ -96,7 +96,7 @@ type Config struct {
 	// before Health reports it (DefaultWedgeAfter if zero).
 	WedgeAfter time.Duration
 	// ApplyParallelism is passed to the core (scheduler.Config): how many
-	// actions of one kind a cycle applies at once. The Cluster must be
+	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
 	ApplyParallelism int
 }
@@ -129,9 +129,9 @@ type Service struct {
 type tracked struct {
 	// app is the performance model the cluster runs the job with.
 	app string
-	// rev is the StatusRevision of the stored record, as last read or
+	// revision is the StatusRevision of the stored record, as last read or
 	// written: the next status write is conditional on it.
-	rev int64
+	revision int64
 	// saved is the status last written (Updated zeroed); written says
 	// whether there is one, so an unchanged status is not written again.
 	saved   store.JobStatus
@@ -151,7 +151,7 @@ func New(cfg Config) (*Service, error) {
 	switch {
 	case cfg.GPUType == "":
 		return nil, errors.New("scheduler service: empty GPU type")
-	case cfg.Store == nil || cfg.Queue == nil || cfg.Cluster == nil:
+	case cfg.Store == nil || cfg.Queue == nil || cfg.Backend == nil:
 		return nil, fmt.Errorf("scheduler service %s: store, queue and cluster are required", cfg.GPUType)
 	case cfg.Algorithms == nil || cfg.Placer == nil || cfg.Clock == nil || cfg.Metrics == nil:
 		return nil, fmt.Errorf("scheduler service %s: algorithms, placer, clock and metrics are required", cfg.GPUType)
@@ -232,12 +232,12 @@ func (s *Service) Run(ctx context.Context) error {
 	workers := []func(context.Context) error{
 		s.loop.Run,
 		func(ctx context.Context) error {
-			return s.cfg.Cluster.Run(ctx, func(name string, status model.Status) { s.onDone(ctx, name, status) })
+			return s.cfg.Backend.Run(ctx, func(name string, status model.Status) { s.onDone(ctx, name, status) })
 		},
 		s.consume,
 		s.resyncEvery,
 	}
-	if ns, ok := s.cfg.Cluster.(NodeSource); ok {
+	if ns, ok := s.cfg.Backend.(NodeSource); ok {
 		workers = append(workers, func(ctx context.Context) error { return s.watchNodes(ctx, ns) })
 	}
 	errc := make(chan error, len(workers))
@@ -272,7 +272,7 @@ func (s *Service) start(ctx context.Context) error {
 	s.settings = rec.Settings
 	alloc := s.allocator(rec.Settings)
 	core, err := scheduler.NewCore(scheduler.Config{
-		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Cluster,
+		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Backend,
 		RateLimit: s.rateLimit(rec.Settings), Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
 		ApplyParallelism: s.cfg.ApplyParallelism,
 	})
@@ -281,7 +281,7 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	s.core = core
 	now := s.cfg.Clock.Now()
-	for _, n := range s.cfg.Cluster.Nodes() {
+	for _, n := range s.cfg.Backend.Nodes() {
 		if err := core.AddNode(now, n); err != nil {
 			return fmt.Errorf("scheduler %s: %w", s.cfg.GPUType, err)
 		}
@@ -363,10 +363,10 @@ func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
 				s.log.Warn("set priority", "job", name, "err", err)
 			}
 		}
-		if j.StatusRevision > t.rev {
+		if j.StatusRevision > t.revision {
 			// Another writer changed the status: write ours over it at
 			// the next persist.
-			t.rev, t.written = j.StatusRevision, false
+			t.revision, t.written = j.StatusRevision, false
 		}
 	default:
 		s.admit(ctx, now, j)
@@ -386,7 +386,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.setAside(ctx, now, name, "its spec is invalid: "+err.Error())
 		return
 	}
-	if err := s.cfg.Cluster.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
+	if err := s.cfg.Backend.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
 		s.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
 		return
 	}
@@ -397,11 +397,11 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		err = s.restore(ctx, now, j)
 	}
 	if err != nil {
-		s.cfg.Cluster.Forget(name)
+		s.cfg.Backend.Forget(name)
 		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	s.jobs[name] = &tracked{app: j.Model, rev: j.StatusRevision}
+	s.jobs[name] = &tracked{app: j.Model, revision: j.StatusRevision}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with
@@ -416,7 +416,7 @@ func (s *Service) restore(ctx context.Context, now time.Time, j store.Job) error
 	}
 	if len(st.Placement) > 0 {
 		a := scheduler.Action{Kind: scheduler.Start, Job: j.Name, To: st.Placement}
-		if err := s.cfg.Cluster.Apply(ctx, a); err != nil {
+		if err := s.cfg.Backend.Apply(ctx, a); err != nil {
 			s.log.Warn("cannot resume job on its last placement; it waits", "job", j.Name, "err", err)
 			st.Placement, st.GPUs = nil, 0
 		}
