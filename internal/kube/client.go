@@ -27,9 +27,9 @@ import (
 // DefaultNamespace is where jobs whose manifest names no namespace run.
 const DefaultNamespace = "default"
 
-// DefaultResync is how often every tracked job is reconciled even when
-// no event arrived.
-const DefaultResync = 30 * time.Second
+// resyncPeriod is how often every tracked job is reconciled even when no
+// event arrived.
+const resyncPeriod = 30 * time.Second
 
 // Job is what a Client reads of a stored job to start it.
 type Job struct {
@@ -53,9 +53,6 @@ type Options struct {
 	Namespace string
 	Jobs      JobSource
 	Logger    *slog.Logger
-	// Resync is the period of full reconciliations (DefaultResync if
-	// zero).
-	Resync time.Duration
 }
 
 // Client watches the cluster for every GPU type. Create it with
@@ -112,9 +109,6 @@ func NewClient(opts Options) (*Client, error) {
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
-	}
-	if opts.Resync <= 0 {
-		opts.Resync = DefaultResync
 	}
 	log := opts.Logger
 	if log == nil {

@@ -350,7 +350,7 @@ func (pool *Pool) enqueueAll() {
 }
 
 func (pool *Pool) resyncEvery(ctx context.Context) {
-	t := time.NewTicker(pool.client.opts.Resync)
+	t := time.NewTicker(resyncPeriod)
 	defer t.Stop()
 	for {
 		select {

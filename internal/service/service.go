@@ -28,10 +28,10 @@ const DefaultResync = 10 * time.Second
 // status that only change what users see (see Config.SoftPersist).
 const DefaultSoftPersist = 2 * time.Second
 
-// DefaultWedgeAfter is how long one cycle or call may keep the scheduler
-// loop busy before readiness reports the scheduler wedged. Cycles take
+// wedgeAfter is how long one cycle or call may keep the scheduler loop
+// busy before readiness reports the scheduler wedged. Cycles take
 // milliseconds; applying a burst of actions to Kubernetes takes seconds.
-const DefaultWedgeAfter = 2 * time.Minute
+const wedgeAfter = 2 * time.Minute
 
 // Backend is where jobs run: the simulated cluster or Kubernetes.
 type Backend interface {
@@ -92,9 +92,6 @@ type Config struct {
 	// start, estimate, progress (DefaultSoftPersist if zero; negative:
 	// every change at once).
 	SoftPersist time.Duration
-	// WedgeAfter is how long the loop may stay in one cycle or call
-	// before Health reports it (DefaultWedgeAfter if zero).
-	WedgeAfter time.Duration
 	// ApplyParallelism is passed to the core (scheduler.Config): how many
 	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
@@ -103,8 +100,10 @@ type Config struct {
 
 // Service is one GPU type's scheduler service.
 type Service struct {
-	cfg   Config
-	log   *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// ready: the service has recovered its state and is consuming
+	// notifications (Health's first condition).
 	ready atomic.Bool
 	// storeErr is the last failed store write (nil after a success);
 	// Health reports it.
@@ -168,9 +167,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SoftPersist == 0 {
 		cfg.SoftPersist = DefaultSoftPersist
 	}
-	if cfg.WedgeAfter <= 0 {
-		cfg.WedgeAfter = DefaultWedgeAfter
-	}
 	if cfg.WallClock == nil {
 		cfg.WallClock = clock.RealClock{}
 	}
@@ -186,12 +182,8 @@ func New(cfg Config) (*Service, error) {
 	}, nil
 }
 
-// Ready reports whether the service has recovered its state and is
-// consuming notifications.
-func (s *Service) Ready() bool { return s.ready.Load() }
-
 // Health is nil while the scheduler works: it has recovered its jobs, its
-// loop is not stuck in one cycle or call for longer than WedgeAfter, and
+// loop is not stuck in one cycle or call for longer than wedgeAfter, and
 // its last store write succeeded. Otherwise it says what is wrong; the
 // API's /readyz reports it.
 func (s *Service) Health() error {
@@ -199,9 +191,9 @@ func (s *Service) Health() error {
 	if !s.ready.Load() {
 		return fmt.Errorf("scheduler %s: not running (recovering its jobs from the store, or stopped)", gt)
 	}
-	if busy := s.loop.Busy(); busy > s.cfg.WedgeAfter {
+	if busy := s.loop.Busy(); busy > wedgeAfter {
 		return fmt.Errorf("scheduler %s: busy for %s in one cycle or call (more than %s): it may be wedged",
-			gt, busy.Round(time.Second), s.cfg.WedgeAfter)
+			gt, busy.Round(time.Second), wedgeAfter)
 	}
 	if f := s.storeErr.Load(); f != nil {
 		return fmt.Errorf("scheduler %s: store writes failing since %s: %v", gt, f.since.UTC().Format(time.RFC3339), f.err)

@@ -283,7 +283,7 @@ func (h *harness) run() {
 			h.t.Error("service did not stop within 10 s")
 		}
 	})
-	waitFor(h.t, "service ready", svc.Ready)
+	waitFor(h.t, "service ready", svc.ready.Load)
 }
 
 // create stores a new job as the API does.
@@ -642,7 +642,7 @@ func TestNodeLossShrinksOrHaltsItsJobs(t *testing.T) {
 }
 
 // Health reports a loop stuck in one cycle (here, an Apply that never
-// returns) once it has been busy longer than WedgeAfter of wall time.
+// returns) once it has been busy longer than wedgeAfter of wall time.
 func TestHealthReportsWedgedScheduler(t *testing.T) {
 	h := newHarness(t, 1, 4)
 	h.fake.block = make(chan struct{})
@@ -652,7 +652,7 @@ func TestHealthReportsWedgedScheduler(t *testing.T) {
 	if err := h.svc.Health(); err != nil {
 		t.Fatalf("Health at the start of a cycle: %v", err)
 	}
-	h.wall.Step(DefaultWedgeAfter + time.Second)
+	h.wall.Step(wedgeAfter + time.Second)
 	waitFor(t, "Health to report the wedge", func() bool {
 		err := h.svc.Health()
 		return err != nil && strings.Contains(err.Error(), "wedged")
