@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	k8sclock "k8s.io/utils/clock"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/kube"
@@ -89,7 +90,7 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
 	f.StringSliceVar(&c.GPUTypes, "gpu-types", nil, "GPU types the API accepts and the schedulers run (default: those of --sim-nodes, or of the Kubernetes nodes' vodascheduler/accelerator labels)")
 	f.Float64Var(&c.Speed, "speed", 1, "how many times faster than real time simulated time runs")
-	f.StringVar(&c.Algorithm, "algorithm", service.DefaultAlgorithm, "algorithm of GPU types with none set at run time (see voda algorithms)")
+	f.StringVar(&c.Algorithm, "algorithm", algorithm.DefaultName, "algorithm of GPU types with none set at run time (see voda algorithms)")
 	f.StringVar(&c.Placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
 	f.DurationVar(&c.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two scheduling cycles, unless set at run time")
 	f.DurationVar(&c.Tick, "tick", scheduler.DefaultTick, "period of cycles when no event asks for one")
@@ -132,15 +133,15 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		if cfg.SimNodes, err = parseSimNodes(o.simNodes); err != nil {
 			return err
 		}
-		cfg.SimCluster = simCluster(o.restartCost)
+		cfg.SimPool = simPool(o.restartCost)
 		cfg.Models = livecluster.Models()
 	}
 	return server.Run(ctx, cfg)
 }
 
-// simCluster builds the simulated clusters of voda server.
-func simCluster(restartCost time.Duration) server.SimClusterFunc {
-	return func(g server.SimGroup, clk k8sclock.Clock, log *slog.Logger) (service.Cluster, error) {
+// simPool builds the simulated clusters of voda server.
+func simPool(restartCost time.Duration) server.SimPoolFunc {
+	return func(g server.SimGroup, clk k8sclock.Clock, log *slog.Logger) (service.Backend, error) {
 		cl, err := livecluster.New(livecluster.Options{
 			GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode,
 			RestartCost: restartCost, Clock: clk, Logger: log,

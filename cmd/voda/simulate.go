@@ -116,7 +116,7 @@ with cycles on events under --rate-limit and every --tick, as in production.`,
 	fl.StringVar(&f.workload, "workload", "", "workload CSV file, or a directory of them (default: a generated workload)")
 	fl.StringVar(&f.format, "format", "auto", "workload format: auto, pollux, voda or duration")
 	fl.StringVar(&f.profiles, "profiles", "", "directory of measured job profiles (Pollux artifact traces/, one subdirectory per application)")
-	fl.StringVar(&f.algorithm, "algorithm", "ElasticFIFO", "scheduling algorithm (see 'voda algorithms'; case-insensitive)")
+	fl.StringVar(&f.algorithm, "algorithm", algorithm.DefaultName, "scheduling algorithm (see 'voda algorithms'; case-insensitive)")
 	fl.StringVar(&f.compare, "compare", "", "comma-separated algorithms to run on the same workload and compare ('all' for every one)")
 	fl.StringArrayVar(&f.params, "param", nil, "algorithm parameter name=value (repeatable; see 'voda algorithms')")
 	fl.StringVar(&f.placer, "placer", placement.DefaultName, "placement policy, or comma-separated policies to compare ('all' for every one; see 'voda placers'; case-insensitive)")

@@ -32,3 +32,7 @@ type Entry = registry.Entry[Allocator]
 
 // TagElastic marks the entries of elastic algorithms.
 const TagElastic = "elastic"
+
+// DefaultName is the algorithm of a GPU type with no stored setting, and
+// the simulator's, as in the original.
+const DefaultName = NameElasticFIFO

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
@@ -50,7 +51,7 @@ func TestCreateAnswersAlgorithmOfGPUType(t *testing.T) {
 	if code, b := f.do("PUT", "/api/v1/schedulers/a100/algorithm", "application/json", `{"algorithm": "Tiresias"}`); code != http.StatusOK {
 		t.Fatalf("set algorithm: %d %s", code, b)
 	}
-	for _, c := range []struct{ gpuType, want string }{{"a100", "Tiresias"}, {"v100", DefaultAlgorithm}} {
+	for _, c := range []struct{ gpuType, want string }{{"a100", "Tiresias"}, {"v100", algorithm.DefaultName}} {
 		for _, route := range []string{RouteJobs, RouteJobs + "?dryRun=All"} {
 			code, b := f.do("POST", route, "application/yaml", mpiJob("algo", "1", "2", c.gpuType))
 			var j Job
@@ -76,7 +77,7 @@ func TestDryRun(t *testing.T) {
 	}
 	want := Job{
 		Name: "dry-20261121-093015", Kind: "MPIJob", GPUType: "v100", Status: "Submitted",
-		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, Epochs: 5, Scheduler: DefaultAlgorithm, SubmitTime: t0,
+		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, Epochs: 5, Scheduler: algorithm.DefaultName, SubmitTime: t0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dry-run job (-want,+got):\n%s", diff)

@@ -20,13 +20,8 @@ import (
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/queue"
-	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/store"
 )
-
-// DefaultAlgorithm is shown for GPU types with no stored setting; it must
-// match the schedulers' default.
-const DefaultAlgorithm = "ElasticFIFO"
 
 // MaxRateLimitSeconds bounds PUT .../ratelimit: a day between cycles is
 // already no scheduling at all.
@@ -40,8 +35,8 @@ type Config struct {
 	GPUTypes   []string
 	Algorithms *algorithm.Registry
 	// DefaultAlgorithm and DefaultRateLimit are what schedulers use when
-	// no setting is stored (DefaultAlgorithm and the scheduler default if
-	// empty or zero).
+	// no setting is stored: the values the schedulers were given, which
+	// the API shows and cannot know otherwise. Both are required.
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	// Models, if not empty, are the performance models jobs may name in
@@ -88,17 +83,14 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.GPUTypes) == 0 {
 		return nil, errors.New("api: at least one GPU type is required")
 	}
+	if cfg.DefaultAlgorithm == "" || cfg.DefaultRateLimit == 0 {
+		return nil, errors.New("api: the schedulers' default algorithm and rate limit are required")
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.NameClock == nil {
 		cfg.NameClock = clock.RealClock{}
-	}
-	if cfg.DefaultAlgorithm == "" {
-		cfg.DefaultAlgorithm = DefaultAlgorithm
-	}
-	if cfg.DefaultRateLimit == 0 {
-		cfg.DefaultRateLimit = scheduler.DefaultRateLimit
 	}
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer

@@ -64,6 +64,7 @@ func newFixtureWith(t *testing.T, edit func(*Config), gpuTypes ...string) *fixtu
 	clk, nameClk := clocktesting.NewFakeClock(t0), clocktesting.NewFakeClock(t0)
 	cfg := Config{
 		Store: st, Queue: q, GPUTypes: gpuTypes, Algorithms: algorithm.Builtin(),
+		DefaultAlgorithm: algorithm.DefaultName, DefaultRateLimit: 30 * time.Second,
 		Models: []string{"amdahl", "linear"}, Clock: clk, NameClock: nameClk, Metrics: metrics.New(reg), Gatherer: reg,
 		OpenAPI: []byte("openapi: 3.0.3\n"),
 	}
@@ -178,7 +179,7 @@ func TestCreateStoresNamesAndNotifies(t *testing.T) {
 	if want := "mnist-20261121-093015"; j.Name != want {
 		t.Errorf("name = %s, want %s", j.Name, want)
 	}
-	if j.Status != "Submitted" || j.MinWorkers != 1 || j.MaxWorkers != 4 || j.RequestedWorkers != 1 || j.Epochs != 5 || j.Scheduler != DefaultAlgorithm {
+	if j.Status != "Submitted" || j.MinWorkers != 1 || j.MaxWorkers != 4 || j.RequestedWorkers != 1 || j.Epochs != 5 || j.Scheduler != algorithm.DefaultName {
 		t.Errorf("created job = %+v", j)
 	}
 	stored, err := f.store.GetJob(context.Background(), j.Name)
@@ -341,6 +342,22 @@ func TestHealthReadyMetricsOpenAPI(t *testing.T) {
 		code, b := f.do("GET", c.path, "", "")
 		if code != http.StatusOK || !strings.Contains(string(b), c.want) {
 			t.Errorf("GET %s: %d, want body containing %q; got\n%.400s", c.path, code, c.want, b)
+		}
+	}
+}
+
+// The API shows the schedulers' defaults and cannot know them otherwise.
+func TestNewRequiresTheSchedulersDefaults(t *testing.T) {
+	t.Parallel()
+	cfg := newFixture(t).srv.cfg
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.DefaultAlgorithm = "" },
+		func(c *Config) { c.DefaultRateLimit = 0 },
+	} {
+		c := cfg
+		edit(&c)
+		if _, err := New(c); err == nil {
+			t.Errorf("New with default algorithm %q and rate limit %v succeeded", c.DefaultAlgorithm, c.DefaultRateLimit)
 		}
 	}
 }

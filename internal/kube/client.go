@@ -21,20 +21,29 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
-	"github.com/vodascheduler/voda/internal/store"
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 // DefaultNamespace is where jobs whose manifest names no namespace run.
 const DefaultNamespace = "default"
 
-// DefaultResync is how often every tracked job is reconciled even when
-// no event arrived.
-const DefaultResync = 30 * time.Second
+// resyncPeriod is how often every tracked job is reconciled even when no
+// event arrived.
+const resyncPeriod = 30 * time.Second
 
-// JobSource gives the stored manifest of a job Voda starts.
-type JobSource interface {
-	GetJob(ctx context.Context, name string) (store.Job, error)
+// Job is what a Client reads of a stored job to start it.
+type Job struct {
+	// Kind is the manifest's kind: jobspec.KindMPIJob or KindPyTorchJob.
+	Kind string
+	// Manifest is the submitted manifest as JSON, with the job's name.
+	Manifest []byte
+	// Status is the stored status; a terminal one refuses the start.
+	Status model.Status
 }
+
+// JobSource reads the stored job Voda starts. Its error is wrapped into
+// the start's, so callers can still test it with errors.Is.
+type JobSource func(ctx context.Context, name string) (Job, error)
 
 // Options configure a Client.
 type Options struct {
@@ -44,28 +53,25 @@ type Options struct {
 	Namespace string
 	Jobs      JobSource
 	Logger    *slog.Logger
-	// Resync is the period of full reconciliations (DefaultResync if
-	// zero).
-	Resync time.Duration
 }
 
 // Client watches the cluster for every GPU type. Create it with
-// NewClient, call Start once, then take a Cluster per GPU type.
+// NewClient, call Start once, then take a Pool per GPU type.
 type Client struct {
-	opts Options
-	log  *slog.Logger
-	cs   kubernetes.Interface
-	dyn  dynamic.Interface
+	opts      Options
+	log       *slog.Logger
+	clientset kubernetes.Interface
+	dynamic   dynamic.Interface
 
-	factory    informers.SharedInformerFactory
-	podFactory informers.SharedInformerFactory
-	dynFactory dynamicinformer.DynamicSharedInformerFactory
-	nodes      cache.SharedIndexInformer
-	pods       cache.SharedIndexInformer
-	objects    map[string]cache.SharedIndexInformer // job kind -> informer
+	nodeFactory   informers.SharedInformerFactory
+	podFactory    informers.SharedInformerFactory
+	objectFactory dynamicinformer.DynamicSharedInformerFactory
+	nodes         cache.SharedIndexInformer
+	pods          cache.SharedIndexInformer
+	objects       map[string]cache.SharedIndexInformer // job kind -> informer
 
-	mu       sync.Mutex
-	clusters map[string]*Cluster // GPU type -> the cluster of the current term
+	mu    sync.Mutex
+	pools map[string]*Pool // GPU type -> the pool of the current term
 }
 
 // indexJob indexes pods and job objects by Voda job name.
@@ -104,9 +110,6 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	if opts.Resync <= 0 {
-		opts.Resync = DefaultResync
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -128,16 +131,16 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	c := &Client{opts: opts, log: log, cs: cs, dyn: dyn, objects: map[string]cache.SharedIndexInformer{}, clusters: map[string]*Cluster{}}
+	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[string]cache.SharedIndexInformer{}, pools: map[string]*Pool{}}
 	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelJob }
-	c.factory = informers.NewSharedInformerFactory(cs, 0)
+	c.nodeFactory = informers.NewSharedInformerFactory(cs, 0)
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(managed))
-	c.dynFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, managed)
+	c.objectFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, managed)
 	return c, nil
 }
 
 // Clientset returns the typed client (for leader election).
-func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+func (c *Client) Clientset() kubernetes.Interface { return c.clientset }
 
 // SyncTimeout bounds how long Start waits for the informers' caches.
 const SyncTimeout = time.Minute
@@ -147,7 +150,7 @@ const SyncTimeout = time.Minute
 // job kind whose resource the cluster does not serve (its operator is
 // not installed) is left out with a warning; starting such a job fails.
 func (c *Client) Start(ctx context.Context) error {
-	c.nodes = c.factory.Core().V1().Nodes().Informer()
+	c.nodes = c.nodeFactory.Core().V1().Nodes().Informer()
 	c.pods = c.podFactory.Core().V1().Pods().Informer()
 	if err := c.pods.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
 		return fmt.Errorf("kubernetes: index pods: %w", err)
@@ -176,7 +179,7 @@ func (c *Client) Start(ctx context.Context) error {
 			c.log.Warn("the cluster does not serve this job kind; is its operator installed?", "kind", kind, "resource", gvr.String())
 			continue
 		}
-		inf := c.dynFactory.ForResource(gvr).Informer()
+		inf := c.objectFactory.ForResource(gvr).Informer()
 		if err := inf.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
 			return fmt.Errorf("kubernetes: index %s: %w", gvr.Resource, err)
 		}
@@ -189,9 +192,9 @@ func (c *Client) Start(ctx context.Context) error {
 		}
 		c.objects[kind] = inf
 	}
-	c.factory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
 	c.podFactory.Start(ctx.Done())
-	c.dynFactory.Start(ctx.Done())
+	c.objectFactory.Start(ctx.Done())
 	synced := []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced}
 	for _, inf := range c.objects {
 		synced = append(synced, inf.HasSynced)
@@ -206,7 +209,7 @@ func (c *Client) Start(ctx context.Context) error {
 
 // serves reports whether the API server serves a resource.
 func (c *Client) serves(gvr schema.GroupVersionResource) (bool, error) {
-	list, err := c.cs.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	list, err := c.clientset.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil {
 		if isNotFound(err) {
 			return false, nil
@@ -237,31 +240,31 @@ func (c *Client) GPUTypes() []string {
 	return out
 }
 
-// Cluster returns a new cluster view for one GPU type, for one leadership
-// term: it replaces the type's previous view, which must be closed.
-func (c *Client) Cluster(gpuType string) *Cluster {
-	cl := newCluster(c, gpuType)
+// Pool returns a new view of one GPU type, for one leadership term: it
+// replaces the type's previous view, which must be closed.
+func (c *Client) Pool(gpuType string) *Pool {
+	pool := newPool(c, gpuType)
 	c.mu.Lock()
-	c.clusters[gpuType] = cl
+	c.pools[gpuType] = pool
 	c.mu.Unlock()
-	return cl
+	return pool
 }
 
-func (c *Client) release(cl *Cluster) {
+func (c *Client) release(pool *Pool) {
 	c.mu.Lock()
-	if c.clusters[cl.gpuType] == cl {
-		delete(c.clusters, cl.gpuType)
+	if c.pools[pool.gpuType] == pool {
+		delete(c.pools, pool.gpuType)
 	}
 	c.mu.Unlock()
 }
 
-func (c *Client) cluster(gpuType string) *Cluster {
+func (c *Client) pool(gpuType string) *Pool {
 	if gpuType == "" {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.clusters[gpuType]
+	return c.pools[gpuType]
 }
 
 func (c *Client) nodeEvent(oldObj, newObj any) {
@@ -275,8 +278,8 @@ func (c *Client) nodeEvent(oldObj, newObj any) {
 		}
 	}
 	for t := range types {
-		if cl := c.cluster(t); cl != nil {
-			cl.nodesChanged()
+		if pool := c.pool(t); pool != nil {
+			pool.nodesChanged()
 		}
 	}
 }
@@ -286,8 +289,8 @@ func (c *Client) podEvent(obj any) {
 	if err != nil {
 		return
 	}
-	if cl := c.cluster(m.GetLabels()[LabelGPUType]); cl != nil {
-		cl.enqueue(m.GetLabels()[LabelJob])
+	if pool := c.pool(m.GetLabels()[LabelGPUType]); pool != nil {
+		pool.enqueue(m.GetLabels()[LabelJob])
 	}
 }
 
@@ -296,14 +299,14 @@ func (c *Client) objectEvent(obj any, deleted bool) {
 	if err != nil {
 		return
 	}
-	cl := c.cluster(m.GetLabels()[LabelGPUType])
-	if cl == nil {
+	pool := c.pool(m.GetLabels()[LabelGPUType])
+	if pool == nil {
 		return
 	}
 	if deleted {
-		cl.objectDeleted(m.GetLabels()[LabelJob], m.GetUID())
+		pool.objectDeleted(m.GetLabels()[LabelJob], m.GetUID())
 	}
-	cl.enqueue(m.GetLabels()[LabelJob])
+	pool.enqueue(m.GetLabels()[LabelJob])
 }
 
 // object returns the cached job object of a Voda job.

@@ -4,7 +4,7 @@
 // vodascheduler/accelerator, the MPIJobs (kubeflow.org/v2beta1, the
 // mpi-operator's) and PyTorchJobs (kubeflow.org/v1, the
 // training-operator's) Voda created, and their worker pods. For each GPU
-// type it hands out a Cluster: the scheduler core's Port and the
+// type it hands out a Pool: the scheduler core's Port and the
 // scheduler service's view of nodes and job completions.
 //
 // Jobs start by creating their object with the worker count the scheduler

@@ -35,21 +35,21 @@ const (
 const hostsRetry = time.Second
 
 // nudgeLauncher tells an MPIJob's launcher pod that its host list changed.
-func (cl *Cluster) nudgeLauncher(ctx context.Context, job string, k kjob) error {
+func (pool *Pool) nudgeLauncher(ctx context.Context, job string, tracked trackedJob) error {
 	var running []string
-	for _, p := range cl.c.workerPods(job) {
+	for _, p := range pool.client.workerPods(job) {
 		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 			running = append(running, p.Name)
 		}
 	}
 	sort.Strings(running)
 	sig := strings.Join(running, ",")
-	if sig == k.hosts {
+	if sig == tracked.hosts {
 		return nil
 	}
-	cm, err := cl.c.cs.CoreV1().ConfigMaps(k.ns).Get(ctx, job+"-config", metav1.GetOptions{})
+	cm, err := pool.client.clientset.CoreV1().ConfigMaps(tracked.namespace).Get(ctx, job+"-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cl.queue.AddAfter(job, hostsRetry)
+		pool.queue.AddAfter(job, hostsRetry)
 		return nil
 	}
 	if err != nil {
@@ -58,15 +58,15 @@ func (cl *Cluster) nudgeLauncher(ctx context.Context, job string, k kjob) error 
 	script := cm.Data[discoverHostsScript]
 	for _, w := range running {
 		if !strings.Contains(script, w+".") {
-			cl.queue.AddAfter(job, hostsRetry) // the operator has not caught up
+			pool.queue.AddAfter(job, hostsRetry) // the operator has not caught up
 			return nil
 		}
 	}
 	if strings.Count(script, job+"-worker-") != len(running) {
-		cl.queue.AddAfter(job, hostsRetry)
+		pool.queue.AddAfter(job, hostsRetry)
 		return nil
 	}
-	launchers, err := cl.c.cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{
+	launchers, err := pool.client.clientset.CoreV1().Pods(tracked.namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labelJobName + "=" + job + "," + labelJobRole + "=launcher",
 	})
 	if err != nil {
@@ -79,18 +79,18 @@ func (cl *Cluster) nudgeLauncher(ctx context.Context, job string, k kjob) error 
 			continue
 		}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationHosts, digest)
-		if _, err := cl.c.cs.CoreV1().Pods(k.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: managedBy}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := pool.client.clientset.CoreV1().Pods(tracked.namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: managedBy}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("annotate launcher %s: %w", p.Name, err)
 		}
 	}
 	if len(launchers.Items) == 0 {
-		cl.queue.AddAfter(job, hostsRetry) // created after the workers
+		pool.queue.AddAfter(job, hostsRetry) // created after the workers
 		return nil
 	}
-	cl.mu.Lock()
-	if j, ok := cl.jobs[job]; ok {
+	pool.mu.Lock()
+	if j, ok := pool.jobs[job]; ok {
 		j.hosts = sig
 	}
-	cl.mu.Unlock()
+	pool.mu.Unlock()
 	return nil
 }

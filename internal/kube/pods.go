@@ -33,7 +33,7 @@ type worker struct {
 // gated), and gated pods get a node with room and lose their gate. Pods
 // with an index at or above want's worker count are left to the
 // operator, which deletes them on a shrink.
-func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlacement) error {
+func (pool *Pool) placePods(ctx context.Context, job string, want model.JobPlacement) error {
 	n := want.Workers()
 	desired := map[string]int{}
 	for _, nw := range want {
@@ -41,7 +41,7 @@ func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlac
 	}
 	count := map[string]int{}
 	var live []worker
-	for _, p := range cl.c.workerPods(job) {
+	for _, p := range pool.client.workerPods(job) {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -57,7 +57,7 @@ func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlac
 		live = append(live, w)
 	}
 	sort.Slice(live, func(a, b int) bool { return live[a].index < live[b].index })
-	cl.log.Debug("placing workers", "job", job, "want", want, "live", len(live), "onNodes", count)
+	pool.log.Debug("placing workers", "job", job, "want", want, "live", len(live), "onNodes", count)
 
 	var errs []error
 	// Surplus first: delete the highest-index workers where a node holds
@@ -67,12 +67,12 @@ func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlac
 		if w.gated || count[w.node] <= desired[w.node] {
 			continue
 		}
-		if err := cl.deletePod(ctx, w.pod); err != nil {
+		if err := pool.deletePod(ctx, w.pod); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		count[w.node]--
-		cl.log.Info("moving worker off a node the plan no longer gives it", "job", job, "pod", w.pod.Name, "node", w.node)
+		pool.log.Info("moving worker off a node the plan no longer gives it", "job", job, "pod", w.pod.Name, "node", w.node)
 	}
 	// Then gated workers, lowest index first, onto the plan's nodes in
 	// rank order.
@@ -88,7 +88,7 @@ func (cl *Cluster) placePods(ctx context.Context, job string, want model.JobPlac
 			break // the rest wait for surplus pods to go
 		}
 		node := want[next].Node
-		if err := cl.bindTo(ctx, w.pod, node); err != nil {
+		if err := pool.bindTo(ctx, w.pod, node); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -129,7 +129,7 @@ func boundNode(p *corev1.Pod) string {
 // bindTo requires the pod to run on node and removes Voda's gate;
 // kube-scheduler then binds it. A gated pod's affinity may only be
 // narrowed, so the node requirement is added to every existing term.
-func (cl *Cluster) bindTo(ctx context.Context, p *corev1.Pod, node string) error {
+func (pool *Pool) bindTo(ctx context.Context, p *corev1.Pod, node string) error {
 	p = p.DeepCopy()
 	req := corev1.NodeSelectorRequirement{Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
 	if p.Spec.Affinity == nil {
@@ -166,7 +166,7 @@ func (cl *Cluster) bindTo(ctx context.Context, p *corev1.Pod, node string) error
 	if err != nil {
 		return fmt.Errorf("encode placement of pod %s: %w", p.Name, err)
 	}
-	_, err = cl.c.cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: managedBy})
+	_, err = pool.client.clientset.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: managedBy})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -175,15 +175,15 @@ func (cl *Cluster) bindTo(ctx context.Context, p *corev1.Pod, node string) error
 
 // deletePod deletes a worker pod. A pod on a node that is gone or not
 // ready is deleted at once, since no kubelet will confirm it.
-func (cl *Cluster) deletePod(ctx context.Context, p *corev1.Pod) error {
+func (pool *Pool) deletePod(ctx context.Context, p *corev1.Pod) error {
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}
 	if p.Spec.NodeName != "" {
-		obj, ok, _ := cl.c.nodes.GetStore().GetByKey(p.Spec.NodeName)
+		obj, ok, _ := pool.client.nodes.GetStore().GetByKey(p.Spec.NodeName)
 		if !ok || !nodeReady(obj.(*corev1.Node)) {
 			opts.GracePeriodSeconds = ptrTo(int64(0))
 		}
 	}
-	err := cl.c.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
+	err := pool.client.clientset.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

@@ -24,9 +24,9 @@ type SimGroup struct {
 	Nodes, GPUsPerNode int
 }
 
-// SimClusterFunc builds the simulated cluster of one GPU type on the
+// SimPoolFunc builds the simulated cluster of one GPU type on the
 // server's clock.
-type SimClusterFunc func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Cluster, error)
+type SimPoolFunc func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Backend, error)
 
 // Config configures a server. Its errors name the `voda server` flag of
 // the field at fault.
@@ -48,9 +48,9 @@ type Config struct {
 	// Cluster is what the schedulers drive: ClusterSim or ClusterKubernetes.
 	Cluster string
 	// SimNodes are the simulated cluster's GPU types (ClusterSim), each
-	// built by SimCluster when Schedulers run.
-	SimNodes   []SimGroup
-	SimCluster SimClusterFunc
+	// built by SimPool when Schedulers run.
+	SimNodes []SimGroup
+	SimPool  SimPoolFunc
 	// Models are the performance models jobs may name; empty for a real
 	// cluster, which ignores the setting.
 	Models []string
@@ -92,8 +92,8 @@ func (c *Config) validate() error {
 		if len(c.SimNodes) == 0 {
 			return errors.New("--sim-nodes: at least one GPU type is needed")
 		}
-		if c.Schedulers && c.SimCluster == nil {
-			return errors.New("server: schedulers on a simulated cluster need Config.SimCluster")
+		if c.Schedulers && c.SimPool == nil {
+			return errors.New("server: schedulers on a simulated cluster need Config.SimPool")
 		}
 	case ClusterKubernetes:
 		if c.Speed != 1 {

@@ -5,6 +5,6 @@
 // a test can start a whole server the same way, without the CLI.
 //
 // The package knows nothing of the simulator: with ClusterSim the caller
-// supplies the simulated cluster (Config.SimCluster) and its performance
+// supplies the simulated cluster (Config.SimPool) and its performance
 // models, so a Kubernetes server carries no simulator code paths.
 package server

@@ -47,7 +47,12 @@ func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, Jobs: st, Logger: log})
+	// kube does not import the store: it reads only what a start needs.
+	jobs := func(ctx context.Context, name string) (kube.Job, error) {
+		j, err := st.GetJob(ctx, name)
+		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status}, err
+	}
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, Jobs: jobs, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func (s *server) startKube(ctx context.Context) error {
 // takeover.
 func (s *server) lead(ctx context.Context, client *kube.Client, gpuType string) error {
 	term := func(ctx context.Context) error {
-		svc, err := s.newService(gpuType, client.Cluster(gpuType))
+		svc, err := s.newService(gpuType, client.Pool(gpuType))
 		if err != nil {
 			return err
 		}

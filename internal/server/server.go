@@ -23,6 +23,7 @@ import (
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/service"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -53,6 +54,9 @@ type server struct {
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = scheduler.DefaultRateLimit // what the schedulers make of 0; the API shows it
 	}
 	placer, err := placement.Builtin().New(cfg.Placer, nil)
 	if err != nil {
@@ -156,10 +160,10 @@ func (s *server) goRun(ctx context.Context, name string, run func(context.Contex
 	}()
 }
 
-func (s *server) newService(gpuType string, cl service.Cluster) (*service.Service, error) {
+func (s *server) newService(gpuType string, backend service.Backend) (*service.Service, error) {
 	return service.New(service.Config{
 		ApplyParallelism: s.applyParallelism,
-		GPUType:          gpuType, Store: s.store, Queue: s.queue, Cluster: cl, Algorithms: s.algos, Placer: s.placer,
+		GPUType:          gpuType, Store: s.store, Queue: s.queue, Backend: backend, Algorithms: s.algos, Placer: s.placer,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
 		Clock: s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
 	})
@@ -168,7 +172,7 @@ func (s *server) newService(gpuType string, cl service.Cluster) (*service.Servic
 // startSim starts one scheduler per GPU type of the simulated cluster.
 func (s *server) startSim(ctx context.Context) error {
 	for _, g := range s.cfg.SimNodes {
-		cl, err := s.cfg.SimCluster(g, s.clock, s.log)
+		cl, err := s.cfg.SimPool(g, s.clock, s.log)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/api/client"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -24,10 +25,10 @@ func simConfig(t *testing.T) Config {
 	return Config{
 		Addr: "127.0.0.1:0", DataDir: t.TempDir(), API: true, Schedulers: true,
 		Cluster: ClusterSim, SimNodes: []SimGroup{{GPUType: "nvidia-tesla-v100", Nodes: 1, GPUsPerNode: 4}},
-		SimCluster: func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Cluster, error) {
+		SimPool: func(g SimGroup, clk clock.Clock, log *slog.Logger) (service.Backend, error) {
 			return livecluster.New(livecluster.Options{GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode, Clock: clk, Logger: log})
 		},
-		Models: livecluster.Models(), Speed: 1, Algorithm: service.DefaultAlgorithm, Placer: placement.DefaultName,
+		Models: livecluster.Models(), Speed: 1, Algorithm: algorithm.DefaultName, Placer: placement.DefaultName,
 		MaxConnections: 16, MaxWorkers: 64, Logger: slog.New(slog.DiscardHandler),
 	}
 }
@@ -117,7 +118,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no workers":     {func(c *Config) { c.MaxWorkers = 0 }, "--max-workers: 0 must be at least 1"},
 		"unknown kind":   {func(c *Config) { c.Cluster = "aws" }, `--cluster: "aws" is not sim or kubernetes`},
 		"no sim nodes":   {func(c *Config) { c.SimNodes = nil }, "--sim-nodes: at least one GPU type is needed"},
-		"no sim cluster": {func(c *Config) { c.SimCluster = nil }, "server: schedulers on a simulated cluster need"},
+		"no sim cluster": {func(c *Config) { c.SimPool = nil }, "server: schedulers on a simulated cluster need"},
 		"fast kubernetes": {
 			func(c *Config) { c.Cluster, c.Speed = ClusterKubernetes, 2 }, "--speed: 2: a real cluster runs in real time"},
 		"kubernetes API without types": {

@@ -27,7 +27,7 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 	if !ok {
 		return
 	}
-	progress := s.cfg.Cluster.Progress(name)
+	progress := s.cfg.Backend.Progress(name)
 	if status == model.StatusCompleted {
 		progress = 1
 	}
@@ -41,9 +41,9 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 	st.GPUs, st.Placement = 0, nil
 	s.final[name] = store.StatusWrite{
 		Status:   store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now},
-		Revision: t.rev,
+		Revision: t.revision,
 	}
-	s.cfg.Cluster.Forget(name)
+	s.cfg.Backend.Forget(name)
 	s.log.Info("job finished", "job", name, "status", string(status))
 	s.writeFinal(ctx, now)
 }
@@ -52,7 +52,7 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 // or unreadable) from the core and the cluster without writing anything.
 func (s *Service) drop(ctx context.Context, now time.Time, name string) {
 	if _, ok := s.release(ctx, now, name, model.StatusCanceled); ok {
-		s.cfg.Cluster.Forget(name)
+		s.cfg.Backend.Forget(name)
 	}
 }
 
@@ -66,7 +66,7 @@ func (s *Service) release(ctx context.Context, now time.Time, name string, statu
 	}
 	if len(job.State.Placement) > 0 {
 		halt := scheduler.Action{Kind: scheduler.Halt, Job: name, From: job.State.Placement}
-		if err := s.cfg.Cluster.Apply(ctx, halt); err != nil {
+		if err := s.cfg.Backend.Apply(ctx, halt); err != nil {
 			s.log.Warn("halt finished job", "job", name, "err", err)
 		}
 	}
@@ -355,7 +355,7 @@ func (s *Service) capacity() int {
 // job its new estimate. A speedup curve never extends past the cluster's
 // GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
-	est, ok := s.cfg.Cluster.(Estimator)
+	est, ok := s.cfg.Backend.(Estimator)
 	if !ok {
 		return
 	}
@@ -389,7 +389,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	cross := 0
 	for _, j := range snap.Jobs {
 		name := j.Spec.Name
-		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.cfg.Cluster.Progress(name)}
+		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.cfg.Backend.Progress(name)}
 		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
 		}
@@ -413,7 +413,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			continue
 		}
 		js.Updated = now
-		writes[name] = store.StatusWrite{Status: js, Revision: t.rev}
+		writes[name] = store.StatusWrite{Status: js, Revision: t.revision}
 	}
 	if len(writes) > 0 {
 		res, err := s.cfg.Store.SaveStatus(ctx, writes)
@@ -494,7 +494,7 @@ func (s *Service) settle(ctx context.Context, now time.Time, writes map[string]s
 		}
 		if t, ok := s.jobs[name]; ok {
 			w.Status.Updated = time.Time{}
-			t.saved, t.written, t.rev = w.Status, true, w.Revision+1
+			t.saved, t.written, t.revision = w.Status, true, w.Revision+1
 			t.nextSoft = s.cfg.WallClock.Now().Add(s.cfg.SoftPersist)
 		}
 	}
@@ -513,7 +513,7 @@ func (s *Service) watchNodes(ctx context.Context, src NodeSource) error {
 			return ctx.Err()
 		case <-src.NodesChanged():
 		}
-		nodes := s.cfg.Cluster.Nodes()
+		nodes := s.cfg.Backend.Nodes()
 		err := s.loop.Do(ctx, func(c *scheduler.Core) {
 			now := s.cfg.Clock.Now()
 			cur := map[string]model.Node{}
@@ -579,7 +579,7 @@ func (s *Service) removeNode(ctx context.Context, c *scheduler.Core, now time.Ti
 		if len(a.To) == 0 {
 			a.Kind = scheduler.Halt
 		}
-		if err := s.cfg.Cluster.Apply(ctx, a); err != nil {
+		if err := s.cfg.Backend.Apply(ctx, a); err != nil {
 			s.log.Warn("apply the loss of a node", "job", name, "node", node, "err", err)
 		}
 	}

@@ -20,10 +20,6 @@ import (
 	"github.com/vodascheduler/voda/internal/store"
 )
 
-// DefaultAlgorithm is the algorithm of a GPU type with no stored setting,
-// as in the original.
-const DefaultAlgorithm = "ElasticFIFO"
-
 // DefaultResync is the wall time between two reconciliations of the store
 // with the core.
 const DefaultResync = 10 * time.Second
@@ -32,13 +28,13 @@ const DefaultResync = 10 * time.Second
 // status that only change what users see (see Config.SoftPersist).
 const DefaultSoftPersist = 2 * time.Second
 
-// DefaultWedgeAfter is how long one cycle or call may keep the scheduler
-// loop busy before readiness reports the scheduler wedged. Cycles take
+// wedgeAfter is how long one cycle or call may keep the scheduler loop
+// busy before readiness reports the scheduler wedged. Cycles take
 // milliseconds; applying a burst of actions to Kubernetes takes seconds.
-const DefaultWedgeAfter = 2 * time.Minute
+const wedgeAfter = 2 * time.Minute
 
-// Cluster is where jobs run: the simulated cluster or Kubernetes.
-type Cluster interface {
+// Backend is where jobs run: the simulated cluster or Kubernetes.
+type Backend interface {
 	scheduler.Port
 	// Nodes returns the GPU type's nodes.
 	Nodes() []model.Node
@@ -53,13 +49,13 @@ type Cluster interface {
 	Run(ctx context.Context, onDone func(name string, status model.Status)) error
 }
 
-// NodeSource is a Cluster whose nodes change while it runs (Kubernetes).
+// NodeSource is a Backend whose nodes change while it runs (Kubernetes).
 // Each receive from NodesChanged means Nodes may answer differently.
 type NodeSource interface {
 	NodesChanged() <-chan struct{}
 }
 
-// Estimator is a Cluster that measures jobs for the collector.
+// Estimator is a Backend that measures jobs for the collector.
 type Estimator interface {
 	Observations() []collector.Observation
 	Remaining(name string) (work float64, ok bool)
@@ -70,11 +66,12 @@ type Config struct {
 	GPUType    string
 	Store      store.Store
 	Queue      queue.Queue
-	Cluster    Cluster
+	Backend    Backend
 	Algorithms *algorithm.Registry
 	Placer     placement.Placer
 	// DefaultAlgorithm and DefaultRateLimit apply when no setting is
-	// stored.
+	// stored (algorithm.DefaultName and scheduler.DefaultRateLimit if
+	// empty or zero).
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	Tick             time.Duration
@@ -95,19 +92,18 @@ type Config struct {
 	// start, estimate, progress (DefaultSoftPersist if zero; negative:
 	// every change at once).
 	SoftPersist time.Duration
-	// WedgeAfter is how long the loop may stay in one cycle or call
-	// before Health reports it (DefaultWedgeAfter if zero).
-	WedgeAfter time.Duration
 	// ApplyParallelism is passed to the core (scheduler.Config): how many
-	// actions of one kind a cycle applies at once. The Cluster must be
+	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
 	ApplyParallelism int
 }
 
 // Service is one GPU type's scheduler service.
 type Service struct {
-	cfg   Config
-	log   *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// ready: the service has recovered its state and is consuming
+	// notifications (Health's first condition).
 	ready atomic.Bool
 	// storeErr is the last failed store write (nil after a success);
 	// Health reports it.
@@ -132,9 +128,9 @@ type Service struct {
 type tracked struct {
 	// app is the performance model the cluster runs the job with.
 	app string
-	// rev is the StatusRevision of the stored record, as last read or
+	// revision is the StatusRevision of the stored record, as last read or
 	// written: the next status write is conditional on it.
-	rev int64
+	revision int64
 	// saved is the status last written (Updated zeroed); written says
 	// whether there is one, so an unchanged status is not written again.
 	saved   store.JobStatus
@@ -154,13 +150,13 @@ func New(cfg Config) (*Service, error) {
 	switch {
 	case cfg.GPUType == "":
 		return nil, errors.New("scheduler service: empty GPU type")
-	case cfg.Store == nil || cfg.Queue == nil || cfg.Cluster == nil:
+	case cfg.Store == nil || cfg.Queue == nil || cfg.Backend == nil:
 		return nil, fmt.Errorf("scheduler service %s: store, queue and cluster are required", cfg.GPUType)
 	case cfg.Algorithms == nil || cfg.Placer == nil || cfg.Clock == nil || cfg.Metrics == nil:
 		return nil, fmt.Errorf("scheduler service %s: algorithms, placer, clock and metrics are required", cfg.GPUType)
 	}
 	if cfg.DefaultAlgorithm == "" {
-		cfg.DefaultAlgorithm = DefaultAlgorithm
+		cfg.DefaultAlgorithm = algorithm.DefaultName
 	}
 	if _, err := cfg.Algorithms.NewFromMap(cfg.DefaultAlgorithm, nil); err != nil {
 		return nil, fmt.Errorf("scheduler service %s: default algorithm: %w", cfg.GPUType, err)
@@ -170,9 +166,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.SoftPersist == 0 {
 		cfg.SoftPersist = DefaultSoftPersist
-	}
-	if cfg.WedgeAfter <= 0 {
-		cfg.WedgeAfter = DefaultWedgeAfter
 	}
 	if cfg.WallClock == nil {
 		cfg.WallClock = clock.RealClock{}
@@ -189,12 +182,8 @@ func New(cfg Config) (*Service, error) {
 	}, nil
 }
 
-// Ready reports whether the service has recovered its state and is
-// consuming notifications.
-func (s *Service) Ready() bool { return s.ready.Load() }
-
 // Health is nil while the scheduler works: it has recovered its jobs, its
-// loop is not stuck in one cycle or call for longer than WedgeAfter, and
+// loop is not stuck in one cycle or call for longer than wedgeAfter, and
 // its last store write succeeded. Otherwise it says what is wrong; the
 // API's /readyz reports it.
 func (s *Service) Health() error {
@@ -202,9 +191,9 @@ func (s *Service) Health() error {
 	if !s.ready.Load() {
 		return fmt.Errorf("scheduler %s: not running (recovering its jobs from the store, or stopped)", gt)
 	}
-	if busy := s.loop.Busy(); busy > s.cfg.WedgeAfter {
+	if busy := s.loop.Busy(); busy > wedgeAfter {
 		return fmt.Errorf("scheduler %s: busy for %s in one cycle or call (more than %s): it may be wedged",
-			gt, busy.Round(time.Second), s.cfg.WedgeAfter)
+			gt, busy.Round(time.Second), wedgeAfter)
 	}
 	if f := s.storeErr.Load(); f != nil {
 		return fmt.Errorf("scheduler %s: store writes failing since %s: %v", gt, f.since.UTC().Format(time.RFC3339), f.err)
@@ -235,12 +224,12 @@ func (s *Service) Run(ctx context.Context) error {
 	workers := []func(context.Context) error{
 		s.loop.Run,
 		func(ctx context.Context) error {
-			return s.cfg.Cluster.Run(ctx, func(name string, status model.Status) { s.onDone(ctx, name, status) })
+			return s.cfg.Backend.Run(ctx, func(name string, status model.Status) { s.onDone(ctx, name, status) })
 		},
 		s.consume,
 		s.resyncEvery,
 	}
-	if ns, ok := s.cfg.Cluster.(NodeSource); ok {
+	if ns, ok := s.cfg.Backend.(NodeSource); ok {
 		workers = append(workers, func(ctx context.Context) error { return s.watchNodes(ctx, ns) })
 	}
 	errc := make(chan error, len(workers))
@@ -275,7 +264,7 @@ func (s *Service) start(ctx context.Context) error {
 	s.settings = rec.Settings
 	alloc := s.allocator(rec.Settings)
 	core, err := scheduler.NewCore(scheduler.Config{
-		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Cluster,
+		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Backend,
 		RateLimit: s.rateLimit(rec.Settings), Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
 		ApplyParallelism: s.cfg.ApplyParallelism,
 	})
@@ -284,7 +273,7 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	s.core = core
 	now := s.cfg.Clock.Now()
-	for _, n := range s.cfg.Cluster.Nodes() {
+	for _, n := range s.cfg.Backend.Nodes() {
 		if err := core.AddNode(now, n); err != nil {
 			return fmt.Errorf("scheduler %s: %w", s.cfg.GPUType, err)
 		}
@@ -366,10 +355,10 @@ func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
 				s.log.Warn("set priority", "job", name, "err", err)
 			}
 		}
-		if j.StatusRevision > t.rev {
+		if j.StatusRevision > t.revision {
 			// Another writer changed the status: write ours over it at
 			// the next persist.
-			t.rev, t.written = j.StatusRevision, false
+			t.revision, t.written = j.StatusRevision, false
 		}
 	default:
 		s.admit(ctx, now, j)
@@ -389,7 +378,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.setAside(ctx, now, name, "its spec is invalid: "+err.Error())
 		return
 	}
-	if err := s.cfg.Cluster.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
+	if err := s.cfg.Backend.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
 		s.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
 		return
 	}
@@ -400,11 +389,11 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		err = s.restore(ctx, now, j)
 	}
 	if err != nil {
-		s.cfg.Cluster.Forget(name)
+		s.cfg.Backend.Forget(name)
 		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	s.jobs[name] = &tracked{app: j.Model, rev: j.StatusRevision}
+	s.jobs[name] = &tracked{app: j.Model, revision: j.StatusRevision}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with
@@ -419,7 +408,7 @@ func (s *Service) restore(ctx context.Context, now time.Time, j store.Job) error
 	}
 	if len(st.Placement) > 0 {
 		a := scheduler.Action{Kind: scheduler.Start, Job: j.Name, To: st.Placement}
-		if err := s.cfg.Cluster.Apply(ctx, a); err != nil {
+		if err := s.cfg.Backend.Apply(ctx, a); err != nil {
 			s.log.Warn("cannot resume job on its last placement; it waits", "job", j.Name, "err", err)
 			st.Placement, st.GPUs = nil, 0
 		}

@@ -32,9 +32,9 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 const gpuType = "v100"
 
-// fakeCluster records what the service asks of it and reports job ends
+// fakeBackend records what the service asks of it and reports job ends
 // when a test says so.
-type fakeCluster struct {
+type fakeBackend struct {
 	mu       sync.Mutex
 	nodes    []model.Node
 	nodeCh   chan struct{}
@@ -52,13 +52,13 @@ type fakeCluster struct {
 	blocked atomic.Int32
 }
 
-func newFakeCluster(nodes, gpus int) *fakeCluster {
-	c := &fakeCluster{nodeCh: make(chan struct{}, 1), tracked: map[string]int{}, progress: map[string]float64{}, running: make(chan struct{})}
+func newFakeBackend(nodes, gpus int) *fakeBackend {
+	c := &fakeBackend{nodeCh: make(chan struct{}, 1), tracked: map[string]int{}, progress: map[string]float64{}, running: make(chan struct{})}
 	c.setNodes(nodes, gpus)
 	return c
 }
 
-func (c *fakeCluster) setNodes(nodes, gpus int) {
+func (c *fakeBackend) setNodes(nodes, gpus int) {
 	c.mu.Lock()
 	c.nodes = nil
 	for i := range nodes {
@@ -71,15 +71,15 @@ func (c *fakeCluster) setNodes(nodes, gpus int) {
 	}
 }
 
-func (c *fakeCluster) Nodes() []model.Node {
+func (c *fakeBackend) Nodes() []model.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.nodes)
 }
 
-func (c *fakeCluster) NodesChanged() <-chan struct{} { return c.nodeCh }
+func (c *fakeBackend) NodesChanged() <-chan struct{} { return c.nodeCh }
 
-func (c *fakeCluster) Apply(_ context.Context, a scheduler.Action) error {
+func (c *fakeBackend) Apply(_ context.Context, a scheduler.Action) error {
 	c.mu.Lock()
 	block := c.block
 	c.mu.Unlock()
@@ -97,7 +97,7 @@ func (c *fakeCluster) Apply(_ context.Context, a scheduler.Action) error {
 	return nil
 }
 
-func (c *fakeCluster) Track(name, _ string, _ int, progress float64) error {
+func (c *fakeBackend) Track(name, _ string, _ int, progress float64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tracked[name]++
@@ -105,21 +105,21 @@ func (c *fakeCluster) Track(name, _ string, _ int, progress float64) error {
 	return nil
 }
 
-func (c *fakeCluster) Forget(string) {}
+func (c *fakeBackend) Forget(string) {}
 
-func (c *fakeCluster) Progress(name string) float64 {
+func (c *fakeBackend) Progress(name string) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.progress[name]
 }
 
-func (c *fakeCluster) setProgress(name string, p float64) {
+func (c *fakeBackend) setProgress(name string, p float64) {
 	c.mu.Lock()
 	c.progress[name] = p
 	c.mu.Unlock()
 }
 
-func (c *fakeCluster) Run(ctx context.Context, onDone func(string, model.Status)) error {
+func (c *fakeBackend) Run(ctx context.Context, onDone func(string, model.Status)) error {
 	c.mu.Lock()
 	c.onDone = onDone
 	c.mu.Unlock()
@@ -132,7 +132,7 @@ func (c *fakeCluster) Run(ctx context.Context, onDone func(string, model.Status)
 }
 
 // finish reports a job's end as the cluster's Run would.
-func (c *fakeCluster) finish(name string, st model.Status) {
+func (c *fakeBackend) finish(name string, st model.Status) {
 	<-c.running
 	c.mu.Lock()
 	onDone := c.onDone
@@ -141,7 +141,7 @@ func (c *fakeCluster) finish(name string, st model.Status) {
 }
 
 // count returns how many actions of kind the job got.
-func (c *fakeCluster) count(job string, kind scheduler.ActionKind) int {
+func (c *fakeBackend) count(job string, kind scheduler.ActionKind) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -153,7 +153,7 @@ func (c *fakeCluster) count(job string, kind scheduler.ActionKind) int {
 	return n
 }
 
-func (c *fakeCluster) last(job string) (scheduler.Action, bool) {
+func (c *fakeBackend) last(job string) (scheduler.Action, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := len(c.actions) - 1; i >= 0; i-- {
@@ -164,17 +164,17 @@ func (c *fakeCluster) last(job string) (scheduler.Action, bool) {
 	return scheduler.Action{}, false
 }
 
-func (c *fakeCluster) tracks(job string) int {
+func (c *fakeBackend) tracks(job string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tracked[job]
 }
 
-// estimatingCluster also measures jobs, so the service runs the collector.
-type estimatingCluster struct{ *fakeCluster }
+// estimatingBackend also measures jobs, so the service runs the collector.
+type estimatingBackend struct{ *fakeBackend }
 
-func (estimatingCluster) Observations() []collector.Observation { return nil }
-func (estimatingCluster) Remaining(string) (float64, bool)      { return 3600, true }
+func (estimatingBackend) Observations() []collector.Observation { return nil }
+func (estimatingBackend) Remaining(string) (float64, bool)      { return 3600, true }
 
 // faultyStore wraps the real store: a test can freeze ListJobs on an old
 // answer, as a list read just before a job ended, or make writes fail.
@@ -211,20 +211,20 @@ func (s *faultyStore) SaveStatus(ctx context.Context, w map[string]store.StatusW
 }
 
 // harness runs one Service on a bbolt store in a temporary directory, the
-// in-process queue, a fake cluster and fake clocks: the scheduler's (no
+// in-process queue, a fake backend and fake clocks: the scheduler's (no
 // rate limit, no tick, so every change cycles at once) and the wall clock
 // (resync, wedge detection), which only the test moves.
 type harness struct {
-	t    *testing.T
-	dir  string
-	st   *faultyStore
-	q    queue.Queue
-	cl   Cluster
-	fc   *fakeCluster
-	clk  *testingclock.FakeClock
-	wall *testingclock.FakeClock
-	m    *metrics.Metrics
-	svc  *Service
+	t       *testing.T
+	dir     string
+	st      *faultyStore
+	q       queue.Queue
+	backend Backend
+	fake    *fakeBackend
+	clk     *testingclock.FakeClock
+	wall    *testingclock.FakeClock
+	m       *metrics.Metrics
+	svc     *Service
 	// softPersist is Config.SoftPersist: every change at once unless a
 	// test says otherwise.
 	softPersist time.Duration
@@ -234,8 +234,8 @@ type harness struct {
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), fc: newFakeCluster(nodes, gpus), softPersist: -1}
-	h.cl = h.fc
+	h := &harness{t: t, dir: t.TempDir(), fake: newFakeBackend(nodes, gpus), softPersist: -1}
+	h.backend = h.fake
 	h.open()
 	q, err := queue.Open(t.Context(), "", nil)
 	if err != nil {
@@ -262,7 +262,7 @@ func (h *harness) open() {
 func (h *harness) run() {
 	h.t.Helper()
 	svc, err := New(Config{
-		GPUType: gpuType, Store: h.st, Queue: h.q, Cluster: h.cl,
+		GPUType: gpuType, Store: h.st, Queue: h.q, Backend: h.backend,
 		Algorithms: algorithm.Builtin(), Placer: placement.NewGreedy(),
 		DefaultRateLimit: -1, Tick: -1, Clock: h.clk, WallClock: h.wall,
 		Metrics: h.m, Resync: time.Hour, SoftPersist: h.softPersist,
@@ -283,7 +283,7 @@ func (h *harness) run() {
 			h.t.Error("service did not stop within 10 s")
 		}
 	})
-	waitFor(h.t, "service ready", svc.Ready)
+	waitFor(h.t, "service ready", svc.ready.Load)
 }
 
 // create stores a new job as the API does.
@@ -373,7 +373,7 @@ func TestDefect_ResyncDoesNotReadmitFinishedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.fc.finish("a", model.StatusCompleted)
+	h.fake.finish("a", model.StatusCompleted)
 	h.waitStatus("a", model.StatusCompleted)
 
 	h.st.freeze(stale) // the list read just before a's end
@@ -387,10 +387,10 @@ func TestDefect_ResyncDoesNotReadmitFinishedJob(t *testing.T) {
 	if h.held("a") {
 		t.Fatal("the scheduler holds a again")
 	}
-	if n := h.fc.tracks("a"); n != 1 {
+	if n := h.fake.tracks("a"); n != 1 {
 		t.Fatalf("the cluster was told to track a %d times, want once", n)
 	}
-	if n := h.fc.count("a", scheduler.Start); n != 1 {
+	if n := h.fake.count("a", scheduler.Start); n != 1 {
 		t.Fatalf("a was started %d times, want once", n)
 	}
 	if n := h.counter(h.m.JobsCompleted); n != 1 {
@@ -407,7 +407,7 @@ func TestTerminalStatusRetriedUntilStored(t *testing.T) {
 	h.run()
 	h.waitStatus("a", model.StatusRunning)
 	h.st.failSaves.Store(true)
-	h.fc.finish("a", model.StatusCompleted)
+	h.fake.finish("a", model.StatusCompleted)
 	if err := h.svc.Health(); err == nil || !strings.Contains(err.Error(), "store writes failing") {
 		t.Fatalf("Health with failing writes = %v", err)
 	}
@@ -417,7 +417,7 @@ func TestTerminalStatusRetriedUntilStored(t *testing.T) {
 	if err := h.svc.resync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if h.held("a") || h.fc.tracks("a") != 1 {
+	if h.held("a") || h.fake.tracks("a") != 1 {
 		t.Fatal("a was re-admitted while its terminal status was pending")
 	}
 	h.st.failSaves.Store(false)
@@ -452,7 +452,7 @@ func TestJobEndedElsewhereIsDropped(t *testing.T) {
 	if h.held("a") {
 		t.Fatal("the scheduler still holds a job that ended elsewhere")
 	}
-	if n := h.fc.count("a", scheduler.Halt); n != 1 {
+	if n := h.fake.count("a", scheduler.Halt); n != 1 {
 		t.Fatalf("a halted %d times, want once", n)
 	}
 	if got := h.get("a"); got.Status.State.Status != model.StatusFailed || got.StatusRevision != j.StatusRevision+1 {
@@ -476,7 +476,7 @@ func TestConflictingStatusWriteIsRebased(t *testing.T) {
 	if _, err := h.st.SaveStatus(context.Background(), map[string]store.StatusWrite{"a": {Status: other, Revision: j.StatusRevision}}); err != nil {
 		t.Fatal(err)
 	}
-	h.fc.setProgress("a", 0.5)
+	h.fake.setProgress("a", 0.5)
 	h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) })
 	h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) })
 	got := h.get("a")
@@ -501,7 +501,7 @@ func TestDeleteRequestedCancelsAndHalts(t *testing.T) {
 	if j.Status.FinishTime.IsZero() || j.Status.State.GPUs != 0 {
 		t.Fatalf("canceled job status %+v", j.Status)
 	}
-	if n := h.fc.count("a", scheduler.Halt); n != 1 {
+	if n := h.fake.count("a", scheduler.Halt); n != 1 {
 		t.Fatalf("a halted %d times, want once", n)
 	}
 	if h.held("a") {
@@ -545,7 +545,7 @@ func TestImpossibleMinimumIsReported(t *testing.T) {
 	if !j.Status.EstimatedStart.IsZero() {
 		t.Fatalf("estimated start %v for a job that cannot start", j.Status.EstimatedStart)
 	}
-	h.fc.setNodes(3, 4)
+	h.fake.setNodes(3, 4)
 	j = h.waitStatus("big", model.StatusRunning)
 	if j.Status.Reason != "" || j.Status.Message != "" {
 		t.Fatalf("a running job keeps reason %q: %q", j.Status.Reason, j.Status.Message)
@@ -584,7 +584,7 @@ func TestRecoverySetsAsideWhatCannotBeRestored(t *testing.T) {
 	if !h.held("good") {
 		t.Fatal("the good job was not restored")
 	}
-	if a, ok := h.fc.last("good"); !ok || a.Kind != scheduler.Start || !a.To.Equal(running.Status.State.Placement) {
+	if a, ok := h.fake.last("good"); !ok || a.Kind != scheduler.Start || !a.To.Equal(running.Status.State.Placement) {
 		t.Fatalf("good was not resumed on its placement: %+v", a)
 	}
 	for _, name := range []string{"bad", "garbled"} {
@@ -606,7 +606,7 @@ func TestRecoverySetsAsideWhatCannotBeRestored(t *testing.T) {
 // scheduler.
 func TestDefect_HugeMaxWorkersCurveStopsAtTheCluster(t *testing.T) {
 	h := newHarness(t, 2, 4)
-	h.cl = estimatingCluster{h.fc}
+	h.backend = estimatingBackend{h.fake}
 	h.create("huge", 1, math.MaxInt32)
 	h.run()
 	j := h.waitStatus("huge", model.StatusRunning)
@@ -629,9 +629,9 @@ func TestNodeLossShrinksOrHaltsItsJobs(t *testing.T) {
 	if len(j.Status.State.Placement) != 2 {
 		t.Fatalf("wide placed on %v, want both nodes", j.Status.State.Placement)
 	}
-	h.fc.setNodes(1, 4) // n1 leaves
+	h.fake.setNodes(1, 4) // n1 leaves
 	waitFor(t, "a shrink to n0", func() bool {
-		a, _ := h.fc.last("wide")
+		a, _ := h.fake.last("wide")
 		return a.Kind == scheduler.Shrink || a.Kind == scheduler.Halt
 	})
 	var nodes []model.Node
@@ -642,25 +642,25 @@ func TestNodeLossShrinksOrHaltsItsJobs(t *testing.T) {
 }
 
 // Health reports a loop stuck in one cycle (here, an Apply that never
-// returns) once it has been busy longer than WedgeAfter of wall time.
+// returns) once it has been busy longer than wedgeAfter of wall time.
 func TestHealthReportsWedgedScheduler(t *testing.T) {
 	h := newHarness(t, 1, 4)
-	h.fc.block = make(chan struct{})
+	h.fake.block = make(chan struct{})
 	h.create("a", 1, 1)
 	h.run()
-	waitFor(t, "the loop inside Apply", func() bool { return h.fc.blocked.Load() == 1 })
+	waitFor(t, "the loop inside Apply", func() bool { return h.fake.blocked.Load() == 1 })
 	if err := h.svc.Health(); err != nil {
 		t.Fatalf("Health at the start of a cycle: %v", err)
 	}
-	h.wall.Step(DefaultWedgeAfter + time.Second)
+	h.wall.Step(wedgeAfter + time.Second)
 	waitFor(t, "Health to report the wedge", func() bool {
 		err := h.svc.Health()
 		return err != nil && strings.Contains(err.Error(), "wedged")
 	})
-	h.fc.mu.Lock()
-	close(h.fc.block)
-	h.fc.block = nil
-	h.fc.mu.Unlock()
+	h.fake.mu.Lock()
+	close(h.fake.block)
+	h.fake.block = nil
+	h.fake.mu.Unlock()
 	waitFor(t, "Health to recover", func() bool { return h.svc.Health() == nil })
 }
 
@@ -670,7 +670,7 @@ func TestHealthReportsWedgedScheduler(t *testing.T) {
 func TestDefect_EndReportedDuringShutdownDoesNotHang(t *testing.T) {
 	h := newHarness(t, 1, 4)
 	h.create("a", 1, 1)
-	h.fc.reportOnStop = "a"
+	h.fake.reportOnStop = "a"
 	h.run()
 	h.waitStatus("a", model.StatusRunning)
 	h.stop()
@@ -694,7 +694,7 @@ func TestShownFieldsAreWrittenAtMostEverySoftPersist(t *testing.T) {
 	h.run()
 	j := h.waitStatus("a", model.StatusRunning)
 	persist := func() { h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) }) }
-	h.fc.setProgress("a", 0.5)
+	h.fake.setProgress("a", 0.5)
 	persist()
 	if got := h.get("a"); got.Status.Progress != j.Status.Progress {
 		t.Fatalf("progress %v written before SoftPersist passed", got.Status.Progress)
@@ -705,7 +705,7 @@ func TestShownFieldsAreWrittenAtMostEverySoftPersist(t *testing.T) {
 		t.Fatalf("progress %v after SoftPersist, want 0.5", got.Status.Progress)
 	}
 	// A state change is written at once, shown fields with it.
-	h.fc.setProgress("a", 0.6)
+	h.fake.setProgress("a", 0.6)
 	h.clk.Step(time.Minute) // attained service grows: a state change
 	persist()
 	if got := h.get("a"); got.Status.Progress != 0.6 {
@@ -736,7 +736,7 @@ func TestDamagedSettingsRecordUsesDefaults(t *testing.T) {
 	h.waitStatus("a", model.StatusRunning)
 	var algo string
 	h.do(func() { algo = h.svc.core.Allocator().Name() })
-	if algo != DefaultAlgorithm {
-		t.Fatalf("algorithm %s, want the default %s", algo, DefaultAlgorithm)
+	if algo != algorithm.DefaultName {
+		t.Fatalf("algorithm %s, want the default %s", algo, algorithm.DefaultName)
 	}
 }

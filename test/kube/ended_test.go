@@ -14,19 +14,7 @@ import (
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/scheduler"
-	"github.com/vodascheduler/voda/internal/store"
 )
-
-// jobSource serves fixed store records to a kube.Client.
-type jobSource map[string]store.Job
-
-func (s jobSource) GetJob(_ context.Context, name string) (store.Job, error) {
-	j, ok := s[name]
-	if !ok {
-		return store.Job{}, fmt.Errorf("job %s: %w", name, store.ErrNotFound)
-	}
-	return j, nil
-}
 
 // A start asked for from an older copy of a job (the resync race that
 // re-admitted Completed jobs) must not create the object of a job whose
@@ -44,10 +32,12 @@ func TestDefect_EndedJobIsNotCreatedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := jobSource{name: {
-		Name: name, Kind: spec.Kind, Manifest: manifest, Spec: spec.JobSpec,
-		Status: store.JobStatus{State: model.JobState{Status: model.StatusCompleted}},
-	}}
+	src := func(_ context.Context, got string) (kube.Job, error) {
+		if got != name {
+			return kube.Job{}, fmt.Errorf("job %s: not found", got)
+		}
+		return kube.Job{Kind: spec.Kind, Manifest: manifest, Status: model.StatusCompleted}, nil
+	}
 	c, err := kube.NewClient(kube.Options{Config: env.Config, Jobs: src})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +45,12 @@ func TestDefect_EndedJobIsNotCreatedAgain(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl := c.Cluster("ended-gpu")
-	if err := cl.Track(name, "", 0, 1); err != nil {
+	pool := c.Pool("ended-gpu")
+	if err := pool.Track(name, "", 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	start := scheduler.Action{Kind: scheduler.Start, Job: name, To: model.JobPlacement{{Node: "nowhere", Workers: 1}}}
-	err = cl.Apply(ctx, start)
+	err = pool.Apply(ctx, start)
 	if err == nil || !strings.Contains(err.Error(), "already ended") {
 		t.Fatalf("start of a Completed job: %v, want a refusal", err)
 	}

@@ -25,7 +25,7 @@ const DefaultModel = "amdahl"
 // trace simulator's.
 const DefaultRestartCost = perfmodel.RestartCost
 
-// Options configure a Cluster.
+// Options configure a SimPool.
 type Options struct {
 	GPUType     string
 	Nodes       int
@@ -50,9 +50,9 @@ type job struct {
 	obs       collector.Observation
 }
 
-// Cluster is a simulated cluster of one GPU type. It is safe for
+// SimPool is a simulated cluster of one GPU type. It is safe for
 // concurrent use.
-type Cluster struct {
+type SimPool struct {
 	opts    Options
 	clk     clock.Clock
 	log     *slog.Logger
@@ -67,11 +67,11 @@ type Cluster struct {
 	wake chan struct{}
 }
 
-var _ scheduler.Port = (*Cluster)(nil)
+var _ scheduler.Port = (*SimPool)(nil)
 
 // New returns a cluster of opts.Nodes nodes with opts.GPUsPerNode GPUs
 // each, named <gpu-type>-node-NN.
-func New(opts Options) (*Cluster, error) {
+func New(opts Options) (*SimPool, error) {
 	if opts.GPUType == "" {
 		return nil, fmt.Errorf("simulated cluster: empty GPU type")
 	}
@@ -92,7 +92,7 @@ func New(opts Options) (*Cluster, error) {
 	case restart < 0:
 		restart = 0
 	}
-	c := &Cluster{
+	c := &SimPool{
 		opts: opts, clk: opts.Clock, log: log.With("gpuType", opts.GPUType), restart: restart,
 		models:  map[string]*perfmodel.Parametric{},
 		nodeIdx: map[string]int{},
@@ -121,12 +121,12 @@ func Models() []string {
 }
 
 // Nodes returns the cluster's nodes.
-func (c *Cluster) Nodes() []model.Node { return append([]model.Node(nil), c.nodes...) }
+func (c *SimPool) Nodes() []model.Node { return append([]model.Node(nil), c.nodes...) }
 
 // Track makes a job known with its work: epochs of its model (the model's
 // default when epochs <= 0), of which the fraction progress is done.
 // Tracking a job already known updates nothing and is not an error.
-func (c *Cluster) Track(name, app string, epochs int, progress float64) error {
+func (c *SimPool) Track(name, app string, epochs int, progress float64) error {
 	if app == "" {
 		app = DefaultModel
 	}
@@ -153,7 +153,7 @@ func (c *Cluster) Track(name, app string, epochs int, progress float64) error {
 }
 
 // Forget drops a job (after it finished or was deleted).
-func (c *Cluster) Forget(name string) {
+func (c *SimPool) Forget(name string) {
 	c.mu.Lock()
 	delete(c.jobs, name)
 	c.mu.Unlock()
@@ -162,7 +162,7 @@ func (c *Cluster) Forget(name string) {
 
 // Apply implements scheduler.Port: the job's workers move to a.To; if it
 // keeps any, it restarts and makes no progress for the restart cost.
-func (c *Cluster) Apply(_ context.Context, a scheduler.Action) error {
+func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j, ok := c.jobs[a.Job]
@@ -200,7 +200,7 @@ func (c *Cluster) Apply(_ context.Context, a scheduler.Action) error {
 }
 
 // Progress returns the fraction of a job's work done (0 if unknown).
-func (c *Cluster) Progress(name string) float64 {
+func (c *SimPool) Progress(name string) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j, ok := c.jobs[name]
@@ -213,7 +213,7 @@ func (c *Cluster) Progress(name string) float64 {
 
 // Remaining returns a job's remaining work in one-GPU seconds and whether
 // the job is known.
-func (c *Cluster) Remaining(name string) (float64, bool) {
+func (c *SimPool) Remaining(name string) (float64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j, ok := c.jobs[name]
@@ -225,7 +225,7 @@ func (c *Cluster) Remaining(name string) (float64, bool) {
 }
 
 // Observations returns and clears what jobs did since the last call.
-func (c *Cluster) Observations() []collector.Observation {
+func (c *SimPool) Observations() []collector.Observation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clk.Now()
@@ -239,7 +239,7 @@ func (c *Cluster) Observations() []collector.Observation {
 	return out
 }
 
-func (c *Cluster) sortedNames() []string {
+func (c *SimPool) sortedNames() []string {
 	names := make([]string, 0, len(c.jobs))
 	for n := range c.jobs {
 		names = append(names, n)
@@ -249,7 +249,7 @@ func (c *Cluster) sortedNames() []string {
 }
 
 // flush moves a job's pending observation to the list.
-func (c *Cluster) flush(j *job) {
+func (c *SimPool) flush(j *job) {
 	if j.obs.Seconds > 0 && j.obs.Workers > 0 {
 		c.obs = append(c.obs, j.obs)
 	}
@@ -257,7 +257,7 @@ func (c *Cluster) flush(j *job) {
 }
 
 // advance brings a job's progress to now. Call with mu held.
-func (c *Cluster) advance(j *job, now time.Time) {
+func (c *SimPool) advance(j *job, now time.Time) {
 	from := j.last
 	if now.After(j.last) {
 		j.last = now
@@ -284,7 +284,7 @@ func (c *Cluster) advance(j *job, now time.Time) {
 }
 
 // finishAt returns when a running job will finish at its current rate.
-func (c *Cluster) finishAt(j *job) (time.Time, bool) {
+func (c *SimPool) finishAt(j *job) (time.Time, bool) {
 	if j.workers == 0 || j.finished || j.rate <= 0 {
 		return time.Time{}, false
 	}
@@ -296,7 +296,7 @@ func (c *Cluster) finishAt(j *job) (time.Time, bool) {
 	return start.Add(time.Duration(math.Ceil(secs * 1e9))), true
 }
 
-func (c *Cluster) signal() {
+func (c *SimPool) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -306,7 +306,7 @@ func (c *Cluster) signal() {
 // Run advances jobs until ctx ends, calling onFinish (never with the
 // cluster's lock held) once for each job whose work is done. The job
 // keeps its GPUs until the scheduler halts it.
-func (c *Cluster) Run(ctx context.Context, onFinish func(name string, status model.Status)) error {
+func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status model.Status)) error {
 	reported := map[string]bool{}
 	var timer clock.Timer
 	defer func() {

@@ -16,7 +16,7 @@ import (
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-func newCluster(t *testing.T, nodes, gpus int, restart time.Duration) (*Cluster, *testingclock.FakeClock) {
+func newSimPool(t *testing.T, nodes, gpus int, restart time.Duration) (*SimPool, *testingclock.FakeClock) {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
 	c, err := New(Options{GPUType: "v100", Nodes: nodes, GPUsPerNode: gpus, RestartCost: restart, Clock: clk})
@@ -26,7 +26,7 @@ func newCluster(t *testing.T, nodes, gpus int, restart time.Duration) (*Cluster,
 	return c, clk
 }
 
-func start(t *testing.T, c *Cluster, job string, to ...model.NodeWorkers) {
+func start(t *testing.T, c *SimPool, job string, to ...model.NodeWorkers) {
 	t.Helper()
 	if err := c.Apply(context.Background(), scheduler.Action{Kind: scheduler.Start, Job: job, To: to}); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestNodesAreNamedAndIndexed(t *testing.T) {
-	c, _ := newCluster(t, 3, 4, 0)
+	c, _ := newSimPool(t, 3, 4, 0)
 	nodes := c.Nodes()
 	if len(nodes) != 3 || nodes[2].Name != "v100-node-02" || nodes[2].GPUs != 4 || nodes[2].Index != 2 {
 		t.Fatalf("nodes = %+v", nodes)
@@ -60,7 +60,7 @@ func TestNodesAreNamedAndIndexed(t *testing.T) {
 }
 
 func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
-	c, _ := newCluster(t, 1, 4, 0)
+	c, _ := newSimPool(t, 1, 4, 0)
 	err := c.Track("a", "no-such-model", 1, 0)
 	if err == nil || !strings.Contains(err.Error(), "unknown model") {
 		t.Fatalf("Track with an unknown model: %v", err)
@@ -90,7 +90,7 @@ func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
 // A started job makes no progress during the restart cost, then at its
 // model's rate; a halted one stops.
 func TestProgressWaitsForTheRestartCost(t *testing.T) {
-	c, clk := newCluster(t, 2, 4, 30*time.Second)
+	c, clk := newSimPool(t, 2, 4, 30*time.Second)
 	if err := c.Track("a", "linear", 10, 0); err != nil { // 600 one-GPU seconds
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestProgressWaitsForTheRestartCost(t *testing.T) {
 }
 
 func TestApplyRejectsUnknownJobsAndNodes(t *testing.T) {
-	c, _ := newCluster(t, 1, 4, 0)
+	c, _ := newSimPool(t, 1, 4, 0)
 	a := scheduler.Action{Kind: scheduler.Start, Job: "ghost", To: model.JobPlacement{{Node: "v100-node-00", Workers: 1}}}
 	if err := c.Apply(context.Background(), a); err == nil {
 		t.Error("Apply to an unknown job: no error")
@@ -137,7 +137,7 @@ func TestApplyRejectsUnknownJobsAndNodes(t *testing.T) {
 // Run reports every finished job exactly once, and never with its lock
 // held (the callback may call back into the cluster).
 func TestRunReportsEachFinishOnce(t *testing.T) {
-	c, clk := newCluster(t, 1, 4, -1) // no restart cost
+	c, clk := newSimPool(t, 1, 4, -1) // no restart cost
 	for _, name := range []string{"a", "b"} {
 		if err := c.Track(name, "linear", 1, 0); err != nil { // 60 one-GPU seconds
 			t.Fatal(err)
