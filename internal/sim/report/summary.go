@@ -1,9 +1,6 @@
 package report
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -149,39 +146,4 @@ func mean(xs []float64) float64 {
 		sum += x
 	}
 	return sum / float64(len(xs))
-}
-
-// WriteJSON writes the summary as indented JSON. Times are rounded to
-// milliseconds, placement times (already in milliseconds), the
-// utilization and the per-job and per-cycle figures to 4 decimals, which
-// is all the simulation's precision means; the Summary itself keeps full
-// precision.
-func WriteJSON(w io.Writer, s Summary) error {
-	r := s
-	for _, f := range []*float64{&r.AvgJCT, &r.P50JCT, &r.P99JCT, &r.MaxJCT, &r.Makespan, &r.AvgQueue, &r.WallSeconds} {
-		*f = round(*f, 3)
-	}
-	r.GPUUtilization = round(r.GPUUtilization, 4)
-	for _, f := range []*float64{&r.AvgRestartsPerJob, &r.MigrationsPerJob, &r.AvgSpreadJobs} {
-		*f = round(*f, 4)
-	}
-	r.PlaceMsAvg, r.PlaceMsMax = round(r.PlaceMsAvg, 4), round(r.PlaceMsMax, 4)
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write summary json: %w", err)
-	}
-	b = append(b, '\n')
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("write summary json: %w", err)
-	}
-	return nil
-}
-
-func round(x float64, decimals int) float64 {
-	p := math.Pow10(decimals)
-	r := math.Round(x*p) / p
-	if math.IsNaN(r) || math.IsInf(r, 0) {
-		return x // let encoding/json report it
-	}
-	return r
 }

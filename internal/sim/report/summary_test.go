@@ -2,8 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -123,39 +121,6 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("Summarize (-want,+got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestWriteJSON(t *testing.T) {
-	s := Summary{Algorithm: "pollux", Placer: "topology", Jobs: 3, Completed: 2, AvgJCT: 1.0 / 3, GPUUtilization: 2.0 / 3,
-		MigrationsPerJob: 2.0 / 3, AvgSpreadJobs: 1.0 / 7, Cycles: 9, PlaceMsAvg: 0.123456, PlaceMsMax: 1.98765, WallSeconds: 12.34567}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, s); err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("invalid JSON %s: %v", buf.String(), err)
-	}
-	for _, key := range []string{"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
-		"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s",
-		"placer", "migrations_per_job", "avg_spread_jobs", "cycles", "place_ms_avg", "place_ms_max"} {
-		if _, ok := got[key]; !ok {
-			t.Errorf("key %q missing from %s", key, buf.String())
-		}
-	}
-	if got["avg_jct_s"] != 0.333 || got["gpu_utilization"] != 0.6667 || got["wall_s"] != 12.346 {
-		t.Errorf("rounding: %s", buf.String())
-	}
-	if got["placer"] != "topology" || got["cycles"] != 9.0 || got["migrations_per_job"] != 0.6667 ||
-		got["avg_spread_jobs"] != 0.1429 || got["place_ms_avg"] != 0.1235 || got["place_ms_max"] != 1.9877 {
-		t.Errorf("placement fields: %s", buf.String())
-	}
-	if s.AvgJCT != 1.0/3 {
-		t.Error("WriteJSON changed the summary")
-	}
-	if err := WriteJSON(&buf, Summary{AvgJCT: math.NaN()}); err == nil {
-		t.Error("NaN: no error")
 	}
 }
 
