@@ -57,6 +57,17 @@ type Options struct {
 // DefaultRestartCost is the time a re-placed job spends restarting.
 const DefaultRestartCost = perfmodel.RestartCost
 
+// restartCost is the time a job makes no progress after a placement.
+func (o Options) restartCost() time.Duration {
+	switch {
+	case o.RestartCost == 0:
+		return DefaultRestartCost
+	case o.RestartCost < 0:
+		return 0
+	}
+	return o.RestartCost
+}
+
 type simJob struct {
 	w         workload.Job
 	m         perfmodel.Model
@@ -233,17 +244,13 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if len(jobs) == 0 {
 		return nil, errors.New("simulate: empty workload")
 	}
-	restart := opts.RestartCost
-	if restart == 0 {
-		restart = DefaultRestartCost
-	}
 	maxTime := opts.MaxTime
 	if maxTime <= 0 {
 		maxTime = 365 * 24 * time.Hour
 	}
 	totalGPUs := opts.Nodes * opts.GPUsPerNode
 
-	port := &replayPort{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: math.Max(restart.Seconds(), 0)}
+	port := &replayPort{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: opts.restartCost().Seconds()}
 	sjobs := make([]*simJob, len(jobs))
 	for i, w := range jobs {
 		j, err := newSimJob(w, opts, totalGPUs)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -109,6 +110,49 @@ func Summarize(run *Run) Summary {
 		s.GPUUtilization = min(1, max(0, gpuSeconds/(float64(s.GPUs)*s.Makespan)))
 	}
 	return s
+}
+
+// MeanOverWorkloads averages rows[workload][i] over the workloads for
+// each i, the way the Pollux artifact reports its means; every row holds
+// the same runs (algorithm, placer) in the same order. Counts (jobs,
+// restarts, cycles...) add up; maxima take the maximum; averages, per-job
+// and per-cycle figures are means over workloads.
+func MeanOverWorkloads(rows [][]Summary) []Summary {
+	if len(rows) == 0 {
+		return nil
+	}
+	out := make([]Summary, len(rows[0]))
+	n := float64(len(rows))
+	for i := range out {
+		var m Summary
+		for _, row := range rows {
+			s := row[i]
+			m.Algorithm = s.Algorithm
+			m.Placer = s.Placer
+			m.GPUs = s.GPUs
+			m.MaxJCT = max(m.MaxJCT, s.MaxJCT)
+			m.AvgRestartsPerJob += s.AvgRestartsPerJob / n
+			m.MigrationsPerJob += s.MigrationsPerJob / n
+			m.AvgSpreadJobs += s.AvgSpreadJobs / n
+			m.Jobs += s.Jobs
+			m.Completed += s.Completed
+			m.AvgJCT += s.AvgJCT / n
+			m.P50JCT += s.P50JCT / n
+			m.P99JCT += s.P99JCT / n
+			m.Makespan += s.Makespan / n
+			m.AvgQueue += s.AvgQueue / n
+			m.GPUUtilization += s.GPUUtilization / n
+			m.Restarts += s.Restarts
+			m.Migrations += s.Migrations
+			m.Cycles += s.Cycles
+			m.PlaceMsAvg += s.PlaceMsAvg / n
+			m.PlaceMsMax = max(m.PlaceMsMax, s.PlaceMsMax)
+			m.WallSeconds += s.WallSeconds
+		}
+		m.Workload = fmt.Sprintf("mean of %d", len(rows))
+		out[i] = m
+	}
+	return out
 }
 
 // JCTs returns the job completion times (End - Submit) of the run's

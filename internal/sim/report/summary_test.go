@@ -124,6 +124,32 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestMeanOverWorkloads(t *testing.T) {
+	rows := [][]Summary{
+		{
+			{Algorithm: "FIFO", Placer: "greedy", Workload: "a", GPUs: 8, Jobs: 3, Completed: 3, AvgJCT: 100, MaxJCT: 300,
+				Restarts: 2, AvgRestartsPerJob: 2.0 / 3, Cycles: 10, PlaceMsAvg: 1, PlaceMsMax: 4, WallSeconds: 1},
+			{Algorithm: "AFS-L", Placer: "greedy", Workload: "a", GPUs: 8, Jobs: 3, Completed: 2, AvgJCT: 50, GPUUtilization: 0.5},
+		},
+		{
+			{Algorithm: "FIFO", Placer: "greedy", Workload: "b", GPUs: 8, Jobs: 5, Completed: 4, AvgJCT: 200, MaxJCT: 250,
+				Restarts: 4, AvgRestartsPerJob: 4.0 / 5, Cycles: 30, PlaceMsAvg: 3, PlaceMsMax: 2, WallSeconds: 2},
+			{Algorithm: "AFS-L", Placer: "greedy", Workload: "b", GPUs: 8, Jobs: 5, Completed: 5, AvgJCT: 70, GPUUtilization: 0.7},
+		},
+	}
+	want := []Summary{
+		{Algorithm: "FIFO", Placer: "greedy", Workload: "mean of 2", GPUs: 8, Jobs: 8, Completed: 7, AvgJCT: 150, MaxJCT: 300,
+			Restarts: 6, AvgRestartsPerJob: (2.0/3 + 4.0/5) / 2, Cycles: 40, PlaceMsAvg: 2, PlaceMsMax: 4, WallSeconds: 3},
+		{Algorithm: "AFS-L", Placer: "greedy", Workload: "mean of 2", GPUs: 8, Jobs: 8, Completed: 7, AvgJCT: 60, GPUUtilization: 0.6},
+	}
+	if diff := cmp.Diff(want, MeanOverWorkloads(rows), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("MeanOverWorkloads (-want,+got):\n%s", diff)
+	}
+	if got := MeanOverWorkloads(nil); got != nil {
+		t.Errorf("no workloads: %v, want nil", got)
+	}
+}
+
 func TestWriteText(t *testing.T) {
 	s := Summary{Algorithm: "tiresias", Placer: "topology", Workload: "workload-1.csv", GPUs: 64, Jobs: 160, Completed: 160,
 		AvgJCT: 4038.2, P50JCT: 1800, P99JCT: 36000, MaxJCT: 40000, Makespan: 90000, AvgQueue: 600,
