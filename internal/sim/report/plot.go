@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"image/color"
 	"math"
@@ -94,10 +93,8 @@ func placersDiffer(runs []*Run) bool {
 	return false
 }
 
+// jctCDFPlot draws the CDF panel of Plot; runs is not empty.
 func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
-	if len(runs) == 0 {
-		return nil, errors.New("no runs")
-	}
 	p := plot.New()
 	p.Title.Text = "Job completion time CDF"
 	p.X.Label.Text = "JCT (hours)"
@@ -190,10 +187,9 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// gpusPlot draws the panel of one run of Plot; jctCDFPlot has checked
+// that run is not nil.
 func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, error) {
-	if run == nil {
-		return nil, errors.New("nil run")
-	}
 	stack, err := newGPUStack(run)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0, withPlacer), err)
