@@ -17,28 +17,24 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/registry"
 	"github.com/vodascheduler/voda/internal/sim"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/report"
 	"github.com/vodascheduler/voda/internal/sim/workload"
 )
 
+// simulateFlags are the flags of 'voda simulate'; those sim takes as
+// they are go straight into sim.
 type simulateFlags struct {
+	sim         sim.Comparison
 	workload    string
 	format      string
 	profiles    string
 	algorithm   string
 	compare     string
-	params      []string
 	placer      string
-	placerArgs  []string
-	nodes       int
-	gpusPerNode int
-	interval    time.Duration
-	rateLimit   time.Duration
-	tick        time.Duration
 	restartCost time.Duration
-	oracle      bool
 	scaling     string
 	genJobs     int
 	genSeed     uint64
@@ -125,16 +121,16 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.profiles, "profiles", "", "directory of measured job profiles (Pollux artifact traces/, one subdirectory per application)")
 	fl.StringVar(&f.algorithm, "algorithm", "ElasticFIFO", "scheduling algorithm (see 'voda algorithms'; case-insensitive)")
 	fl.StringVar(&f.compare, "compare", "", "comma-separated algorithms to run on the same workload and compare ('all' for every one)")
-	fl.StringArrayVar(&f.params, "param", nil, "algorithm parameter name=value (repeatable; see 'voda algorithms')")
+	fl.StringArrayVar(&f.sim.AlgorithmParams, "param", nil, "algorithm parameter name=value (repeatable; see 'voda algorithms')")
 	fl.StringVar(&f.placer, "placer", placement.DefaultName, "placement policy, or comma-separated policies to compare ('all' for every one; see 'voda placers'; case-insensitive)")
-	fl.StringArrayVar(&f.placerArgs, "placer-param", nil, "placer parameter name=value (repeatable; see 'voda placers')")
-	fl.IntVar(&f.nodes, "nodes", 16, "number of nodes")
-	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 4, "GPUs per node")
-	fl.DurationVar(&f.interval, "interval", 0, "fixed scheduling interval (60s reproduces the Pollux artifact); 0 is event-driven")
-	fl.DurationVar(&f.rateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two scheduling cycles")
-	fl.DurationVar(&f.tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
+	fl.StringArrayVar(&f.sim.PlacerParams, "placer-param", nil, "placer parameter name=value (repeatable; see 'voda placers')")
+	fl.IntVar(&f.sim.Options.Nodes, "nodes", 16, "number of nodes")
+	fl.IntVar(&f.sim.Options.GPUsPerNode, "gpus-per-node", 4, "GPUs per node")
+	fl.DurationVar(&f.sim.Options.Interval, "interval", 0, "fixed scheduling interval (60s reproduces the Pollux artifact); 0 is event-driven")
+	fl.DurationVar(&f.sim.Options.RateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two scheduling cycles")
+	fl.DurationVar(&f.sim.Options.Tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
 	fl.DurationVar(&f.restartCost, "restart-cost", sim.DefaultRestartCost, "time a job makes no progress after each (re)placement")
-	fl.BoolVar(&f.oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates")
+	fl.BoolVar(&f.sim.Options.Oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates")
 	fl.StringVar(&f.scaling, "scaling", "amdahl", "performance model assigned to jobs of duration-only traces")
 	fl.IntVar(&f.genJobs, "jobs", 200, "number of jobs of the generated workload")
 	fl.Uint64Var(&f.genSeed, "seed", 1, "seed of the generated workload")
@@ -173,35 +169,26 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 // comparison checks the flags that need no file and returns the
 // simulation they ask for, without its workloads and models.
 func (f *simulateFlags) comparison() (*sim.Comparison, error) {
-	algos, err := algorithmNames(f, algorithm.Builtin())
-	if err != nil {
+	c := &f.sim
+	var err error
+	if c.Algorithms, err = algorithmNames(f); err != nil {
 		return nil, err
 	}
-	placers, err := placerNames(f.placer, placement.Builtin())
-	if err != nil {
+	if c.Placers, err = pickNames("--placer", "placer", "; see 'voda placers'", f.placer, placement.Builtin()); err != nil {
 		return nil, err
 	}
-	c := &sim.Comparison{
-		Algorithms: algos, Placers: placers,
-		AlgorithmParams: f.params, PlacerParams: f.placerArgs,
-		Options: sim.Options{
-			Nodes: f.nodes, GPUsPerNode: f.gpusPerNode,
-			Interval: f.interval, RateLimit: f.rateLimit, Tick: f.tick,
-			RestartCost: restartOrNone(f.restartCost),
-			Oracle:      f.oracle,
-		},
-	}
+	c.Options.RestartCost = restartOrNone(f.restartCost)
 	if err := c.Validate(); err != nil {
 		return nil, paramFlagError(err)
 	}
 	if !strings.EqualFold(f.format, workload.FormatAuto) && !slices.Contains(workload.Formats(), strings.ToLower(f.format)) {
 		return nil, fmt.Errorf("--format: unknown format %q (known: auto, %s)", f.format, strings.Join(workload.Formats(), ", "))
 	}
-	if f.nodes < 1 || f.gpusPerNode < 1 {
-		return nil, fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d and %d)", f.nodes, f.gpusPerNode)
+	if o := c.Options; o.Nodes < 1 || o.GPUsPerNode < 1 {
+		return nil, fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d and %d)", o.Nodes, o.GPUsPerNode)
 	}
-	if f.interval < 0 {
-		return nil, fmt.Errorf("--interval: %s must not be negative", f.interval)
+	if c.Options.Interval < 0 {
+		return nil, fmt.Errorf("--interval: %s must not be negative", c.Options.Interval)
 	}
 	return c, nil
 }
@@ -233,46 +220,36 @@ func (f *simulateFlags) workloads() ([]sim.Workload, error) {
 	return sim.LoadWorkloads(f.workload, f.format, workload.Options{Duration: workload.DurationOptions{App: f.scaling}})
 }
 
-func algorithmNames(f *simulateFlags, reg *algorithm.Registry) ([]string, error) {
-	if f.compare == "" {
-		if _, ok := reg.Lookup(f.algorithm); !ok {
-			return nil, fmt.Errorf("--algorithm: unknown algorithm %q (known: %s)", f.algorithm, strings.Join(reg.Names(), ", "))
-		}
-		return []string{f.algorithm}, nil
+// algorithmNames returns the algorithm --algorithm names or, with
+// --compare, those it names.
+func algorithmNames(f *simulateFlags) ([]string, error) {
+	reg := algorithm.Builtin()
+	if f.compare != "" {
+		return pickNames("--compare", "algorithm", "", f.compare, reg)
 	}
-	return pickNames("--compare", "algorithm", "", f.compare, reg.Names(), func(n string) (string, bool) {
-		e, ok := reg.Lookup(n)
-		return e.Name, ok
-	})
+	if _, ok := reg.Lookup(f.algorithm); !ok {
+		return nil, fmt.Errorf("--algorithm: unknown algorithm %q (known: %s)", f.algorithm, strings.Join(reg.Names(), ", "))
+	}
+	return []string{f.algorithm}, nil
 }
 
-// placerNames returns the placers --placer names: one, a comma-separated
-// list or all of them, canonically spelt and without duplicates.
-func placerNames(spec string, reg *placement.Registry) ([]string, error) {
-	return pickNames("--placer", "placer", "; see 'voda placers'", spec, reg.Names(), func(n string) (string, bool) {
-		e, ok := reg.Lookup(n)
-		return e.Name, ok
-	})
-}
-
-// pickNames reads a flag naming one, several (comma-separated) or all of
-// known: canonical spelling (from lookup), no duplicates, at least one.
-func pickNames(flag, kind, hint, spec string, known []string, lookup func(string) (string, bool)) ([]string, error) {
+// pickNames reads a flag naming one, several (comma-separated) or all
+// the entries of reg: canonically spelt, without duplicates, at least one.
+func pickNames[T any](flag, kind, hint, spec string, reg *registry.Registry[T]) ([]string, error) {
 	if strings.EqualFold(strings.TrimSpace(spec), "all") {
-		return known, nil
+		return reg.Names(), nil
 	}
 	var names []string
-	for _, n := range strings.Split(spec, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
+	for n := range strings.SplitSeq(spec, ",") {
+		if n = strings.TrimSpace(n); n == "" {
 			continue
 		}
-		name, ok := lookup(n)
+		e, ok := reg.Lookup(n)
 		if !ok {
-			return nil, fmt.Errorf("%s: unknown %s %q (known: %s%s)", flag, kind, n, strings.Join(known, ", "), hint)
+			return nil, fmt.Errorf("%s: unknown %s %q (known: %s%s)", flag, kind, n, strings.Join(reg.Names(), ", "), hint)
 		}
-		if !slices.Contains(names, name) {
-			names = append(names, name)
+		if !slices.Contains(names, e.Name) {
+			names = append(names, e.Name)
 		}
 	}
 	if len(names) == 0 {
@@ -366,17 +343,15 @@ func writeText(w io.Writer, rows [][]report.Summary) error {
 // runs, to path suffixed with the run's workload, algorithm and (when
 // several placers ran) placer.
 func writeJobsCSVs(path string, c *sim.Comparison, runs [][]*report.Run) error {
-	several := len(runs) > 1 || len(runs[0]) > 1
 	for _, row := range runs {
 		for i, r := range row {
 			p := path
-			if several {
-				label, placer := c.Pair(i)
-				if len(c.Placers) > 1 {
-					label += "-" + placer
-				}
-				ext := filepath.Ext(path)
-				p = fmt.Sprintf("%s-%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(r.Workload), fileSafe(label), ext)
+			algo, placer := c.Pair(i)
+			switch {
+			case len(c.Placers) > 1:
+				p = suffixed(path, r.Workload, algo, placer)
+			case len(runs) > 1 || len(row) > 1:
+				p = suffixed(path, r.Workload, algo)
 			}
 			if err := writeFile(p, func(w io.Writer) error { return report.WriteJobsCSV(w, r) }); err != nil {
 				return err
@@ -392,8 +367,7 @@ func writePlots(path string, runs [][]*report.Run) error {
 	for _, row := range runs {
 		p := path
 		if len(runs) > 1 {
-			ext := filepath.Ext(path)
-			p = fmt.Sprintf("%s-%s%s", strings.TrimSuffix(path, ext), fileSafe(row[0].Workload), ext)
+			p = suffixed(path, row[0].Workload)
 		}
 		if err := report.Plot(p, row); err != nil {
 			return err
@@ -402,14 +376,18 @@ func writePlots(path string, runs [][]*report.Run) error {
 	return nil
 }
 
-func fileSafe(s string) string {
-	return strings.Map(func(r rune) rune {
+// suffixed inserts "-part" for each of parts before the extension of
+// path, each part made safe for a file name.
+func suffixed(path string, parts ...string) string {
+	safe := func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
 			return r
 		}
 		return '_'
-	}, s)
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + strings.Map(safe, strings.Join(parts, "-")) + ext
 }
 
 func writeJSONFile(path string, stdout io.Writer, v any) error {
