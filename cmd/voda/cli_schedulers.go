@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vodascheduler/voda/internal/api"
-	"github.com/vodascheduler/voda/internal/api/client"
 )
 
 func newGetSchedulersCommand(o *clientOptions) *cobra.Command {
@@ -29,65 +28,57 @@ use, its waiting and running jobs, and when it last ran a cycle.
 		Example: `  voda get schedulers
   GPU-TYPE            ALGORITHM     RATELIMIT   NODES   GPUS   IN-USE   WAITING   RUNNING   LAST-CYCLE
   nvidia-tesla-v100   ElasticFIFO   30s         2       8      6        1         3         12s ago`,
-		RunE: func(cmd *cobra.Command, gpuTypes []string) error {
-			if err := checkOutput(&output, outWide, outJSON, outYAML, outName); err != nil {
-				return err
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var scheds []api.Scheduler
-			var errs []error
-			if len(gpuTypes) == 0 {
-				if scheds, err = c.ListSchedulers(ctx); err != nil {
-					return err
-				}
-			}
-			for _, t := range gpuTypes {
-				s, err := c.GetScheduler(ctx, t)
-				var ce *client.ConnectionError
-				if errors.As(err, &ce) {
-					return err
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("scheduler %s: %w", t, err))
-					continue
-				}
-				scheds = append(scheds, s)
-			}
-			out := cmd.OutOrStdout()
-			switch output {
-			case outJSON, outYAML:
-				var v any = api.SchedulerList{Items: append([]api.Scheduler{}, scheds...)}
-				if len(gpuTypes) == 1 && len(scheds) == 1 {
-					v = scheds[0]
-				}
-				if err := printObject(out, output, v); err != nil {
-					return err
-				}
-			case outName:
-				for _, s := range scheds {
-					fmt.Fprintln(out, s.GPUType)
-				}
-			default:
-				if len(scheds) == 0 && len(gpuTypes) == 0 {
-					fmt.Fprintln(cmd.ErrOrStderr(), "No schedulers found.")
-					break
-				}
-				if len(scheds) > 0 {
-					now, _ := clockFrom(ctx)
-					if err := printSchedulerTable(out, scheds, output == outWide, now); err != nil {
-						return err
-					}
-				}
-			}
-			return errors.Join(errs...)
-		},
+		RunE: func(cmd *cobra.Command, gpuTypes []string) error { return runGetSchedulers(cmd, o, output, gpuTypes) },
 	}
 	addOutputFlag(cmd, &output, outWide, outJSON, outYAML, outName)
 	return cmd
+}
+
+func runGetSchedulers(cmd *cobra.Command, o *clientOptions, output string, gpuTypes []string) error {
+	if err := checkOutput(&output, outWide, outJSON, outYAML, outName); err != nil {
+		return err
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	var scheds []api.Scheduler
+	var errs []error
+	if len(gpuTypes) == 0 {
+		scheds, err = c.ListSchedulers(ctx)
+	} else {
+		scheds, errs, err = getEach(ctx, "scheduler", gpuTypes, c.GetScheduler)
+	}
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch output {
+	case outJSON, outYAML:
+		var v any = api.SchedulerList{Items: append([]api.Scheduler{}, scheds...)}
+		if len(gpuTypes) == 1 && len(scheds) == 1 {
+			v = scheds[0]
+		}
+		if err := printObject(out, output, v); err != nil {
+			return err
+		}
+	case outName:
+		for _, s := range scheds {
+			fmt.Fprintln(out, s.GPUType)
+		}
+	default:
+		if len(scheds) == 0 && len(gpuTypes) == 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "No schedulers found.")
+		}
+		if len(scheds) > 0 {
+			now, _ := clockFrom(ctx)
+			if err := printSchedulerTable(out, scheds, output == outWide, now); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // printSchedulerTable writes one row per GPU type. The age of the last

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -319,32 +320,29 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	var jobs []api.Job
 	var errs []error
 	if len(names) == 0 {
-		if jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live}); err != nil {
-			return err
-		}
+		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live})
 	} else {
-		for _, name := range names {
-			job, err := c.GetJob(ctx, name)
-			var ce *client.ConnectionError
-			if errors.As(err, &ce) {
-				return err
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("job %s: %w", name, err))
-				continue
-			}
-			jobs = append(jobs, job)
-		}
+		jobs, errs, err = getEach(ctx, "job", names, c.GetJob)
 	}
+	if err != nil {
+		return err
+	}
+	if err := printGetJobs(cmd, f.output, names, jobs); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// printGetJobs writes the jobs 'get jobs' found, for the names asked
+// for (none for all jobs), in the output format.
+func printGetJobs(cmd *cobra.Command, output string, names []string, jobs []api.Job) error {
 	out := cmd.OutOrStdout()
-	switch f.output {
+	switch output {
 	case outJSON, outYAML:
 		if len(jobs) == 0 && len(names) > 0 {
-			break // every job named failed; an empty list would hide it
+			return nil // every job named failed; an empty list would hide it
 		}
-		if err := printJobs(out, f.output, jobs, len(names) == 1); err != nil {
-			return err
-		}
+		return printJobs(out, output, jobs, len(names) == 1)
 	case outName:
 		for _, j := range jobs {
 			fmt.Fprintln(out, j.Name)
@@ -352,16 +350,34 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	default:
 		if len(jobs) == 0 && len(names) == 0 {
 			fmt.Fprintln(cmd.ErrOrStderr(), "No jobs found.")
-			break
 		}
 		if len(jobs) > 0 {
-			now, _ := clockFrom(ctx)
-			if err := printJobTable(out, jobs, f.output == outWide, now); err != nil {
-				return err
-			}
+			now, _ := clockFrom(cmd.Context())
+			return printJobTable(out, jobs, output == outWide, now)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// getEach gets each named object. A connection error stops it; other
+// errors, one per name, are returned with the objects that were found,
+// so that those are still shown.
+func getEach[T any](ctx context.Context, kind string, names []string, get func(context.Context, string) (T, error)) ([]T, []error, error) {
+	var found []T
+	var errs []error
+	for _, name := range names {
+		v, err := get(ctx, name)
+		var ce *client.ConnectionError
+		if errors.As(err, &ce) {
+			return nil, nil, err
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, name, err))
+			continue
+		}
+		found = append(found, v)
+	}
+	return found, errs, nil
 }
 
 // canonicalStatus spells a --status value as the API does, whatever its
@@ -571,6 +587,14 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Attained service", fmt.Sprintf("%.0f GPU-seconds", j.AttainedService))
 	d.add("Restarts", strconv.Itoa(j.Restarts))
 	d.add("Progress", fmt.Sprintf("%.1f%%", j.Progress*100))
+	describeOutlook(&d, j, at)
+	describePlacement(&d, j.Placement)
+	d.write(w)
+}
+
+// describeOutlook adds what is expected of a job: its remaining time
+// and, while it waits, its queue position and estimated start.
+func describeOutlook(d *describer, j api.Job, at func(*time.Time) string) {
 	switch {
 	case j.RemainingSeconds != nil:
 		d.add("Remaining", fmt.Sprintf("about %s on one GPU", humanSeconds(*j.RemainingSeconds)))
@@ -589,20 +613,18 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 		}
 		d.add("Estimated start", start)
 	}
-	if len(j.Placement) == 0 {
+}
+
+// describePlacement adds the workers of a job on each node, by node name.
+func describePlacement(d *describer, placement map[string]int) {
+	if len(placement) == 0 {
 		d.add("Placement", "none")
-	} else {
-		d.add("Placement", "")
-		nodes := make([]string, 0, len(j.Placement))
-		for n := range j.Placement {
-			nodes = append(nodes, n)
-		}
-		sort.Strings(nodes)
-		for _, n := range nodes {
-			d.sub(n, fmt.Sprintf("%d %s", j.Placement[n], plural(j.Placement[n], "worker", "workers")))
-		}
+		return
 	}
-	d.write(w)
+	d.add("Placement", "")
+	for _, n := range slices.Sorted(maps.Keys(placement)) {
+		d.sub(n, fmt.Sprintf("%d %s", placement[n], plural(placement[n], "worker", "workers")))
+	}
 }
 
 // epochs shows a job's epochs; 0 means the manifest did not say.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -226,6 +226,37 @@ func TestSimulateJSONToStdout(t *testing.T) {
 	}
 	if got["jobs"] != 30.0 {
 		t.Errorf("jobs = %v, want 30", got["jobs"])
+	}
+}
+
+// failingWriter fails every write, as a closed stdout or a full disk do.
+type failingWriter struct{}
+
+var errDiskFull = errors.New("no space left on device")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
+
+func TestSimulateWriteError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeWorkload(t, dir, "a.csv")
+	writeWorkload(t, dir, "b.csv")
+	for _, args := range [][]string{
+		{"--jobs", "5"},
+		{"--jobs", "5", "--compare", "fifo,afs-l"},
+		{"--jobs", "5", "--json", "-"},
+		{"--workload", dir},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			cmd := newRootCommand()
+			cmd.SetOut(failingWriter{})
+			cmd.SetErr(io.Discard)
+			cmd.SetArgs(append([]string{"simulate", "-q"}, args...))
+			if err := cmd.ExecuteContext(t.Context()); !errors.Is(err, errDiskFull) {
+				t.Errorf("error %v, want the write error", err)
+			}
+		})
 	}
 }
 
@@ -672,65 +703,6 @@ func TestSimulatePlacerParams(t *testing.T) {
 	}
 }
 
-func TestParamsPerPlacer(t *testing.T) {
-	t.Parallel()
-	reg := placement.Builtin()
-	tests := []struct {
-		name    string
-		placers []string
-		pairs   []string
-		want    map[string][]string
-		wantErr []string
-	}{
-		{
-			name:    "one placer takes everything",
-			placers: []string{"greedy"},
-			pairs:   []string{"bogus=1"},
-			want:    map[string][]string{"greedy": {"bogus=1"}},
-		},
-		{
-			name:    "routed to the placer that declares it",
-			placers: []string{"greedy", "topology"},
-			pairs:   []string{"migration_budget=3", " Node_Penalty = 0.2"},
-			want:    map[string][]string{"topology": {"migration_budget=3", " Node_Penalty = 0.2"}},
-		},
-		{
-			name:    "no params",
-			placers: []string{"greedy", "topology"},
-			want:    map[string][]string{},
-		},
-		{
-			name:    "declared by none",
-			placers: []string{"greedy", "topology"},
-			pairs:   []string{"migration_budget=3", "bogus=1"},
-			wantErr: []string{"--placer-param bogus", "none of greedy, topology", "voda placers"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := paramsPerPlacer(reg, tc.placers, tc.pairs)
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("paramsPerPlacer = %v, want an error", got)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("paramsPerPlacer (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestPlacersCommand(t *testing.T) {
 	t.Parallel()
 	stdout := mustRun(t, "placers")
@@ -758,22 +730,5 @@ func TestPlacersCommand(t *testing.T) {
 	}
 	if _, _, err := run(t, "placers", "extra"); err == nil {
 		t.Error("placers with an argument: no error")
-	}
-}
-
-func TestInheritRestartCost(t *testing.T) {
-	t.Parallel()
-	reg := placement.Builtin()
-	params := map[string][]string{"topology": {"migration_budget=3"}}
-	inheritRestartCost(reg, params, []string{"greedy", "topology"}, 45*time.Second)
-	want := map[string][]string{"topology": {"migration_budget=3", "restart_cost=45"}}
-	if diff := cmp.Diff(want, params); diff != "" {
-		t.Errorf("params (-want,+got):\n%s", diff)
-	}
-	// A restart_cost given by the user wins.
-	params = map[string][]string{"topology": {" Restart_Cost = 5"}}
-	inheritRestartCost(reg, params, []string{"topology"}, 45*time.Second)
-	if diff := cmp.Diff(map[string][]string{"topology": {" Restart_Cost = 5"}}, params); diff != "" {
-		t.Errorf("params with the user's restart_cost (-want,+got):\n%s", diff)
 	}
 }

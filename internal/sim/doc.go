@@ -9,4 +9,8 @@
 // scheduling cycle sees every job submitted and not finished. Without one,
 // the simulation is event-driven: arrivals, completions and the core's own
 // rate limit and tick decide when cycles run, exactly as in production.
+//
+// Run replays one workload with one allocator and placer; a Comparison
+// replays workloads under several algorithms and placers, several runs at
+// a time, as 'voda simulate' does.
 package sim

@@ -57,6 +57,17 @@ type Options struct {
 // DefaultRestartCost is the time a re-placed job spends restarting.
 const DefaultRestartCost = perfmodel.RestartCost
 
+// restartCost is the time a job makes no progress after a placement.
+func (o Options) restartCost() time.Duration {
+	switch {
+	case o.RestartCost == 0:
+		return DefaultRestartCost
+	case o.RestartCost < 0:
+		return 0
+	}
+	return o.RestartCost
+}
+
 type simJob struct {
 	w         workload.Job
 	m         perfmodel.Model
@@ -180,9 +191,12 @@ func (j *simJob) finishIn() (float64, error) {
 	return t, nil
 }
 
-// cluster is the simulator's port: it applies the core's actions to the
-// simulated jobs.
-type cluster struct {
+// replayPort is the replay's scheduler.Port: it applies the core's
+// actions to the simulated jobs (placement, restarts, migrations) and
+// records each change of a job's GPU count. Unlike the cluster types of
+// the live path and of livecluster, it keeps no node state: the core
+// owns the nodes, and the port only checks that their names exist.
+type replayPort struct {
 	jobs        map[string]*simJob
 	nodeIndex   map[string]int
 	now         float64
@@ -190,14 +204,15 @@ type cluster struct {
 	changes     []report.Change
 }
 
-func (c *cluster) Apply(_ context.Context, a scheduler.Action) error {
-	j, ok := c.jobs[a.Job]
+// Apply implements scheduler.Port.
+func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
+	j, ok := p.jobs[a.Job]
 	if !ok {
 		return fmt.Errorf("simulated cluster: unknown job %s", a.Job)
 	}
 	j.place = j.place[:0]
 	for _, nw := range a.To {
-		if _, ok := c.nodeIndex[nw.Node]; !ok {
+		if _, ok := p.nodeIndex[nw.Node]; !ok {
 			return fmt.Errorf("simulated cluster: job %s: unknown node %s", a.Job, nw.Node)
 		}
 		j.place = append(j.place, nw.Workers)
@@ -207,13 +222,13 @@ func (c *cluster) Apply(_ context.Context, a scheduler.Action) error {
 	j.migrations += a.Moved
 	if len(j.place) > 0 {
 		if j.start < 0 {
-			j.start = c.now
+			j.start = p.now
 		} else {
 			j.restarts++
 		}
-		j.rescale = c.restartCost
+		j.rescale = p.restartCost
 	}
-	c.changes = append(c.changes, report.Change{Time: c.now, Job: a.Job, GPUs: j.workers()})
+	p.changes = append(p.changes, report.Change{Time: p.now, Job: a.Job, GPUs: j.workers()})
 	return nil
 }
 
@@ -229,35 +244,31 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if len(jobs) == 0 {
 		return nil, errors.New("simulate: empty workload")
 	}
-	restart := opts.RestartCost
-	if restart == 0 {
-		restart = DefaultRestartCost
-	}
 	maxTime := opts.MaxTime
 	if maxTime <= 0 {
 		maxTime = 365 * 24 * time.Hour
 	}
 	totalGPUs := opts.Nodes * opts.GPUsPerNode
 
-	cl := &cluster{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: math.Max(restart.Seconds(), 0)}
+	port := &replayPort{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: opts.restartCost().Seconds()}
 	sjobs := make([]*simJob, len(jobs))
 	for i, w := range jobs {
 		j, err := newSimJob(w, opts, totalGPUs)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := cl.jobs[w.Name]; dup {
+		if _, dup := port.jobs[w.Name]; dup {
 			return nil, fmt.Errorf("simulate: job %s appears twice", w.Name)
 		}
 		sjobs[i] = j
-		cl.jobs[w.Name] = j
+		port.jobs[w.Name] = j
 	}
 
 	cfg := scheduler.Config{
 		GPUType:   GPUType,
 		Allocator: opts.Allocator,
 		Placer:    opts.Placer,
-		Port:      cl,
+		Port:      port,
 		RateLimit: opts.RateLimit,
 		Tick:      opts.Tick,
 		// Placement times are only reported, never used in a decision:
@@ -271,13 +282,13 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 	for i := 0; i < opts.Nodes; i++ {
 		name := fmt.Sprintf("node-%03d", i)
-		cl.nodeIndex[name] = i
+		port.nodeIndex[name] = i
 		if err := core.AddNode(epoch0, model.Node{Name: name, GPUs: opts.GPUsPerNode}); err != nil {
 			return nil, err
 		}
 	}
 
-	e := &engine{opts: opts, core: core, cl: cl, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
+	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
 	if opts.Interval > 0 {
 		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
 	} else {
@@ -334,7 +345,7 @@ func packed(k, perNode int) []int {
 type engine struct {
 	opts  Options
 	core  *scheduler.Core
-	cl    *cluster
+	port  *replayPort
 	jobs  []*simJob // in workload order
 	col   *collector.Collector
 	round bool
@@ -377,7 +388,7 @@ func (e *engine) advance(t float64) error {
 		}
 	}
 	e.now = t
-	e.cl.now = t
+	e.port.now = t
 	return nil
 }
 
@@ -391,7 +402,7 @@ func (e *engine) deliver() error {
 			if _, err := e.core.Finish(now, j.w.Name, model.StatusCompleted); err != nil {
 				return err
 			}
-			e.cl.changes = append(e.cl.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
+			e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
 			e.col.Forget(j.w.Name)
 		}
 	}
@@ -613,7 +624,7 @@ func (e *engine) record(wall float64, gpus int) *report.Run {
 		Placer:          e.opts.Placer.Name(),
 		Workload:        e.opts.Workload,
 		GPUs:            gpus,
-		Changes:         e.cl.changes,
+		Changes:         e.port.changes,
 		EndTime:         e.now,
 		WallSeconds:     wall,
 		Cycles:          e.cycles,

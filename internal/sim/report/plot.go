@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"image/color"
 	"math"
@@ -30,38 +29,19 @@ const (
 	minPlottedJCT = 1.0 // seconds; the log axis cannot show 0
 )
 
-// PlotJCTCDF writes the cumulative distribution of job completion times,
-// one line per run (algorithm), to path; the format follows the extension
-// (.png, .svg, .pdf, .jpg). x is the JCT in hours, on a log scale when the
-// JCTs span more than a decade; y is the fraction of the run's jobs that
-// completed within x, so a run that did not finish every job stays below 1.
-func PlotJCTCDF(path string, runs []*Run) error {
-	p, err := jctCDFPlot(runs)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return savePlots(path, []*plot.Plot{p}, []vg.Length{cdfHeight})
-}
-
-// PlotGPUsOverTime writes, for one run, the GPUs each job holds over time
-// (from run.Changes) as a stacked area, one colour per job, with the
-// cluster's GPU count as a dashed line; x is simulated time in hours.
-// Jobs are stacked in the order they first got GPUs, the earliest at the
-// bottom, so the long-running jobs form the base.
-func PlotGPUsOverTime(path string, run *Run) error {
-	p, err := gpusPlot(run, false)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return savePlots(path, []*plot.Plot{p}, []vg.Length{gpusHeight})
-}
-
-// Plot writes one figure with panels stacked vertically: the JCT CDF of
-// all runs on top (see PlotJCTCDF), then the GPUs-over-time panel of each
-// run in the given order (see PlotGPUsOverTime). With one run that is the
-// two panels of that run; with several, the comparison and then one panel
-// per algorithm, so the figure grows taller with the number of runs. The
-// format follows the extension (.png, .svg, .pdf, .jpg).
+// Plot writes one figure with panels stacked vertically. On top is the
+// cumulative distribution of job completion times, one line per run: x is
+// the JCT in hours, on a log scale when the JCTs span more than a decade;
+// y is the fraction of the run's jobs that completed within x, so a run
+// that did not finish every job stays below 1. Then comes, for each run in
+// the given order, the GPUs each job holds over time (from run.Changes) as
+// a stacked area, one colour per job, with the cluster's GPU count as a
+// dashed line; x is simulated time in hours. Jobs are stacked in the order
+// they first got GPUs, the earliest at the bottom, so the long-running
+// jobs form the base. With one run that is the two panels of that run;
+// with several, the comparison and then one panel per algorithm, so the
+// figure grows taller with the number of runs. The format follows the
+// extension (.png, .svg, .pdf, .jpg).
 func Plot(path string, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("plot %s: no runs", path)
@@ -113,10 +93,8 @@ func placersDiffer(runs []*Run) bool {
 	return false
 }
 
+// jctCDFPlot draws the CDF panel of Plot; runs is not empty.
 func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
-	if len(runs) == 0 {
-		return nil, errors.New("no runs")
-	}
 	p := plot.New()
 	p.Title.Text = "Job completion time CDF"
 	p.X.Label.Text = "JCT (hours)"
@@ -209,10 +187,9 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// gpusPlot draws the panel of one run of Plot; jctCDFPlot has checked
+// that run is not nil.
 func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, error) {
-	if run == nil {
-		return nil, errors.New("nil run")
-	}
 	stack, err := newGPUStack(run)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0, withPlacer), err)

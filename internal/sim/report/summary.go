@@ -1,9 +1,7 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -114,6 +112,49 @@ func Summarize(run *Run) Summary {
 	return s
 }
 
+// MeanOverWorkloads averages rows[workload][i] over the workloads for
+// each i, the way the Pollux artifact reports its means; every row holds
+// the same runs (algorithm, placer) in the same order. Counts (jobs,
+// restarts, cycles...) add up; maxima take the maximum; averages, per-job
+// and per-cycle figures are means over workloads.
+func MeanOverWorkloads(rows [][]Summary) []Summary {
+	if len(rows) == 0 {
+		return nil
+	}
+	out := make([]Summary, len(rows[0]))
+	n := float64(len(rows))
+	for i := range out {
+		var m Summary
+		for _, row := range rows {
+			s := row[i]
+			m.Algorithm = s.Algorithm
+			m.Placer = s.Placer
+			m.GPUs = s.GPUs
+			m.MaxJCT = max(m.MaxJCT, s.MaxJCT)
+			m.AvgRestartsPerJob += s.AvgRestartsPerJob / n
+			m.MigrationsPerJob += s.MigrationsPerJob / n
+			m.AvgSpreadJobs += s.AvgSpreadJobs / n
+			m.Jobs += s.Jobs
+			m.Completed += s.Completed
+			m.AvgJCT += s.AvgJCT / n
+			m.P50JCT += s.P50JCT / n
+			m.P99JCT += s.P99JCT / n
+			m.Makespan += s.Makespan / n
+			m.AvgQueue += s.AvgQueue / n
+			m.GPUUtilization += s.GPUUtilization / n
+			m.Restarts += s.Restarts
+			m.Migrations += s.Migrations
+			m.Cycles += s.Cycles
+			m.PlaceMsAvg += s.PlaceMsAvg / n
+			m.PlaceMsMax = max(m.PlaceMsMax, s.PlaceMsMax)
+			m.WallSeconds += s.WallSeconds
+		}
+		m.Workload = fmt.Sprintf("mean of %d", len(rows))
+		out[i] = m
+	}
+	return out
+}
+
 // JCTs returns the job completion times (End - Submit) of the run's
 // completed jobs, in ascending order.
 func JCTs(run *Run) []float64 {
@@ -149,39 +190,4 @@ func mean(xs []float64) float64 {
 		sum += x
 	}
 	return sum / float64(len(xs))
-}
-
-// WriteJSON writes the summary as indented JSON. Times are rounded to
-// milliseconds, placement times (already in milliseconds), the
-// utilization and the per-job and per-cycle figures to 4 decimals, which
-// is all the simulation's precision means; the Summary itself keeps full
-// precision.
-func WriteJSON(w io.Writer, s Summary) error {
-	r := s
-	for _, f := range []*float64{&r.AvgJCT, &r.P50JCT, &r.P99JCT, &r.MaxJCT, &r.Makespan, &r.AvgQueue, &r.WallSeconds} {
-		*f = round(*f, 3)
-	}
-	r.GPUUtilization = round(r.GPUUtilization, 4)
-	for _, f := range []*float64{&r.AvgRestartsPerJob, &r.MigrationsPerJob, &r.AvgSpreadJobs} {
-		*f = round(*f, 4)
-	}
-	r.PlaceMsAvg, r.PlaceMsMax = round(r.PlaceMsAvg, 4), round(r.PlaceMsMax, 4)
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write summary json: %w", err)
-	}
-	b = append(b, '\n')
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("write summary json: %w", err)
-	}
-	return nil
-}
-
-func round(x float64, decimals int) float64 {
-	p := math.Pow10(decimals)
-	r := math.Round(x*p) / p
-	if math.IsNaN(r) || math.IsInf(r, 0) {
-		return x // let encoding/json report it
-	}
-	return r
 }

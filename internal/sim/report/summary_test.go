@@ -2,8 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -126,36 +124,29 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-func TestWriteJSON(t *testing.T) {
-	s := Summary{Algorithm: "pollux", Placer: "topology", Jobs: 3, Completed: 2, AvgJCT: 1.0 / 3, GPUUtilization: 2.0 / 3,
-		MigrationsPerJob: 2.0 / 3, AvgSpreadJobs: 1.0 / 7, Cycles: 9, PlaceMsAvg: 0.123456, PlaceMsMax: 1.98765, WallSeconds: 12.34567}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, s); err != nil {
-		t.Fatal(err)
+func TestMeanOverWorkloads(t *testing.T) {
+	rows := [][]Summary{
+		{
+			{Algorithm: "FIFO", Placer: "greedy", Workload: "a", GPUs: 8, Jobs: 3, Completed: 3, AvgJCT: 100, MaxJCT: 300,
+				Restarts: 2, AvgRestartsPerJob: 2.0 / 3, Cycles: 10, PlaceMsAvg: 1, PlaceMsMax: 4, WallSeconds: 1},
+			{Algorithm: "AFS-L", Placer: "greedy", Workload: "a", GPUs: 8, Jobs: 3, Completed: 2, AvgJCT: 50, GPUUtilization: 0.5},
+		},
+		{
+			{Algorithm: "FIFO", Placer: "greedy", Workload: "b", GPUs: 8, Jobs: 5, Completed: 4, AvgJCT: 200, MaxJCT: 250,
+				Restarts: 4, AvgRestartsPerJob: 4.0 / 5, Cycles: 30, PlaceMsAvg: 3, PlaceMsMax: 2, WallSeconds: 2},
+			{Algorithm: "AFS-L", Placer: "greedy", Workload: "b", GPUs: 8, Jobs: 5, Completed: 5, AvgJCT: 70, GPUUtilization: 0.7},
+		},
 	}
-	var got map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("invalid JSON %s: %v", buf.String(), err)
+	want := []Summary{
+		{Algorithm: "FIFO", Placer: "greedy", Workload: "mean of 2", GPUs: 8, Jobs: 8, Completed: 7, AvgJCT: 150, MaxJCT: 300,
+			Restarts: 6, AvgRestartsPerJob: (2.0/3 + 4.0/5) / 2, Cycles: 40, PlaceMsAvg: 2, PlaceMsMax: 4, WallSeconds: 3},
+		{Algorithm: "AFS-L", Placer: "greedy", Workload: "mean of 2", GPUs: 8, Jobs: 8, Completed: 7, AvgJCT: 60, GPUUtilization: 0.6},
 	}
-	for _, key := range []string{"algorithm", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
-		"makespan_s", "avg_queue_s", "gpu_utilization", "restarts", "migrations", "wall_s",
-		"placer", "migrations_per_job", "avg_spread_jobs", "cycles", "place_ms_avg", "place_ms_max"} {
-		if _, ok := got[key]; !ok {
-			t.Errorf("key %q missing from %s", key, buf.String())
-		}
+	if diff := cmp.Diff(want, MeanOverWorkloads(rows), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("MeanOverWorkloads (-want,+got):\n%s", diff)
 	}
-	if got["avg_jct_s"] != 0.333 || got["gpu_utilization"] != 0.6667 || got["wall_s"] != 12.346 {
-		t.Errorf("rounding: %s", buf.String())
-	}
-	if got["placer"] != "topology" || got["cycles"] != 9.0 || got["migrations_per_job"] != 0.6667 ||
-		got["avg_spread_jobs"] != 0.1429 || got["place_ms_avg"] != 0.1235 || got["place_ms_max"] != 1.9877 {
-		t.Errorf("placement fields: %s", buf.String())
-	}
-	if s.AvgJCT != 1.0/3 {
-		t.Error("WriteJSON changed the summary")
-	}
-	if err := WriteJSON(&buf, Summary{AvgJCT: math.NaN()}); err == nil {
-		t.Error("NaN: no error")
+	if got := MeanOverWorkloads(nil); got != nil {
+		t.Errorf("no workloads: %v, want nil", got)
 	}
 }
 

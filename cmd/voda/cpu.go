@@ -1,5 +1,0 @@
-package main
-
-import "runtime"
-
-func numCPU() int { return runtime.GOMAXPROCS(0) }
