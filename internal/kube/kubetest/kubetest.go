@@ -112,17 +112,8 @@ func isRoot(dir string) bool {
 	return false
 }
 
-// ToolsBin returns the folder of the binaries hack/tools.sh builds:
-// $VODA_TOOLS/bin, or <repo>/.cache/tools/bin. It returns "" if VODA_TOOLS
-// is unset and the repository root cannot be found.
-func ToolsBin() string {
-	root, err := RepoRoot()
-	if err != nil && os.Getenv("VODA_TOOLS") == "" {
-		return ""
-	}
-	return toolsBin(root)
-}
-
+// toolsBin returns the folder of the binaries hack/tools.sh builds:
+// $VODA_TOOLS/bin, or <root>/.cache/tools/bin.
 func toolsBin(root string) string {
 	if t := os.Getenv("VODA_TOOLS"); t != "" {
 		return filepath.Join(t, "bin")
@@ -389,20 +380,6 @@ func (e *Env) ServiceAccountKubeconfig(ctx context.Context, namespace, name stri
 // training-operator).
 func (e *Env) LogPath(component string) string {
 	return filepath.Join(e.Dir, "logs", component+".log")
-}
-
-// LogTail returns the last n lines of a component's log, for failure
-// messages.
-func (e *Env) LogTail(component string, n int) string {
-	b, err := os.ReadFile(e.LogPath(component))
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // CreateNamespace creates a namespace and waits until its default
