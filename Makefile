@@ -5,6 +5,7 @@ GO        ?= go
 BIN       := bin/voda
 SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
+LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 
 .PHONY: all build run simulate test test-deps kube-test test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
 
@@ -21,11 +22,10 @@ run:
 simulate:
 	$(GO) run ./cmd/voda simulate
 
-## test: every test, with the race detector; installs and builds what the tests need first
+## test: make vet, then every test with the race detector; installs and builds what the tests need first
 ## (RabbitMQ from Debian; kube-apiserver, etcd, kwok and the Kubeflow operators from the Go module proxy)
 ## The Kubernetes integration tests run last, alone, so that the other packages' load tests do not compete with the control plane.
-test: test-deps
-	$(GO) vet ./...
+test: vet test-deps
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/test/kube$$')
 	$(GO) test -race -count=1 -timeout 40m -v ./test/kube
 
@@ -72,8 +72,13 @@ placement-table: build
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare ElasticFIFO,ElasticTiresias,AFS-L --placer greedy,topology -q | tail -8; \
 	done
 
+## vet: go vet, staticcheck, and deadcode failing on any function not even the tests reach (hack/lint-tools.sh installs the two linters)
 vet:
+	./hack/lint-tools.sh
 	$(GO) vet ./...
+	$(LINTBIN)/staticcheck ./...
+	dead="$$($(LINTBIN)/deadcode -test ./...)" || exit 1; if [ -n "$$dead" ]; then \
+	  echo "$$dead"; echo "deadcode: unreachable even from the tests; delete it or give it a use"; exit 1; fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

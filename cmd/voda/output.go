@@ -157,12 +157,6 @@ type clock struct {
 	loc *time.Location
 }
 
-// withClock makes the client commands run under ctx see now as the
-// current time and print times in loc.
-func withClock(ctx context.Context, now time.Time, loc *time.Location) context.Context {
-	return context.WithValue(ctx, clockKey{}, clock{now: now, loc: loc})
-}
-
 // clockFrom is the current time and the zone to print times in: the
 // wall clock and the local zone unless a test set a clock.
 func clockFrom(ctx context.Context) (time.Time, *time.Location) {

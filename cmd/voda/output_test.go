@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -199,4 +200,10 @@ func FuzzHumanSeconds(f *testing.F) {
 			t.Fatalf("humanSeconds(%v) = %q", s, got)
 		}
 	})
+}
+
+// withClock makes the client commands run under ctx see now as the
+// current time and print times in loc.
+func withClock(ctx context.Context, now time.Time, loc *time.Location) context.Context {
+	return context.WithValue(ctx, clockKey{}, clock{now: now, loc: loc})
 }

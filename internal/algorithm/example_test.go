@@ -53,7 +53,7 @@ func (c *CappedFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 		}
 		return 0
 	})
-	alloc := model.NewAllocation(len(jobs))
+	alloc := model.Allocation{GPUs: make(map[string]int, len(jobs))}
 	left := snap.TotalGPUs()
 	for _, j := range jobs {
 		alloc.Order = append(alloc.Order, j.Spec.Name) // every job, once

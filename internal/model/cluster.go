@@ -109,11 +109,6 @@ type Allocation struct {
 	Order []string
 }
 
-// NewAllocation returns an empty allocation for n jobs.
-func NewAllocation(n int) Allocation {
-	return Allocation{GPUs: make(map[string]int, n), Order: make([]string, 0, n)}
-}
-
 // Total returns the number of GPUs handed out.
 func (a Allocation) Total() int {
 	n := 0

@@ -142,10 +142,7 @@ func TestSnapshotSortIsStableOnEqualIndex(t *testing.T) {
 }
 
 func TestAllocationTotal(t *testing.T) {
-	a := NewAllocation(3)
-	if a.GPUs == nil || a.Order == nil {
-		t.Fatalf("NewAllocation(3) = %+v, want non-nil GPUs and Order", a)
-	}
+	a := Allocation{GPUs: map[string]int{}}
 	if got := a.Total(); got != 0 {
 		t.Errorf("empty Total() = %d, want 0", got)
 	}

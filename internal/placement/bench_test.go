@@ -33,7 +33,7 @@ func benchCase(nodeCount, gpusPerNode, jobCount int, seed uint64) (*model.Snapsh
 	total := snap.TotalGPUs()
 
 	// The earlier cycle.
-	prev := model.NewAllocation(jobCount)
+	prev := model.Allocation{GPUs: make(map[string]int, jobCount)}
 	left := total
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
@@ -50,7 +50,7 @@ func benchCase(nodeCount, gpusPerNode, jobCount int, seed uint64) (*model.Snapsh
 	snap = feedBack(snap, res)
 
 	// This cycle.
-	alloc := model.NewAllocation(jobCount)
+	alloc := model.Allocation{GPUs: make(map[string]int, jobCount)}
 	left = total
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]

@@ -29,7 +29,7 @@ func defectSnapshot(sizes []int, jobs map[string]model.JobPlacement) *model.Snap
 }
 
 func allocFor(s *model.Snapshot, gpus ...int) model.Allocation {
-	a := model.NewAllocation(len(s.Jobs))
+	a := model.Allocation{GPUs: make(map[string]int, len(s.Jobs))}
 	for i, j := range s.Jobs {
 		a.Order = append(a.Order, j.Spec.Name)
 		if gpus[i] > 0 {

@@ -294,7 +294,7 @@ func randomCase(rng *rand.Rand) (*model.Snapshot, model.Allocation) {
 	// A valid allocation: total within the cluster, each job 0 or in its
 	// range, often its current count so that keeping matters.
 	budget := snap.TotalGPUs()
-	alloc := model.NewAllocation(len(jobs))
+	alloc := model.Allocation{GPUs: make(map[string]int, len(jobs))}
 	for _, i := range rng.Perm(len(jobs)) {
 		j := &snap.Jobs[i]
 		alloc.Order = append(alloc.Order, j.Spec.Name)

@@ -24,7 +24,7 @@ type fixedAlloc struct {
 func (f *fixedAlloc) Name() string { return "fixed" }
 
 func (f *fixedAlloc) Allocate(s *model.Snapshot) (model.Allocation, error) {
-	a := model.NewAllocation(len(s.Jobs))
+	a := model.Allocation{GPUs: make(map[string]int, len(s.Jobs))}
 	for _, j := range s.Jobs {
 		a.Order = append(a.Order, j.Spec.Name)
 	}

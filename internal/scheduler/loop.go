@@ -112,9 +112,6 @@ func (l *Loop) Busy() time.Duration {
 	return l.watch.Since(time.Unix(0, since))
 }
 
-// Stopped is closed when Run has returned.
-func (l *Loop) Stopped() <-chan struct{} { return l.done }
-
 func (l *Loop) setBusy(busy bool) {
 	if busy {
 		l.busySince.Store(l.watch.Now().UnixNano())

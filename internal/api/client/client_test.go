@@ -339,19 +339,6 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
-func TestIsNotFoundIsConflict(t *testing.T) {
-	t.Parallel()
-	notFound := &APIError{StatusCode: 404}
-	conflict := &APIError{StatusCode: 409}
-	wrapped := errors.Join(errors.New("context"), notFound)
-	if !IsNotFound(notFound) || !IsNotFound(wrapped) || IsNotFound(conflict) || IsNotFound(errors.New("x")) {
-		t.Error("IsNotFound misclassifies")
-	}
-	if !IsConflict(conflict) || IsConflict(notFound) {
-		t.Error("IsConflict misclassifies")
-	}
-}
-
 func TestClientBadAnswer(t *testing.T) {
 	t.Parallel()
 	c, _ := recorder(t, http.StatusOK, "text/plain", "ok")

@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -41,21 +40,6 @@ func (e *APIError) Error() string {
 		msg += " (field " + e.Field + ")"
 	}
 	return msg
-}
-
-// IsNotFound reports whether err is an *APIError with status 404.
-func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
-
-// IsConflict reports whether err is an *APIError with status 409, e.g.
-// deleting a job that already finished.
-func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
-
-func statusOf(err error) int {
-	var e *APIError
-	if errors.As(err, &e) {
-		return e.StatusCode
-	}
-	return 0
 }
 
 // newAPIError reads an error answer: an api.Error when the body is one,

@@ -37,8 +37,6 @@ type arena struct {
 	off int
 }
 
-func (a *arena) reset() { a.off = 0 }
-
 // alloc returns a zero-length slice with capacity n.
 func (a *arena) alloc(n int) []float64 {
 	if a.off+n > len(a.buf) {

@@ -73,9 +73,6 @@ func (s *Set) Get(name string) (Model, error) {
 	return m, nil
 }
 
-// Names lists the models, sorted.
-func (s *Set) Names() []string { return append([]string(nil), s.names...) }
-
 // canonical rotates a placement to its lexicographically smallest rotation,
 // dropping empty nodes: a ring all-reduce does not care where it starts.
 func canonical(placement []int) []int {

@@ -3,7 +3,6 @@
 // (job_id,submission_time,duration,num_gpu). Every reader returns the same
 // Job records, sorted by submit time then name, and rejects bad input with
 // the line, the field and the reason (a *LineError). It also generates
-// deterministic synthetic workloads (Generate) and writes any workload in
-// the Voda format (WriteVoda). The formats are described in
-// docs/workloads.md.
+// deterministic synthetic workloads (Generate). The formats are described
+// in docs/workloads.md.
 package workload

@@ -102,12 +102,6 @@ func (t *table) next() (bool, error) {
 	return true, nil
 }
 
-// has reports whether the header has the column.
-func (t *table) has(col string) bool {
-	_, ok := t.cols[col]
-	return ok
-}
-
 // str returns the trimmed cell of the column, "" if the column is absent.
 func (t *table) str(col string) string {
 	i, ok := t.cols[col]

@@ -5,7 +5,7 @@ import (
 	"regexp"
 )
 
-// Columns of the Voda workload format, in the order WriteVoda writes them.
+// Columns of the Voda workload format; the first three are required.
 var vodaColumns = []string{
 	"name", "submit", "app",
 	"min_workers", "max_workers", "requested_workers",

@@ -1,8 +1,8 @@
 package workload
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -307,7 +307,7 @@ func TestPolluxArtifactWorkloads(t *testing.T) {
 // checkJobs asserts what every reader guarantees.
 func checkJobs(t testing.TB, jobs []Job) {
 	t.Helper()
-	if err := Validate(jobs); err != nil {
+	if err := validateJobs(jobs); err != nil {
 		t.Fatalf("invalid jobs: %v", err)
 	}
 	sorted := slices.Clone(jobs)
@@ -316,6 +316,55 @@ func checkJobs(t testing.TB, jobs []Job) {
 		t.Fatal("jobs are not sorted by (Submit, Name)")
 	}
 }
+
+// validateJobs checks what every reader guarantees of its jobs: non-empty
+// unique names and apps, 1 <= MinWorkers <= Requested <= MaxWorkers,
+// finite non-negative times, non-negative priority, epochs and batch size,
+// and not both Epochs and Duration. It does not check the order (see Sort)
+// nor the Voda name syntax (see ValidName).
+func validateJobs(jobs []Job) error {
+	seen := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		if err := validateJob(j); err != nil {
+			return fmt.Errorf("job %d (%q): %w", i, j.Name, err)
+		}
+		if first, dup := seen[j.Name]; dup {
+			return fmt.Errorf("job %d (%q): duplicate name (first at job %d)", i, j.Name, first)
+		}
+		seen[j.Name] = i
+	}
+	return nil
+}
+
+func validateJob(j Job) error {
+	switch {
+	case j.Name == "":
+		return errors.New("empty name")
+	case j.App == "":
+		return errors.New("empty app")
+	case !finite(j.Submit) || j.Submit < 0:
+		return fmt.Errorf("submit %v is not a finite time >= 0", j.Submit)
+	case j.MinWorkers < 1:
+		return fmt.Errorf("min workers %d is below 1", j.MinWorkers)
+	case j.Requested < j.MinWorkers:
+		return fmt.Errorf("requested %d is below min workers %d", j.Requested, j.MinWorkers)
+	case j.MaxWorkers < j.Requested:
+		return fmt.Errorf("max workers %d is below requested %d", j.MaxWorkers, j.Requested)
+	case j.Priority < 0:
+		return fmt.Errorf("priority %d is negative", j.Priority)
+	case j.Epochs < 0:
+		return fmt.Errorf("epochs %d is negative", j.Epochs)
+	case !finite(j.Duration) || j.Duration < 0:
+		return fmt.Errorf("duration %v is not a finite time >= 0", j.Duration)
+	case j.Epochs > 0 && j.Duration > 0:
+		return errors.New("both epochs and duration are set")
+	case j.BatchSize < 0:
+		return fmt.Errorf("batch size %d is negative", j.BatchSize)
+	}
+	return nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 func TestGenerate(t *testing.T) {
 	a := Generate(GenOptions{Seed: 7})
@@ -371,60 +420,6 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
-func TestWriteVodaRoundTrip(t *testing.T) {
-	hand := []Job{
-		{Name: "a", Submit: 0.1 + 0.2, App: "bert", MinWorkers: 2, MaxWorkers: 9, Requested: 3, Priority: 2, Epochs: 4, BatchSize: 12},
-		{Name: "b", Submit: 1e7, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, Duration: 1.0 / 3},
-		{Name: "c", Submit: 1e7, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1},
-	}
-	inputs := map[string][]Job{"hand": hand, "generated": Generate(GenOptions{Jobs: 50, Seed: 3})}
-	if files := polluxWorkloadsIfAny(t); len(files) > 0 {
-		jobs, err := Read(files[0], FormatPollux, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs["pollux"] = jobs
-	}
-	for name, jobs := range inputs {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := WriteVoda(&buf, jobs); err != nil {
-				t.Fatal(err)
-			}
-			got, err := ReadVoda(&buf)
-			if err != nil {
-				t.Fatalf("read back: %v", err)
-			}
-			// Written out, a Pollux job's range is explicit: WidenMax is
-			// not carried by our format.
-			want := append([]Job(nil), jobs...)
-			for i := range want {
-				want[i].WidenMax = false
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("round trip (-want,+got):\n%s", diff)
-			}
-		})
-	}
-
-	for name, jobs := range map[string][]Job{
-		"invalid name":   {{Name: "Job_1", App: "x", MinWorkers: 1, MaxWorkers: 1, Requested: 1}},
-		"epochs and dur": {{Name: "j", App: "x", MinWorkers: 1, MaxWorkers: 1, Requested: 1, Epochs: 1, Duration: 2}},
-		"min above max":  {{Name: "j", App: "x", MinWorkers: 2, MaxWorkers: 1, Requested: 1}},
-		"duplicate":      {{Name: "j", App: "x", MinWorkers: 1, MaxWorkers: 1, Requested: 1}, {Name: "j", App: "x", MinWorkers: 1, MaxWorkers: 1, Requested: 1}},
-	} {
-		t.Run("bad/"+name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := WriteVoda(&buf, jobs); err == nil {
-				t.Error("no error")
-			}
-			if buf.Len() != 0 {
-				t.Errorf("wrote %q despite the error", buf.String())
-			}
-		})
-	}
-}
-
 func polluxWorkloadsIfAny(t *testing.T) []string {
 	dir, ok := polluxdata.Find()
 	if !ok {
@@ -432,43 +427,6 @@ func polluxWorkloadsIfAny(t *testing.T) []string {
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "workloads", "workload-*.csv"))
 	return files
-}
-
-func TestNormalizeNames(t *testing.T) {
-	in := []Job{
-		{Name: "application_1506638472019_10238"},
-		{Name: "Application-1506638472019-10238"},
-		{Name: "ok-name"},
-		{Name: "__"},
-		{Name: "ok_name"},
-		{Name: strings.Repeat("X", 70)},
-		{Name: "job"},
-	}
-	got := NormalizeNames(in)
-	var names []string
-	for _, j := range got {
-		names = append(names, j.Name)
-	}
-	want := []string{
-		"application-1506638472019-10238",
-		"application-1506638472019-10238-2",
-		"ok-name",
-		"job-2",
-		"ok-name-2",
-		strings.Repeat("x", 63),
-		"job",
-	}
-	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("names (-want,+got):\n%s", diff)
-	}
-	for _, n := range names {
-		if !ValidName(n) {
-			t.Errorf("%q is not valid", n)
-		}
-	}
-	if in[0].Name != "application_1506638472019_10238" {
-		t.Error("NormalizeNames changed its input")
-	}
 }
 
 func TestDetectFormat(t *testing.T) {
