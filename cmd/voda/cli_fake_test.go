@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/api"
@@ -271,4 +272,25 @@ func (f *fakeAPI) rateLimit(w http.ResponseWriter, r *http.Request) {
 	}
 	f.scheds[i].RateLimitSeconds = *req.Seconds
 	writeJSON(w, http.StatusOK, f.scheds[i])
+}
+
+// cliCase is a voda command line and its whole expected output.
+type cliCase struct {
+	name string
+	args []string
+	want string
+}
+
+// checkCLI runs each case's command line against the server at url, in
+// parallel subtests, and compares the output.
+func checkCLI(t *testing.T, url string, cases []cliCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := mustVoda(t, append(tc.args, "--server", url)...)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("voda %s (-want,+got):\n%s", strings.Join(tc.args, " "), diff)
+			}
+		})
+	}
 }

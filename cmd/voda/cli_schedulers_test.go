@@ -16,11 +16,7 @@ import (
 func TestGetSchedulers(t *testing.T) {
 	t.Parallel()
 	f := newFakeAPI(t, nil, testSchedulers())
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
+	tests := []cliCase{
 		{
 			name: "table",
 			args: []string{"get", "schedulers"},
@@ -55,15 +51,7 @@ Tiresias      threshold,starvation   discretized 2D-LAS with two queues
 			want: "ElasticFIFO\nTiresias\n",
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got := mustVoda(t, append(tc.args, "--server", f.URL)...)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("voda %s (-want,+got):\n%s", strings.Join(tc.args, " "), diff)
-			}
-		})
-	}
+	checkCLI(t, f.URL, tests)
 	t.Run("yaml round trip", func(t *testing.T) {
 		t.Parallel()
 		var list api.SchedulerList

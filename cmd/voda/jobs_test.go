@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,11 +114,7 @@ func wantError(t *testing.T, args []string, wants ...string) (stdout string) {
 func TestGetJobsTable(t *testing.T) {
 	t.Parallel()
 	f := newFakeAPI(t, testJobs(), testSchedulers())
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
+	tests := []cliCase{
 		{
 			name: "all",
 			args: []string{"get", "jobs"},
@@ -159,15 +154,7 @@ mnist-20250601-100000   Running   2         ElasticFIFO   5s        9m55s     10
 			want: "bert-20250601-100500\n",
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got := mustVoda(t, append(tc.args, "--server", f.URL)...)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("voda %s (-want,+got):\n%s", strings.Join(tc.args, " "), diff)
-			}
-		})
-	}
+	checkCLI(t, f.URL, tests)
 }
 
 func TestGetJobsFilters(t *testing.T) {
@@ -253,18 +240,11 @@ func TestGetJobsErrors(t *testing.T) {
 func TestCreate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	mnist := write("mnist.yaml", "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n  name: mnist\n")
-	torch := write("torch.json", `{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "torch"}}`)
-	multi := write("multi.yaml", "# two jobs\n---\nkind: MPIJob\nmetadata:\n  name: a\n--- # the second\nkind: MPIJob\nmetadata:\n  name: b\n---\n# nothing\n")
-	noName := write("noname.yaml", "kind: MPIJob\nmetadata: {}\n")
-	empty := write("empty.yaml", "# nothing here\n---\n")
+	mnist := writeTestFile(t, dir, "mnist.yaml", "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n  name: mnist\n")
+	torch := writeTestFile(t, dir, "torch.json", `{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "torch"}}`)
+	multi := writeTestFile(t, dir, "multi.yaml", "# two jobs\n---\nkind: MPIJob\nmetadata:\n  name: a\n--- # the second\nkind: MPIJob\nmetadata:\n  name: b\n---\n# nothing\n")
+	noName := writeTestFile(t, dir, "noname.yaml", "kind: MPIJob\nmetadata: {}\n")
+	empty := writeTestFile(t, dir, "empty.yaml", "# nothing here\n---\n")
 
 	t.Run("one file", func(t *testing.T) {
 		t.Parallel()
@@ -569,15 +549,8 @@ func TestSetPriorityNegativeAndFlags(t *testing.T) {
 func TestCreateValidatesAllFirst(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("good.yaml", "kind: MPIJob\nmetadata:\n  name: good\n")
-	mixed := write("mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: Deployment\nmetadata:\n  name: second\n---\nkind: MPIJob\nmetadata: {}\n")
+	good := writeTestFile(t, dir, "good.yaml", "kind: MPIJob\nmetadata:\n  name: good\n")
+	mixed := writeTestFile(t, dir, "mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: Deployment\nmetadata:\n  name: second\n---\nkind: MPIJob\nmetadata: {}\n")
 	f := newFakeAPI(t, nil, nil)
 	stdout := wantError(t, []string{"create", "-f", good, "-f", mixed, "--server", f.URL},
 		"2 of 4 manifests are invalid; no job was created",
@@ -587,7 +560,7 @@ func TestCreateValidatesAllFirst(t *testing.T) {
 		t.Fatalf("jobs created despite invalid documents: stdout %q, %d creates", stdout, len(f.Creates()))
 	}
 	// Fixed, the rerun creates each job once.
-	write("mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: PyTorchJob\nmetadata:\n  name: second\n")
+	writeTestFile(t, dir, "mixed.yaml", "kind: MPIJob\nmetadata:\n  name: first\n---\nkind: PyTorchJob\nmetadata:\n  name: second\n")
 	got := mustVoda(t, "create", "-f", good, "-f", mixed, "--server", f.URL)
 	want := "Training job created: good-20250601-101000\nTraining job created: first-20250601-101000\nTraining job created: second-20250601-101000\n"
 	if diff := cmp.Diff(want, got); diff != "" {

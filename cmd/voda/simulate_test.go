@@ -59,9 +59,14 @@ job-c,60,ncf,1,2,1,300
 `
 
 func writeWorkload(t *testing.T, dir, name string) string {
+	return writeTestFile(t, dir, name, vodaWorkload)
+}
+
+// writeTestFile writes content to the file name in dir and returns its path.
+func writeTestFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(vodaWorkload), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -189,25 +189,38 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", status))
 		return
 	}
+	views, ok := s.listViews(w, r, opts)
+	if !ok {
+		return
+	}
+	out := JobList{Items: []Job{}}
+	for _, v := range views {
+		if status == "" || v.Status == status {
+			out.Items = append(out.Items, v)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listViews lists the jobs opts selects as the API shows them, or answers
+// the error.
+func (s *Server) listViews(w http.ResponseWriter, r *http.Request, opts store.ListOptions) ([]Job, bool) {
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
 	if err != nil {
 		s.failInternal(w, r, err)
-		return
+		return nil, false
 	}
 	algos, err := s.settings(r.Context())
 	if err != nil {
 		s.failInternal(w, r, err)
-		return
+		return nil, false
 	}
 	now := s.cfg.Clock.Now()
-	out := JobList{Items: []Job{}}
-	for _, j := range jobs {
-		if status != "" && string(statusOf(j)) != status {
-			continue
-		}
-		out.Items = append(out.Items, s.view(j, s.algorithmOf(algos[j.Spec.GPUType]), now))
+	views := make([]Job, len(jobs))
+	for i, j := range jobs {
+		views[i] = s.view(j, s.algorithmOf(algos[j.Spec.GPUType]), now)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return views, true
 }
 
 func validStatus(s string) bool {

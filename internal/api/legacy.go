@@ -46,23 +46,14 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
 
 // legacyList prints the original's job table.
 func (s *Server) legacyList(w http.ResponseWriter, r *http.Request) {
-	opts := store.ListOptions{GPUType: r.URL.Query().Get("gpuType")}
-	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
-	if err != nil {
-		s.failInternal(w, r, err)
+	views, ok := s.listViews(w, r, store.ListOptions{GPUType: r.URL.Query().Get("gpuType")})
+	if !ok {
 		return
 	}
-	algos, err := s.settings(r.Context())
-	if err != nil {
-		s.failInternal(w, r, err)
-		return
-	}
-	now := s.cfg.Clock.Now()
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL")
-	for _, j := range jobs {
-		v := s.view(j, s.algorithmOf(algos[j.Spec.GPUType]), now)
+	for _, v := range views {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%ds\t%ds\t%ds\n", v.Name, v.Status, v.Workers, v.Scheduler,
 			int64(math.Round(v.WaitingSeconds)), int64(math.Round(v.RunningSeconds)), int64(math.Round(v.TotalSeconds)))
 	}
@@ -84,45 +75,38 @@ func legacyText(body []byte) string {
 	return text
 }
 
-// legacyGPUType picks the GPU type of a legacy settings request: the
-// gpuType query parameter, or the only GPU type there is.
-func (s *Server) legacyGPUType(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if t := r.URL.Query().Get("gpuType"); t != "" {
-		return t, true
+// legacySetting reads a legacy settings request, or answers its error:
+// the GPU type, from the gpuType query parameter or the only GPU type
+// there is, then the body's text.
+func (s *Server) legacySetting(w http.ResponseWriter, r *http.Request) (gpuType, text string, ok bool) {
+	if gpuType = r.URL.Query().Get("gpuType"); gpuType == "" {
+		if len(s.cfg.GPUTypes) != 1 {
+			s.fail(w, http.StatusBadRequest, "Invalid", "gpuType",
+				fmt.Sprintf("gpuType: required with more than one GPU type (known: %s)", strings.Join(s.cfg.GPUTypes, ", ")))
+			return "", "", false
+		}
+		gpuType = s.cfg.GPUTypes[0]
 	}
-	if len(s.cfg.GPUTypes) == 1 {
-		return s.cfg.GPUTypes[0], true
-	}
-	s.fail(w, http.StatusBadRequest, "Invalid", "gpuType",
-		fmt.Sprintf("gpuType: required with more than one GPU type (known: %s)", strings.Join(s.cfg.GPUTypes, ", ")))
-	return "", false
+	body, ok := s.readBody(w, r)
+	return gpuType, legacyText(body), ok
 }
 
 func (s *Server) legacyAlgorithm(w http.ResponseWriter, r *http.Request) {
-	gpuType, ok := s.legacyGPUType(w, r)
+	gpuType, text, ok := s.legacySetting(w, r)
 	if !ok {
 		return
 	}
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	rec, ok := s.changeAlgorithm(w, r, gpuType, AlgorithmRequest{Algorithm: legacyText(body)})
+	rec, ok := s.changeAlgorithm(w, r, gpuType, AlgorithmRequest{Algorithm: text})
 	if ok {
 		writeText(w, http.StatusOK, fmt.Sprintf("Algorithm of %s set to %s\n", gpuType, rec.Settings.Algorithm))
 	}
 }
 
 func (s *Server) legacyRateLimit(w http.ResponseWriter, r *http.Request) {
-	gpuType, ok := s.legacyGPUType(w, r)
+	gpuType, text, ok := s.legacySetting(w, r)
 	if !ok {
 		return
 	}
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	text := legacyText(body)
 	secs, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, "Invalid", "body", fmt.Sprintf("body: %q is not a number of seconds", text))

@@ -119,93 +119,90 @@ func receive(t *testing.T, ch <-chan queue.Delivery) queue.Delivery {
 	return nil
 }
 
-func TestRabbitMQMessagesSurviveRestart(t *testing.T) {
-	rabbittest.RequireOwnBroker(t)
+// start returns a context for the steps of a test, a queue name of its own
+// and a Queue on the test broker, closed when the test ends.
+func start(t *testing.T) (context.Context, string, queue.Queue) {
+	q := openRabbit(t)
+	closeQuietly(t, q)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	name := uniqueName(t)
-	before := openRabbit(t)
-	closeQuietly(t, before)
-	for _, b := range []string{"m1", "m2", "m3"} {
-		if err := before.Publish(ctx, name, []byte(b)); err != nil {
-			t.Fatalf("Publish: %v", err)
+	t.Cleanup(cancel)
+	return ctx, uniqueName(t), q
+}
+
+func publish(t *testing.T, ctx context.Context, q queue.Queue, name string, bodies ...string) {
+	t.Helper()
+	for _, b := range bodies {
+		if err := q.Publish(ctx, name, []byte(b)); err != nil {
+			t.Fatalf("Publish %q: %v", b, err)
 		}
 	}
+}
 
-	rabbittest.RestartApp(t)
-
-	// The Queue opened before the restart reconnects and publishes again.
-	if err := before.Publish(ctx, name, []byte("m4")); err != nil {
-		t.Fatalf("Publish after the restart: %v", err)
-	}
-	after := openRabbit(t)
-	closeQuietly(t, after)
-	ch, err := after.Consume(ctx, name)
+func consume(t *testing.T, ctx context.Context, q queue.Queue, name string) <-chan queue.Delivery {
+	t.Helper()
+	ch, err := q.Consume(ctx, name)
 	if err != nil {
 		t.Fatalf("Consume: %v", err)
 	}
+	return ch
+}
+
+// receiveAcked receives and acks as many deliveries as want has bodies and
+// checks that they bring those bodies, in that order.
+func receiveAcked(t *testing.T, ch <-chan queue.Delivery, want ...string) {
+	t.Helper()
 	var got []string
-	for range 4 {
+	for range want {
 		d := receive(t, ch)
 		got = append(got, string(d.Body()))
 		if err := d.Ack(); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 	}
-	if diff := cmp.Diff([]string{"m1", "m2", "m3", "m4"}, got); diff != "" {
-		t.Errorf("bodies after the restart (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("bodies (-want +got):\n%s", diff)
 	}
+}
+
+func TestRabbitMQMessagesSurviveRestart(t *testing.T) {
+	rabbittest.RequireOwnBroker(t)
+	ctx, name, before := start(t)
+	publish(t, ctx, before, name, "m1", "m2", "m3")
+
+	rabbittest.RestartApp(t)
+
+	// The Queue opened before the restart reconnects and publishes again.
+	publish(t, ctx, before, name, "m4")
+	_, _, after := start(t)
+	receiveAcked(t, consume(t, ctx, after, name), "m1", "m2", "m3", "m4")
+}
+
+// checkGoesOn has a consumer receive a message, calls disrupt with the
+// queue's name and checks that Publish goes on and that the consumer's Go
+// channel brings the next message.
+func checkGoesOn(t *testing.T, disrupt func(name string)) {
+	ctx, name, q := start(t)
+	ch := consume(t, ctx, q, name)
+	publish(t, ctx, q, name, "before")
+	receiveAcked(t, ch, "before")
+
+	disrupt(name)
+
+	publish(t, ctx, q, name, "after")
+	receiveAcked(t, ch, "after")
 }
 
 func TestRabbitMQRecoversFromConnectionLoss(t *testing.T) {
 	rabbittest.RequireOwnBroker(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	name := uniqueName(t)
-	q := openRabbit(t)
-	closeQuietly(t, q)
-	ch, err := q.Consume(ctx, name)
-	if err != nil {
-		t.Fatalf("Consume: %v", err)
-	}
-	if err := q.Publish(ctx, name, []byte("before")); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	if d := receive(t, ch); string(d.Body()) != "before" {
-		t.Fatalf("got %q, want %q", d.Body(), "before")
-	} else if err := d.Ack(); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-
-	rabbittest.CloseConnections(t)
-
 	// Publish waits for the reconnection; the same Go channel goes on.
-	if err := q.Publish(ctx, name, []byte("after")); err != nil {
-		t.Fatalf("Publish after the connection loss: %v", err)
-	}
-	d := receive(t, ch)
-	if string(d.Body()) != "after" {
-		t.Fatalf("got %q, want %q", d.Body(), "after")
-	}
-	if err := d.Ack(); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
+	checkGoesOn(t, func(string) { rabbittest.CloseConnections(t) })
 }
 
 func TestRabbitMQUnackedRedeliveredAfterConnectionLoss(t *testing.T) {
 	rabbittest.RequireOwnBroker(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	name := uniqueName(t)
-	q := openRabbit(t)
-	closeQuietly(t, q)
-	if err := q.Publish(ctx, name, []byte("m")); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	ch, err := q.Consume(ctx, name)
-	if err != nil {
-		t.Fatalf("Consume: %v", err)
-	}
+	ctx, name, q := start(t)
+	publish(t, ctx, q, name, "m")
+	ch := consume(t, ctx, q, name)
 	held := receive(t, ch)
 
 	rabbittest.CloseConnections(t)
@@ -229,14 +226,8 @@ func TestRabbitMQUnackedRedeliveredAfterConnectionLoss(t *testing.T) {
 
 func TestRabbitMQPublishWaitsForBroker(t *testing.T) {
 	rabbittest.RequireOwnBroker(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	name := uniqueName(t)
-	q := openRabbit(t)
-	closeQuietly(t, q)
-	if err := q.Publish(ctx, name, []byte("first")); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
+	ctx, name, q := start(t)
+	publish(t, ctx, q, name, "first")
 
 	rabbittest.Ctl(t, "stop_app")
 	restarted := false
@@ -263,66 +254,25 @@ func TestRabbitMQPublishWaitsForBroker(t *testing.T) {
 		t.Fatal("Publish still waiting 30s after the broker came back")
 	}
 
-	ch, err := q.Consume(ctx, name)
-	if err != nil {
-		t.Fatalf("Consume: %v", err)
-	}
-	var got []string
-	for range 2 {
-		d := receive(t, ch)
-		got = append(got, string(d.Body()))
-		if err := d.Ack(); err != nil {
-			t.Fatalf("Ack: %v", err)
-		}
-	}
-	if diff := cmp.Diff([]string{"first", "second"}, got); diff != "" {
-		t.Errorf("bodies (-want +got):\n%s", diff)
-	}
+	receiveAcked(t, consume(t, ctx, q, name), "first", "second")
 }
 
 // An operator deleting a queue must not make Publish drop messages: the
 // broker returns the unroutable message, and Publish declares the queue
 // again and retries; the consumer, cancelled by the broker, resubscribes.
 func TestRabbitMQQueueDeletedBehindItsBack(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	name := uniqueName(t)
-	q := openRabbit(t)
-	closeQuietly(t, q)
-	ch, err := q.Consume(ctx, name)
-	if err != nil {
-		t.Fatalf("Consume: %v", err)
-	}
-	if err := q.Publish(ctx, name, []byte("before")); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	if d := receive(t, ch); string(d.Body()) != "before" {
-		t.Fatalf("got %q, want %q", d.Body(), "before")
-	} else if err := d.Ack(); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-
-	conn, err := amqp.Dial(rabbittest.Start(t))
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer conn.Close()
-	admin, err := conn.Channel()
-	if err != nil {
-		t.Fatalf("channel: %v", err)
-	}
-	if _, err := admin.QueueDelete(name, false, false, false); err != nil {
-		t.Fatalf("QueueDelete: %v", err)
-	}
-
-	if err := q.Publish(ctx, name, []byte("after")); err != nil {
-		t.Fatalf("Publish after the queue was deleted: %v", err)
-	}
-	d := receive(t, ch)
-	if string(d.Body()) != "after" {
-		t.Fatalf("got %q, want %q", d.Body(), "after")
-	}
-	if err := d.Ack(); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
+	checkGoesOn(t, func(name string) {
+		conn, err := amqp.Dial(rabbittest.Start(t))
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer conn.Close()
+		admin, err := conn.Channel()
+		if err != nil {
+			t.Fatalf("channel: %v", err)
+		}
+		if _, err := admin.QueueDelete(name, false, false, false); err != nil {
+			t.Fatalf("QueueDelete: %v", err)
+		}
+	})
 }

@@ -154,38 +154,19 @@ func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, err
 
 // GetJob returns one job.
 func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
-	var job api.Job
-	if err := required(name, "job name"); err != nil {
-		return job, err
-	}
-	err := c.do(ctx, http.MethodGet, route(api.RouteJob, "name", name), nil, nil, "", &job)
-	return job, err
+	return named[api.Job](ctx, c, http.MethodGet, api.RouteJob, "name", name, "job name", nil)
 }
 
 // DeleteJob asks the scheduler to halt a job; the job returned has
 // DeleteRequested set and becomes Canceled once halted. Deleting a job
 // that already finished is a 409 *APIError.
 func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
-	var job api.Job
-	if err := required(name, "job name"); err != nil {
-		return job, err
-	}
-	err := c.do(ctx, http.MethodDelete, route(api.RouteJob, "name", name), nil, nil, "", &job)
-	return job, err
+	return named[api.Job](ctx, c, http.MethodDelete, api.RouteJob, "name", name, "job name", nil)
 }
 
 // SetPriority changes a job's priority (0 is the highest).
 func (c *Client) SetPriority(ctx context.Context, name string, priority int) (api.Job, error) {
-	var job api.Job
-	if err := required(name, "job name"); err != nil {
-		return job, err
-	}
-	body, err := json.Marshal(api.PriorityRequest{Priority: &priority})
-	if err != nil {
-		return job, err
-	}
-	err = c.do(ctx, http.MethodPut, route(api.RouteJobPriority, "name", name), nil, body, "application/json", &job)
-	return job, err
+	return named[api.Job](ctx, c, http.MethodPut, api.RouteJobPriority, "name", name, "job name", api.PriorityRequest{Priority: &priority})
 }
 
 // ListSchedulers returns the scheduler of every GPU type.
@@ -197,45 +178,23 @@ func (c *Client) ListSchedulers(ctx context.Context) ([]api.Scheduler, error) {
 
 // GetScheduler returns the scheduler of one GPU type.
 func (c *Client) GetScheduler(ctx context.Context, gpuType string) (api.Scheduler, error) {
-	var s api.Scheduler
-	if err := required(gpuType, "GPU type"); err != nil {
-		return s, err
-	}
-	err := c.do(ctx, http.MethodGet, route(api.RouteScheduler, "gpuType", gpuType), nil, nil, "", &s)
-	return s, err
+	return named[api.Scheduler](ctx, c, http.MethodGet, api.RouteScheduler, "gpuType", gpuType, "GPU type", nil)
 }
 
 // SetAlgorithm switches a GPU type's scheduler to another algorithm with
 // the given parameters (nil for the algorithm's defaults).
 func (c *Client) SetAlgorithm(ctx context.Context, gpuType, algorithm string, params map[string]string) (api.Scheduler, error) {
-	var s api.Scheduler
-	if err := required(gpuType, "GPU type"); err != nil {
-		return s, err
-	}
-	body, err := json.Marshal(api.AlgorithmRequest{Algorithm: algorithm, Params: params})
-	if err != nil {
-		return s, err
-	}
-	err = c.do(ctx, http.MethodPut, route(api.RouteAlgorithm, "gpuType", gpuType), nil, body, "application/json", &s)
-	return s, err
+	return named[api.Scheduler](ctx, c, http.MethodPut, api.RouteAlgorithm, "gpuType", gpuType, "GPU type", api.AlgorithmRequest{Algorithm: algorithm, Params: params})
 }
 
 // SetRateLimit sets the least time between two scheduling cycles of a
 // GPU type's scheduler.
 func (c *Client) SetRateLimit(ctx context.Context, gpuType string, seconds float64) (api.Scheduler, error) {
-	var s api.Scheduler
-	if err := required(gpuType, "GPU type"); err != nil {
-		return s, err
+	// An empty gpuType is reported first, by named.
+	if gpuType != "" && (math.IsNaN(seconds) || math.IsInf(seconds, 0)) {
+		return api.Scheduler{}, fmt.Errorf("set rate limit: %v seconds is not a number of seconds", seconds)
 	}
-	if math.IsNaN(seconds) || math.IsInf(seconds, 0) {
-		return s, fmt.Errorf("set rate limit: %v seconds is not a number of seconds", seconds)
-	}
-	body, err := json.Marshal(api.RateLimitRequest{Seconds: &seconds})
-	if err != nil {
-		return s, err
-	}
-	err = c.do(ctx, http.MethodPut, route(api.RouteRateLimit, "gpuType", gpuType), nil, body, "application/json", &s)
-	return s, err
+	return named[api.Scheduler](ctx, c, http.MethodPut, api.RouteRateLimit, "gpuType", gpuType, "GPU type", api.RateLimitRequest{Seconds: &seconds})
 }
 
 // ListAlgorithms returns the scheduling algorithms the server offers.
@@ -245,17 +204,27 @@ func (c *Client) ListAlgorithms(ctx context.Context) ([]api.Algorithm, error) {
 	return list.Items, err
 }
 
-// required rejects an empty path value, which would name another route.
-func required(value, what string) error {
+// named sends a request about one object: pattern with its {param}
+// filled with value, a what that must not be empty (an empty path value
+// would name another route), and req, unless nil, as the JSON body. It
+// decodes the answer into a T.
+func named[T any](ctx context.Context, c *Client, method, pattern, param, value, what string, req any) (T, error) {
+	var out T
 	if value == "" {
-		return fmt.Errorf("the %s is empty", what)
+		return out, fmt.Errorf("the %s is empty", what)
 	}
-	return nil
-}
-
-// route fills the {param} of a route pattern with an escaped value.
-func route(pattern, param, value string) string {
-	return strings.Replace(pattern, "{"+param+"}", url.PathEscape(value), 1)
+	var body []byte
+	contentType := ""
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return out, err
+		}
+		contentType = "application/json"
+	}
+	path := strings.Replace(pattern, "{"+param+"}", url.PathEscape(value), 1)
+	err := c.do(ctx, method, path, nil, body, contentType, &out)
+	return out, err
 }
 
 // do sends one request and decodes a 2xx answer's JSON body into out.
