@@ -60,6 +60,10 @@ type Config struct {
 	Ready func() error
 	// OpenAPI is the API description served at RouteOpenAPI.
 	OpenAPI []byte
+	// ListenAddr is the HOST:PORT the server listens on: on a loopback
+	// address, requests must name a loopback address in their Host header
+	// (see checkBrowser).
+	ListenAddr string
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -69,6 +73,8 @@ type Server struct {
 	log  *slog.Logger
 	spec jobspec.Options
 	mux  *http.ServeMux
+	// loopback is whether ListenAddr is a loopback address.
+	loopback bool
 
 	mu    sync.Mutex
 	stamp string         // the timestamp suffix last used
@@ -102,9 +108,10 @@ func New(cfg Config) (*Server, error) {
 	cfg.GPUTypes = slices.Sorted(slices.Values(cfg.GPUTypes))
 	s := &Server{
 		cfg: cfg, log: log,
-		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers},
-		mux:  http.NewServeMux(),
-		next: map[string]int{},
+		spec:     jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers},
+		mux:      http.NewServeMux(),
+		next:     map[string]int{},
+		loopback: isLoopback(cfg.ListenAddr),
 	}
 	s.routes()
 	return s, nil
@@ -113,7 +120,8 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the HTTP handler with request metrics and panic
 // recovery. A body declared larger than any route accepts is refused with
 // 413 before it is read, so a client that asked to continue gets no
-// "100 Continue" and sends nothing.
+// "100 Continue" and sends nothing. What a web page may have made a
+// browser send is refused next (checkBrowser).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -134,6 +142,9 @@ func (s *Server) Handler() http.Handler {
 		}()
 		if r.ContentLength > maxBody {
 			s.failTooLarge(rec)
+			return
+		}
+		if !s.checkBrowser(rec, r) {
 			return
 		}
 		s.mux.ServeHTTP(rec, r)

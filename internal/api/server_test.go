@@ -206,7 +206,7 @@ func TestNamesUniqueWithinOneSecond(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, b := f.do("POST", RouteJobs, "", mpiJob("burst", "1", "2", "v100"))
+			code, b := f.do("POST", RouteJobs, "application/yaml", mpiJob("burst", "1", "2", "v100"))
 			if code != http.StatusCreated {
 				t.Errorf("create: %d %s", code, b)
 				return

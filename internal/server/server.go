@@ -188,18 +188,20 @@ func (s *server) startSim(ctx context.Context) error {
 
 // startAPI serves the REST API on Addr until ctx ends.
 func (s *server) startAPI(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
 	srv, err := api.New(api.Config{
 		Store: s.store, Queue: s.queue, GPUTypes: s.gpuTypes, Algorithms: s.algos,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
 		Models: s.cfg.Models, Clock: s.clock, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,
 		Metrics: s.metrics, Gatherer: s.registry, Logger: s.log, Ready: s.running.Ready, OpenAPI: docs.OpenAPI,
+		ListenAddr: ln.Addr().String(),
 	})
 	if err != nil {
+		_ = ln.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("--addr: %w", err)
 	}
 	hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: s.cfg.MaxConnections})
 	s.goRun(ctx, "api", func(context.Context) error {

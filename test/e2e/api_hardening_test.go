@@ -243,6 +243,7 @@ func TestAPIAnswersOfTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ = http.NewRequest("PUT", base+"/api/v1/jobs/"+created.Name+"/priority", strings.NewReader(`{"PRIORITY": 1}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

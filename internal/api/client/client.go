@@ -207,7 +207,8 @@ func (c *Client) ListAlgorithms(ctx context.Context) ([]api.Algorithm, error) {
 // named sends a request about one object: pattern with its {param}
 // filled with value, a what that must not be empty (an empty path value
 // would name another route), and req, unless nil, as the JSON body. It
-// decodes the answer into a T.
+// decodes the answer into a T. A request other than GET is sent as JSON
+// even without a body (DELETE), as the API asks of every change.
 func named[T any](ctx context.Context, c *Client, method, pattern, param, value, what string, req any) (T, error) {
 	var out T
 	if value == "" {
@@ -220,7 +221,9 @@ func named[T any](ctx context.Context, c *Client, method, pattern, param, value,
 		if body, err = json.Marshal(req); err != nil {
 			return out, err
 		}
-		contentType = "application/json"
+	}
+	if req != nil || method != http.MethodGet {
+		contentType = "application/json" // the API refuses a change sent as another type
 	}
 	path := strings.Replace(pattern, "{"+param+"}", url.PathEscape(value), 1)
 	err := c.do(ctx, method, path, nil, body, contentType, &out)

@@ -176,7 +176,7 @@ func TestClientCalls(t *testing.T) {
 			name: "delete", status: http.StatusAccepted, answer: jobJSON,
 			call: func(ctx context.Context, c *Client) (any, error) { return c.DeleteJob(ctx, "mnist") },
 			want: wantJob,
-			req:  request{Method: "DELETE", Path: "/api/v1/jobs/mnist"},
+			req:  request{Method: "DELETE", Path: "/api/v1/jobs/mnist", ContentType: "application/json"},
 		},
 		{
 			name: "priority", status: http.StatusOK, answer: jobJSON,
