@@ -32,6 +32,9 @@ type serverOptions struct {
 	restartCost time.Duration
 	logLevel    string
 	logFormat   string
+	// storeFile and queueFile name files holding the store's and the
+	// queue's URL (see secretURL).
+	storeFile, queueFile string
 }
 
 func newServerCommand() *cobra.Command {
@@ -60,6 +63,12 @@ For the production layout, point every process at MongoDB and RabbitMQ and
 run the parts apart:
   voda server --components api       --store mongodb://... --queue amqp://... --gpu-types v100,a100
   voda server --components scheduler --store mongodb://... --queue amqp://... --sim-nodes v100=4x8
+A URL with a password is better given as a file (--store-file,
+--queue-file: e.g. a mounted Kubernetes Secret) or in the environment
+(VODA_STORE, VODA_QUEUE) than as a flag, which anyone on the machine can
+read with ps. A flag wins over its file, a file over the environment;
+giving both a flag and its file is an error. Logs and errors show URLs
+without their passwords.
 
 Clients (voda create, voda get jobs, ...) find the server with --server or
 VODA_SERVER.`,
@@ -83,8 +92,13 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f, c := cmd.Flags(), &o.cfg
 	f.StringVar(&c.Addr, "addr", api.DefaultServerAddr, "HOST:PORT the API listens on")
 	f.StringVar(&c.DataDir, "data-dir", "voda-data", "directory of the embedded store (used when --store is empty)")
-	f.StringVar(&c.StoreURI, "store", "", "store: empty for the embedded file store, or a mongodb:// URI")
-	f.StringVar(&c.QueueURL, "queue", "", "queue: empty or mem:// for in-process, or an amqp:// URL (RabbitMQ)")
+	// The store's and queue's URLs may hold passwords, which a flag shows
+	// to anyone who can list processes: a file or an environment variable
+	// keeps them out of sight (see secretURL).
+	f.StringVar(&c.StoreURI, "store", "", "store: empty for the embedded file store, or a mongodb:// URI (default $"+envStore+"; prefer --store-file or $"+envStore+" when it holds a password: flags show in ps)")
+	f.StringVar(&o.storeFile, "store-file", "", "file whose content (trimmed) is the --store URI, e.g. a mounted Kubernetes Secret")
+	f.StringVar(&c.QueueURL, "queue", "", "queue: empty or mem:// for in-process, or an amqp:// URL (RabbitMQ) (default $"+envQueue+"; prefer --queue-file or $"+envQueue+" when it holds a password: flags show in ps)")
+	f.StringVar(&o.queueFile, "queue-file", "", "file whose content (trimmed) is the --queue URL, e.g. a mounted Kubernetes Secret")
 	f.StringVar(&o.components, "components", "all", "parts to run: all, or a list of api,scheduler")
 	f.StringVar(&c.Cluster, "cluster", server.ClusterSim, "cluster the schedulers drive: sim (a simulated cluster) or kubernetes")
 	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
@@ -126,6 +140,12 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	}
 	cfg := o.cfg
 	cfg.Logger = log
+	if cfg.StoreURI, err = secretURL("store", cfg.StoreURI, o.storeFile, envStore, os.Getenv); err != nil {
+		return err
+	}
+	if cfg.QueueURL, err = secretURL("queue", cfg.QueueURL, o.queueFile, envQueue, os.Getenv); err != nil {
+		return err
+	}
 	if cfg.API, cfg.Schedulers, err = parseComponents(o.components); err != nil {
 		return err
 	}
@@ -137,6 +157,36 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		cfg.Models = livecluster.Models()
 	}
 	return server.Run(ctx, cfg)
+}
+
+// The environment variables of the store's and the queue's URLs.
+const (
+	envStore = "VODA_STORE"
+	envQueue = "VODA_QUEUE"
+)
+
+// secretURL resolves the URL of --NAME, which may hold a password: the
+// flag's value, else the content of --NAME-file (trimmed: a Secret's
+// file often ends in a newline), else the environment variable env.
+// Giving both the flag and the file is an error. No error quotes a URL.
+func secretURL(name, flagValue, file, env string, getenv func(string) string) (string, error) {
+	switch {
+	case flagValue != "" && file != "":
+		return "", fmt.Errorf("--%s and --%s-file: give one, not both", name, name)
+	case flagValue != "":
+		return flagValue, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--%s-file: %w", name, err)
+		}
+		u := strings.TrimSpace(string(b))
+		if u == "" {
+			return "", fmt.Errorf("--%s-file: %s is empty", name, file)
+		}
+		return u, nil
+	}
+	return strings.TrimSpace(getenv(env)), nil
 }
 
 // simPool builds the simulated clusters of voda server.

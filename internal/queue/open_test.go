@@ -1,7 +1,9 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -21,7 +23,8 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q, err := queue.Open(t.Context(), c.url, nil)
+			var logs bytes.Buffer
+			q, err := queue.Open(t.Context(), c.url, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			if err == nil {
 				q.Close()
 				t.Fatalf("Open(%q) = nil error, want one mentioning %s", c.url, c.wantIn)
@@ -31,6 +34,9 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("Open(%q) = %v: the error shows the password", c.url, err)
+			}
+			if strings.Contains(logs.String(), "s3cret") {
+				t.Errorf("Open(%q) logged the password:\n%s", c.url, logs.String())
 			}
 		})
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +50,8 @@ func openMongo(ctx context.Context, uri string) (*mongoStore, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: open mongodb: %w", err)
 	}
+	// The driver's errors quote neither the uri nor its password; ours
+	// name the server by mongoWhere.
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
 		return nil, fmt.Errorf("store: open mongodb: parse uri: %w", err)
@@ -58,16 +62,27 @@ func openMongo(ctx context.Context, uri string) (*mongoStore, error) {
 	}
 	client, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
-		return nil, fmt.Errorf("store: open mongodb: %w", err)
+		return nil, fmt.Errorf("store: open %s: %w", mongoWhere(cs), err)
 	}
 	db := client.Database(dbName)
 	s := &mongoStore{client: client, jobs: db.Collection("jobs"), schedulers: db.Collection("schedulers")}
 	s.locks.seed = maphash.MakeSeed()
 	if err := s.init(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("store: open mongodb database %s: %w", dbName, err)
+		return nil, fmt.Errorf("store: open %s database %s: %w", mongoWhere(cs), dbName, err)
 	}
 	return s, nil
+}
+
+// mongoWhere names a uri's server for errors and logs: its scheme, user
+// and hosts, without the password and the options (which may hold
+// secrets too, e.g. tlsCertificateKeyFilePassword).
+func mongoWhere(cs *connstring.ConnString) string {
+	user := ""
+	if cs.Username != "" {
+		user = url.PathEscape(cs.Username) + "@"
+	}
+	return cs.Scheme + "://" + user + strings.Join(cs.Hosts, ",")
 }
 
 // init pings first so an unreachable server fails Open rather than the

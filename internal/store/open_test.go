@@ -55,3 +55,25 @@ func TestOpenUnreachableMongo(t *testing.T) {
 		t.Errorf("Open took %v to fail", d)
 	}
 }
+
+// TestOpenErrorsHidePasswords: a uri's password never shows in Open's
+// errors, which name the server without it.
+func TestOpenErrorsHidePasswords(t *testing.T) {
+	for _, c := range []struct{ uri, want string }{
+		{"mongodb://voda:s3cret@127.0.0.1:1/voda", "mongodb://voda@127.0.0.1:1"},
+		{"mongodb://voda:s3cret@127.0.0.1:1,127.0.0.1:2/voda?tlsCertificateKeyFilePassword=s3cret", "mongodb://voda@127.0.0.1:1,127.0.0.1:2"},
+		{"mongodb://voda:s3cret@127.0.0.1:99999/voda", "port"},
+		{"mongodb://voda:s3:cret@127.0.0.1:1/voda", "colon"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		s, err := store.Open(ctx, c.uri, "")
+		cancel()
+		if err == nil {
+			_ = s.Close(t.Context())
+			t.Fatalf("Open(%q) succeeded", c.uri)
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3") {
+			t.Errorf("Open(%q) = %v, want an error naming %s and no password", c.uri, err, c.want)
+		}
+	}
+}
