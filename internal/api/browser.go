@@ -53,11 +53,12 @@ import (
 //     send them, but only from clients that are not browsers: such a
 //     request carrying Origin or Sec-Fetch-Mode or Sec-Fetch-Site, i.e.
 //     sent by a browser, is 403 BrowserRequest unless its Sec-Fetch-Site
-//     says same-origin or none. (Browsers without Fetch Metadata, older
-//     than 2020-2023, still send Origin on a cross-origin POST, so rule 3
-//     stops them; only Firefox before 70 sent none on a form POST.)
+//     says same-origin or none. (Browsers without Fetch Metadata, Chrome
+//     before 76, Firefox before 90, Safari before 16.4, still send Origin
+//     on a cross-origin POST, so rule 3 stops them; only Firefox before 70
+//     sent none on a form POST.)
 //
-// Requests for which no route exists are left to the 404 and 405 answers,
+// Rules 4 and 5 leave requests no route takes to the 404 and 405 answers,
 // which change nothing.
 func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
 	if s.loopback && !loopbackHost(r.Host) {

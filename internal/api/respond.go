@@ -74,7 +74,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 }
 
 // manifestTypes are the Content-Types a manifest may come with; the body
-// is sniffed either way (YAML is a superset of JSON).
+// is sniffed either way (YAML is a superset of JSON). checkBrowser has
+// already refused all but JSON and YAML on the v1 routes, and these from
+// browsers on the legacy ones.
 var manifestTypes = map[string]bool{
 	"": true, "application/json": true, "application/yaml": true, "application/x-yaml": true,
 	"text/yaml": true, "text/x-yaml": true, "text/plain": true, "application/octet-stream": true,

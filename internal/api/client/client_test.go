@@ -237,6 +237,10 @@ func TestClientCalls(t *testing.T) {
 			if diff := cmp.Diff(tc.req, *seen); diff != "" {
 				t.Errorf("request (-want,+got):\n%s", diff)
 			}
+			// The API refuses a change sent as anything else (415).
+			if seen.Method != http.MethodGet && seen.ContentType != "application/json" && seen.ContentType != "application/yaml" {
+				t.Errorf("%s sent as %q, want JSON or YAML", seen.Method, seen.ContentType)
+			}
 		})
 	}
 }
