@@ -157,3 +157,30 @@ func TestSameOrigin(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBrowserHeaders: no Origin, Host or Sec-Fetch-Site panics the
+// checks, and an Origin passes as the request's own only when it names
+// the same host.
+func FuzzBrowserHeaders(f *testing.F) {
+	f.Add("http://localhost:55587", "localhost:55587", "same-origin")
+	f.Add("null", "[::1]:80", "cross-site")
+	f.Add("http://[::1", "127.0.0.1", "")
+	f.Add("http://a@b:c/d?e#f", "b:c", "none")
+	f.Fuzz(func(t *testing.T, origin, host, site string) {
+		r := &http.Request{Method: "POST", Host: host, Header: http.Header{}}
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Sec-Fetch-Site", site)
+		_ = loopbackHost(host)
+		_ = browserSent(r)
+		field, why := crossOrigin(r)
+		if (field == "") != (why == "") {
+			t.Errorf("crossOrigin = %q, %q: a field without a reason or the reverse", field, why)
+		}
+		if sameOrigin(origin, r) {
+			u, err := url.Parse(origin)
+			if err != nil || !strings.EqualFold(u.Hostname(), (&url.URL{Host: host}).Hostname()) {
+				t.Errorf("sameOrigin(%q) with Host %q, a different host", origin, host)
+			}
+		}
+	})
+}
