@@ -60,6 +60,13 @@ type Config struct {
 	Ready func() error
 	// OpenAPI is the API description served at RouteOpenAPI.
 	OpenAPI []byte
+
+	// PodSecurity is the Pod Security Standards level every pod template
+	// of a job must meet (jobspec.PodSecurityLevels; empty means
+	// baseline); AllowServiceAccount lets templates name a service
+	// account or mount its token.
+	PodSecurity         string
+	AllowServiceAccount bool
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -86,6 +93,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DefaultAlgorithm == "" || cfg.DefaultRateLimit == 0 {
 		return nil, errors.New("api: the schedulers' default algorithm and rate limit are required")
 	}
+	if err := jobspec.CheckPodSecurity(cfg.PodSecurity); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -102,7 +112,8 @@ func New(cfg Config) (*Server, error) {
 	cfg.GPUTypes = slices.Sorted(slices.Values(cfg.GPUTypes))
 	s := &Server{
 		cfg: cfg, log: log,
-		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers},
+		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers,
+			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount},
 		mux:  http.NewServeMux(),
 		next: map[string]int{},
 	}
