@@ -43,7 +43,7 @@ import (
 //  7. model.JobSpec.Validate, which the checks above already imply;
 //  8. the pod templates, in key order (Launcher before Worker), each: no
 //     vodascheduler/ label or annotation on its metadata; then Voda's own
-//     fields, whatever the level: no nodeName;
+//     fields, whatever the level: no nodeName, no system-* priority class;
 //     unless Options.AllowServiceAccount no serviceAccountName,
 //     serviceAccount or automountServiceAccountToken: true; no
 //     nodeSelector key under vodascheduler/ (but the Worker's

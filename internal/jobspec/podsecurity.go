@@ -72,6 +72,8 @@ const (
 	fieldServiceAccount   = "serviceAccount"
 	fieldServiceAccountNm = "serviceAccountName"
 	fieldAutomountSAToken = "automountServiceAccountToken"
+	fieldPriorityClass    = "priorityClassName"
+	systemPriorityPrefix  = "system-"
 	nodeNameMatchField    = "metadata.name"
 	tolerationOpExists    = "Exists"
 	pathSuffixTemplate    = "template"
@@ -193,7 +195,7 @@ func checkPodSecurity(meta *metav1.ObjectMeta, pod *corev1.PodSpec, spath, level
 // checkVodaFields refuses, whatever the Pod Security level, the pod spec
 // fields that would take from Voda a decision it makes itself (where a
 // pod runs, what it is labelled or gated with) or lend the pod
-// credentials: nodeName; nodeSelector keys, node affinity keys,
+// credentials: nodeName; a system-* priority class; nodeSelector keys, node affinity keys,
 // tolerations and scheduling gates under Voda's prefix (except the
 // Worker's nodeSelector vodascheduler/accelerator, which names the GPU
 // type); a toleration of every taint; a Worker node affinity on the
@@ -215,6 +217,10 @@ func checkVodaFields(spec map[string]any, spath string, worker bool, opts Option
 			return &FieldError{Field: child(spath, fieldAutomountSAToken), Value: scalarText(v),
 				Reason: fmt.Sprintf("%v is not accepted: this server does not mount service account tokens into jobs (voda server --allow-service-account); leave it out or set it to false", v)}
 		}
+	}
+	if v, _ := spec[fieldPriorityClass].(string); strings.HasPrefix(v, systemPriorityPrefix) {
+		return &FieldError{Field: child(spath, fieldPriorityClass), Value: v,
+			Reason: fmt.Sprintf("%s is not accepted: the %s priority classes are Kubernetes' own, for pods the cluster cannot run without; at that priority a job would preempt any other pod", quote(v), systemPriorityPrefix+"*")}
 	}
 	npath := child(spath, "nodeSelector")
 	sel, err := stringMapAt(spec, "nodeSelector", npath)

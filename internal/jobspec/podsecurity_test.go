@@ -72,6 +72,7 @@ var hostileInputs = []struct {
 	{"worker template annotated vodascheduler/priority", Options{}, templateMeta(true, "          annotations: {vodascheduler/priority: \"0\"}\n"), "spec.mpiReplicaSpecs.Worker.template.metadata.annotations[vodascheduler/priority]", "Voda's settings go on the job's metadata.annotations"},
 	{"nodeName on the worker", Options{}, workerPodSpec("          nodeName: gpu-node-1\n"), workerPod + ".nodeName", "a pod with nodeName skips both"},
 	{"nodeName at level privileged", privileged, launcherPodSpec("          nodeName: control-plane\n"), launcherPod + ".nodeName", "Voda and the Kubernetes scheduler choose the node"},
+	{"priorityClassName: system-node-critical", Options{}, workerPodSpec("          priorityClassName: system-node-critical\n"), workerPod + ".priorityClassName", "at that priority a job would preempt any other pod"},
 	{"serviceAccountName on the launcher", Options{}, launcherPodSpec("          serviceAccountName: admin\n"), launcherPod + ".serviceAccountName", "does not let jobs run as a service account (voda server --allow-service-account)"},
 	{"serviceAccount (the old name) on the worker", Options{}, workerPodSpec("          serviceAccount: admin\n"), workerPod + ".serviceAccount", "does not let jobs run as a service account"},
 	{"automountServiceAccountToken: true", Options{}, launcherPodSpec("          automountServiceAccountToken: true\n"), launcherPod + ".automountServiceAccountToken", "does not mount service account tokens into jobs"},
@@ -133,6 +134,7 @@ func TestPodSecurityAccepts(t *testing.T) {
 		{"other tolerations, labels and node affinity", Options{}, workerPodSpec(`          tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
           affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}
 `)},
+		{"a priority class of the cluster's own", Options{}, workerPodSpec("          priorityClassName: research-high\n")},
 		{"launcher pinned by node name", Options{}, launcherPodSpec("          affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [cpu-1]}]}]}}}\n")},
 		{"pod labels of the user's own", Options{}, templateMeta(true, "          labels: {app: mnist, team: a}\n          annotations: {prometheus.io/scrape: \"true\"}\n")},
 		{"unknown level means restricted", Options{PodSecurity: "Restricted"}, restrictedJob(restrictedSC)},
