@@ -76,7 +76,6 @@ const (
 	systemPriorityPrefix  = "system-"
 	nodeNameMatchField    = "metadata.name"
 	tolerationOpExists    = "Exists"
-	pathSuffixTemplate    = "template"
 )
 
 // checkPods checks every pod template under the kind's replica specs, in
@@ -100,14 +99,15 @@ func checkPods(kind string, root map[string]any, opts Options) *FieldError {
 		if r == nil {
 			continue
 		}
-		tmpl, err := objectAt(r, "template", child(rpath, pathSuffixTemplate))
+		tpath := child(rpath, "template")
+		tmpl, err := objectAt(r, "template", tpath)
 		if err != nil {
 			return err
 		}
 		if tmpl == nil {
 			continue
 		}
-		if err := checkPodTemplate(tmpl, child(rpath, pathSuffixTemplate), role == "Worker", opts); err != nil {
+		if err := checkPodTemplate(tmpl, tpath, role == "Worker", opts); err != nil {
 			return err
 		}
 	}
