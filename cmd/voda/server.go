@@ -116,6 +116,10 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 		"most client connections the API keeps open; at the limit a new client closes the connection idle longest, or is refused when all are busy (-1: no limit)")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
 		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
+	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,
+		"Kubernetes Pod Security Standards level every pod template of a submitted job must meet, since Voda creates the job with its own rights: privileged (no check), baseline (no privileged containers, host namespaces, hostPath volumes, host ports or added capabilities) or restricted (baseline, and non-root, no privilege escalation, capabilities dropped, seccomp RuntimeDefault); nodeName and Voda's own vodascheduler/ keys are refused at every level")
+	f.BoolVar(&c.AllowServiceAccount, "allow-service-account", false,
+		"let jobs' pod templates set serviceAccountName (or serviceAccount) and automountServiceAccountToken: true, so that their pods act with that account's rights; without it such manifests are rejected")
 }
 
 // addKubeFlags adds the flags of --cluster kubernetes.

@@ -115,6 +115,30 @@ func TestMaxWorkersPassedToParser(t *testing.T) {
 	}
 }
 
+// TestPodSecurityPassedToParser: the level and the service account
+// switch reach the parser, a bad level is refused, and a manifest the
+// level forbids is a 400 naming the pod template.
+func TestPodSecurityPassedToParser(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, func(cfg *Config) { cfg.PodSecurity, cfg.AllowServiceAccount = jobspec.PodSecurityRestricted, true })
+	if got := f.srv.spec; got.PodSecurity != jobspec.PodSecurityRestricted || !got.AllowServiceAccount {
+		t.Errorf("parser's options %+v, want restricted with service accounts", got)
+	}
+	cfg := f.srv.cfg
+	cfg.PodSecurity = "Baseline"
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), `pod security level "Baseline" is not one of`) {
+		t.Errorf("New with level Baseline: %v", err)
+	}
+	f = newFixture(t)
+	privileged := strings.Replace(mpiJob("root", "1", "4", "v100"), "[{name: worker}]", "[{name: worker, securityContext: {privileged: true}}]", 1)
+	code, b := f.do("POST", RouteJobs, "application/yaml", privileged)
+	var e Error
+	_ = json.Unmarshal(b, &e)
+	if code != http.StatusBadRequest || e.Error.Field != "spec.mpiReplicaSpecs.Worker.template.spec" || !strings.Contains(e.Error.Message, `violates PodSecurity "baseline:latest": privileged`) {
+		t.Errorf("privileged worker: %d %s", code, b)
+	}
+}
+
 // overlayStore returns some jobs as given, over a real store: records
 // the store cannot produce here (unreadable ones, statuses with reasons).
 type overlayStore struct {

@@ -64,6 +64,13 @@ type Config struct {
 	// address, requests must name a loopback address in their Host header
 	// (see checkBrowser).
 	ListenAddr string
+
+	// PodSecurity is the Pod Security Standards level every pod template
+	// of a job must meet (jobspec.PodSecurityLevels; empty means
+	// baseline); AllowServiceAccount lets templates name a service
+	// account or mount its token.
+	PodSecurity         string
+	AllowServiceAccount bool
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -92,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DefaultAlgorithm == "" || cfg.DefaultRateLimit == 0 {
 		return nil, errors.New("api: the schedulers' default algorithm and rate limit are required")
 	}
+	if err := jobspec.CheckPodSecurity(cfg.PodSecurity); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -108,7 +118,8 @@ func New(cfg Config) (*Server, error) {
 	cfg.GPUTypes = slices.Sorted(slices.Values(cfg.GPUTypes))
 	s := &Server{
 		cfg: cfg, log: log,
-		spec:     jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers},
+		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers,
+			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount},
 		mux:      http.NewServeMux(),
 		next:     map[string]int{},
 		loopback: isLoopback(cfg.ListenAddr),

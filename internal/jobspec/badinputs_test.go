@@ -13,8 +13,6 @@ var update = flag.Bool("update", false, "rewrite the bad-inputs table in docs/jo
 
 const (
 	docPath     = "../../docs/job-spec.md"
-	docBegin    = "<!-- bad-inputs:begin -->"
-	docEnd      = "<!-- bad-inputs:end -->"
 	updateHint  = "go test ./internal/jobspec -run TestBadInputsDoc -update"
 	launcherEnv = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env"
 	workerSel   = "spec.mpiReplicaSpecs.Worker.template.spec.nodeSelector[vodascheduler/accelerator]"
@@ -140,18 +138,51 @@ func checkFieldError(t *testing.T, input []byte, opts Options, field, reason str
 
 // renderBadInputs is the doc's table.
 func renderBadInputs(t *testing.T) string {
+	rows := make([]docRow, len(badInputs))
+	for i, tc := range badInputs {
+		rows[i] = docRow{cells: []string{tc.what}, input: tc.input, opts: badInputOptions}
+	}
+	return renderTable(t, []string{"input"}, rows)
+}
+
+// docRow is one rejected input in a doc table: its first cells, then the
+// field and reason Parse gives.
+type docRow struct {
+	cells []string
+	input string
+	opts  Options
+}
+
+// renderTable renders rows under the headers of their first cells, then
+// field and reason.
+func renderTable(t *testing.T, headers []string, rows []docRow) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("| input | field | reason |\n|-------|-------|--------|\n")
-	for _, tc := range badInputs {
-		_, err := Parse([]byte(tc.input), badInputOptions)
-		var fe *FieldError
-		if !errors.As(err, &fe) {
-			t.Fatalf("%s: error %v is not a *FieldError", tc.what, err)
+	headers = append(headers, "field", "reason")
+	b.WriteString("| " + strings.Join(headers, " | ") + " |\n|")
+	for _, h := range headers {
+		b.WriteString(strings.Repeat("-", len(h)+2) + "|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		fe := fieldErrorOf(t, r.input, r.opts)
+		for _, c := range r.cells {
+			b.WriteString("| " + mdCell(c) + " ")
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s |\n", mdCell(tc.what), fe.Field, mdCell(fe.Reason))
+		fmt.Fprintf(&b, "| `%s` | %s |\n", fe.Field, mdCell(fe.Reason))
 	}
 	return b.String()
+}
+
+// fieldErrorOf is Parse's rejection of input.
+func fieldErrorOf(t *testing.T, input string, opts Options) *FieldError {
+	t.Helper()
+	_, err := Parse([]byte(input), opts)
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v is not a *FieldError (input %q)", err, input)
+	}
+	return fe
 }
 
 func mdCell(s string) string {
@@ -164,19 +195,32 @@ func TestBadInputsDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(doc)
-	i, j := strings.Index(text, docBegin), strings.Index(text, docEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the %s ... %s markers", docPath, docBegin, docEnd)
+	changed := false
+	for _, table := range []struct {
+		name   string
+		render func(*testing.T) string
+	}{
+		{"bad-inputs", renderBadInputs},
+		{"hostile-inputs", renderHostileInputs},
+	} {
+		begin, end := "<!-- "+table.name+":begin -->", "<!-- "+table.name+":end -->"
+		i, j := strings.Index(text, begin), strings.Index(text, end)
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks the %s ... %s markers", docPath, begin, end)
+		}
+		want := "\n" + table.render(t)
+		if text[i+len(begin):j] == want {
+			continue
+		}
+		if !*update {
+			t.Fatalf("%s's %s table is out of date; run\n\t%s", docPath, table.name, updateHint)
+		}
+		text = text[:i+len(begin)] + want + text[j:]
+		changed = true
 	}
-	want := "\n" + renderBadInputs(t)
-	got := text[i+len(docBegin) : j]
-	if got == want {
+	if !changed {
 		return
 	}
-	if !*update {
-		t.Fatalf("%s's bad-inputs table is out of date; run\n\t%s", docPath, updateHint)
-	}
-	text = text[:i+len(docBegin)] + want + text[j:]
 	if err := os.WriteFile(docPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,12 @@
 //
 // The decoded manifest travels with the spec: Spec.Rename gives it the
 // unique name the service chose, and Spec.JSON is what gets stored and,
-// later, created in Kubernetes. The package imports no Kubernetes or
-// Kubeflow types; it reads the few fields it needs from a generic map.
+// later, created in Kubernetes. Since Voda creates it with its own
+// credentials, every pod template is checked too: against a Pod Security
+// Standards level, with the upstream checks, and for the fields Voda sets
+// itself (see podsecurity.go). The package imports no Kubeflow types and
+// reads the fields it needs from a generic map; only the pod security
+// check decodes each pod template into Kubernetes' core types.
 //
 // docs/job-spec.md describes the accepted formats for users.
 package jobspec

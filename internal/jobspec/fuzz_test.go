@@ -58,6 +58,9 @@ func FuzzParse(f *testing.F) {
 			f.Add([]byte(tc.input))
 		}
 	}
+	for _, tc := range hostileInputs {
+		f.Add([]byte(tc.input))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec := checkParse(t, data, Options{})
 		if spec == nil {

@@ -89,6 +89,20 @@ type Options struct {
 	// RequireEpochs rejects jobs that do not say how many epochs they
 	// train. Without it a missing count is 0, meaning unknown.
 	RequireEpochs bool
+	// PodSecurity is the Kubernetes Pod Security Standards level every
+	// pod template must meet: PodSecurityPrivileged, PodSecurityBaseline
+	// or PodSecurityRestricted; empty means DefaultPodSecurity (baseline),
+	// and a value CheckPodSecurity refuses means restricted. Voda's own
+	// fields are refused at every level (see Parse).
+	PodSecurity string
+	// AllowServiceAccount accepts pod templates that name a service
+	// account or set automountServiceAccountToken: true. Without it they
+	// are rejected: the job would act with that account's rights.
+	AllowServiceAccount bool
+	// Namespaces, when not empty, lists the namespaces a manifest's
+	// metadata.namespace may name; empty accepts any. A manifest without
+	// one is accepted either way: it goes to the server's namespace.
+	Namespaces []string
 }
 
 func (o Options) withDefaults() Options {
@@ -107,6 +121,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.GPUTypes = sortedCopy(o.GPUTypes)
 	o.Models = sortedCopy(o.Models)
+	o.Namespaces = sortedCopy(o.Namespaces)
 	return o
 }
 

@@ -16,8 +16,10 @@ import (
 //     root; the sizes are bounded by Options.MaxBytes;
 //  2. kind, then apiVersion;
 //  3. metadata: name (present, a DNS-1123 label, at most
-//     Options.MaxNameLength long), namespace, annotations (string values,
-//     no unknown vodascheduler/ key);
+//     Options.MaxNameLength long), namespace (a DNS-1123 label, one of
+//     Options.Namespaces when that is not empty), annotations (string
+//     values, no unknown vodascheduler/ key), labels (none under
+//     vodascheduler/);
 //  4. the structure Voda reads. MPIJob: spec.mpiReplicaSpecs.Launcher, then
 //     .Worker, each with template.spec.containers[0]; the launcher
 //     container's env list; the Worker's nodeSelector. PyTorchJob:
@@ -38,7 +40,18 @@ import (
 //     agreement; then the range (worker counts at least 1 and at most
 //     Options.MaxWorkers, min against max when max is checked, requested
 //     against both);
-//  7. model.JobSpec.Validate, which the checks above already imply.
+//  7. model.JobSpec.Validate, which the checks above already imply;
+//  8. the pod templates, in key order (Launcher before Worker), each: no
+//     vodascheduler/ label or annotation on its metadata; then Voda's own
+//     fields, whatever the level: no nodeName, no system-* priority class;
+//     unless Options.AllowServiceAccount no serviceAccountName,
+//     serviceAccount or automountServiceAccountToken: true; no
+//     nodeSelector key under vodascheduler/ (but the Worker's
+//     vodascheduler/accelerator); no toleration on such a key nor of
+//     every taint; no node affinity term on such a key, nor on a
+//     Worker's node name; no scheduling gate under vodascheduler/; then
+//     the Pod Security Standards level Options.PodSecurity, with every
+//     check the pod fails (see checkPodSecurity).
 func Parse(data []byte, opts Options) (*Spec, error) {
 	s, ferr := parse(data, opts.withDefaults())
 	if ferr != nil {
@@ -79,6 +92,9 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 	js.Name = meta.name
 	if verr := js.Validate(); verr != nil {
 		return nil, l.validateError(verr)
+	}
+	if err := checkPods(kind, root, opts); err != nil {
+		return nil, err
 	}
 	return &Spec{
 		Kind:               kind,
@@ -186,6 +202,10 @@ func readMetadata(root map[string]any, opts Options) (metadata, *FieldError) {
 		if reason := checkName(ns, maxLabelLength); reason != "" {
 			return md, &FieldError{Field: "metadata.namespace", Value: ns, Reason: reason}
 		}
+		if len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, ns) {
+			return md, &FieldError{Field: "metadata.namespace", Value: ns,
+				Reason: fmt.Sprintf("%s is not a namespace this server creates jobs in; accepted: %s, or leave it out", quote(ns), joinList(opts.Namespaces))}
+		}
 	} else {
 		ns = DefaultNamespace
 	}
@@ -200,7 +220,7 @@ func readMetadata(root map[string]any, opts Options) (metadata, *FieldError) {
 				Reason: "unknown Voda annotation; known: " + joinList(knownAnnotations)}
 		}
 	}
-	return md, nil
+	return md, checkJobLabels(meta)
 }
 
 // checkName returns why name is not a DNS-1123 label of at most maxLen

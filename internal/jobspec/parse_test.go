@@ -325,14 +325,7 @@ func TestRenameRoundTrip(t *testing.T) {
 		"PyTorchJob":         basePyTorchJob,
 		"JOB_NAME valueFrom": edit(baseMPIJob, `{name: NUM_PROC, value: "2"}`, `{name: NUM_PROC, value: "2"}`+"\n            - {name: JOB_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}"),
 	}
-	for _, path := range exampleFiles(t) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs[filepath.Base(path)] = string(data)
-	}
-	for name, input := range inputs {
+	for name, input := range withExamples(t, inputs) {
 		t.Run(name, func(t *testing.T) {
 			spec, err := Parse([]byte(input), Options{})
 			if err != nil {
@@ -465,6 +458,19 @@ func TestExamples(t *testing.T) {
 	if seen != len(want) {
 		t.Errorf("found %d of the %d expected examples among %q", seen, len(want), files)
 	}
+}
+
+// withExamples adds every file in examples/ to inputs, by base name.
+func withExamples(t testing.TB, inputs map[string]string) map[string]string {
+	t.Helper()
+	for _, path := range exampleFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[filepath.Base(path)] = string(data)
+	}
+	return inputs
 }
 
 func exampleFiles(t testing.TB) []string {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/service"
 )
 
@@ -73,6 +74,12 @@ type Config struct {
 	Kube                       KubeOptions
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
+
+	// PodSecurity and AllowServiceAccount are api.Config's: the Pod
+	// Security Standards level of jobs' pod templates, and whether they
+	// may use a service account.
+	PodSecurity         string
+	AllowServiceAccount bool
 }
 
 // validate reports the first setting Run cannot start with.
@@ -86,6 +93,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", c.MaxConnections)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
+	case jobspec.CheckPodSecurity(c.PodSecurity) != nil:
+		return fmt.Errorf("--pod-security: %w", jobspec.CheckPodSecurity(c.PodSecurity))
 	}
 	switch c.Cluster {
 	case ClusterSim:

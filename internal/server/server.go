@@ -197,7 +197,8 @@ func (s *server) startAPI(ctx context.Context) error {
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
 		Models: s.cfg.Models, Clock: s.clock, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,
 		Metrics: s.metrics, Gatherer: s.registry, Logger: s.log, Ready: s.running.Ready, OpenAPI: docs.OpenAPI,
-		ListenAddr: ln.Addr().String(),
+		ListenAddr:  ln.Addr().String(),
+		PodSecurity: s.cfg.PodSecurity, AllowServiceAccount: s.cfg.AllowServiceAccount,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -126,6 +126,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"unknown algorithm": {func(c *Config) { c.Algorithm = "nope" }, "--algorithm: "},
 		"unknown placer":    {func(c *Config) { c.Placer = "nope" }, "--placer: "},
 		"bad address":       {func(c *Config) { c.Addr = "nope" }, "--addr: "},
+		"unknown pod security": {
+			func(c *Config) { c.PodSecurity = "strict" }, `--pod-security: pod security level "strict" is not one of privileged, baseline, restricted`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := simConfig(t)
