@@ -127,6 +127,7 @@ func addKubeFlags(cmd *cobra.Command, k *server.KubeOptions) {
 	f := cmd.Flags()
 	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	f.StringVar(&k.Namespace, "namespace", kube.DefaultNamespace, "namespace of jobs whose manifest names none (--cluster kubernetes)")
+	f.StringSliceVar(&k.JobNamespaces, "job-namespaces", nil, "namespaces where jobs may run; Voda watches and changes pods and job objects there only, so its RBAC can be namespaced (default: --namespace)")
 	f.StringVar(&k.LeaseNamespace, "lease-namespace", "", "namespace of the schedulers' leases (default: --namespace)")
 	f.BoolVar(&k.LeaderElect, "leader-elect", true, "elect one scheduler per GPU type with a Lease, so replicas can stand by (--cluster kubernetes)")
 	f.DurationVar(&k.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long standby replicas wait before taking over a lease that is not renewed")

@@ -51,8 +51,13 @@ type Options struct {
 	// Namespace receives jobs whose manifest names none
 	// (DefaultNamespace if empty).
 	Namespace string
-	Jobs      JobSource
-	Logger    *slog.Logger
+	// JobNamespaces are the namespaces where Voda runs jobs: it watches
+	// and changes pods and job objects there only, so its permissions can
+	// be namespaced (deploy/rbac.yaml). Empty means Namespace alone. A
+	// job whose manifest names another namespace is refused at its start.
+	JobNamespaces []string
+	Jobs          JobSource
+	Logger        *slog.Logger
 }
 
 // Client watches the cluster for every GPU type. Create it with
@@ -63,12 +68,14 @@ type Client struct {
 	clientset kubernetes.Interface
 	dynamic   dynamic.Interface
 
-	nodeFactory   informers.SharedInformerFactory
-	podFactory    informers.SharedInformerFactory
-	objectFactory dynamicinformer.DynamicSharedInformerFactory
-	nodes         cache.SharedIndexInformer
-	pods          cache.SharedIndexInformer
-	objects       map[string]cache.SharedIndexInformer // job kind -> informer
+	nodeFactory informers.SharedInformerFactory
+	// Pods and job objects are watched per job namespace, so that
+	// Voda needs no cluster-wide permission on them.
+	podFactories    []informers.SharedInformerFactory
+	objectFactories []dynamicinformer.DynamicSharedInformerFactory
+	nodes           cache.SharedIndexInformer
+	pods            informerSet
+	objects         map[string]informerSet // job kind -> its informers
 
 	mu    sync.Mutex
 	pools map[string]*Pool // GPU type -> the pool of the current term
@@ -110,6 +117,9 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
+	if len(opts.JobNamespaces) == 0 {
+		opts.JobNamespaces = []string{opts.Namespace}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -131,11 +141,14 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[string]cache.SharedIndexInformer{}, pools: map[string]*Pool{}}
+	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[string]informerSet{}, pools: map[string]*Pool{}}
 	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelJob }
 	c.nodeFactory = informers.NewSharedInformerFactory(cs, 0)
-	c.podFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(managed))
-	c.objectFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, managed)
+	for _, ns := range opts.JobNamespaces {
+		c.podFactories = append(c.podFactories, informers.NewSharedInformerFactoryWithOptions(cs, 0,
+			informers.WithNamespace(ns), informers.WithTweakListOptions(managed)))
+		c.objectFactories = append(c.objectFactories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, managed))
+	}
 	return c, nil
 }
 
@@ -151,8 +164,10 @@ const SyncTimeout = time.Minute
 // not installed) is left out with a warning; starting such a job fails.
 func (c *Client) Start(ctx context.Context) error {
 	c.nodes = c.nodeFactory.Core().V1().Nodes().Informer()
-	c.pods = c.podFactory.Core().V1().Pods().Informer()
-	if err := c.pods.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
+	for _, f := range c.podFactories {
+		c.pods = append(c.pods, f.Core().V1().Pods().Informer())
+	}
+	if err := c.pods.addIndexers(cache.Indexers{indexJob: byJob}); err != nil {
 		return fmt.Errorf("kubernetes: index pods: %w", err)
 	}
 	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -162,7 +177,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := c.pods.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podEvent,
 		UpdateFunc: func(_, obj any) { c.podEvent(obj) },
 		DeleteFunc: c.podEvent,
@@ -179,25 +194,30 @@ func (c *Client) Start(ctx context.Context) error {
 			c.log.Warn("the cluster does not serve this job kind; is its operator installed?", "kind", kind, "resource", gvr.String())
 			continue
 		}
-		inf := c.objectFactory.ForResource(gvr).Informer()
-		if err := inf.AddIndexers(cache.Indexers{indexJob: byJob}); err != nil {
+		var set informerSet
+		for _, f := range c.objectFactories {
+			set = append(set, f.ForResource(gvr).Informer())
+		}
+		if err := set.addIndexers(cache.Indexers{indexJob: byJob}); err != nil {
 			return fmt.Errorf("kubernetes: index %s: %w", gvr.Resource, err)
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if err := set.addEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.objectEvent(obj, false) },
 			UpdateFunc: func(_, obj any) { c.objectEvent(obj, false) },
 			DeleteFunc: func(obj any) { c.objectEvent(obj, true) },
 		}); err != nil {
 			return err
 		}
-		c.objects[kind] = inf
+		c.objects[kind] = set
 	}
 	c.nodeFactory.Start(ctx.Done())
-	c.podFactory.Start(ctx.Done())
-	c.objectFactory.Start(ctx.Done())
-	synced := []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced}
-	for _, inf := range c.objects {
-		synced = append(synced, inf.HasSynced)
+	for i := range c.podFactories {
+		c.podFactories[i].Start(ctx.Done())
+		c.objectFactories[i].Start(ctx.Done())
+	}
+	synced := []cache.InformerSynced{c.nodes.HasSynced, c.pods.hasSynced}
+	for _, set := range c.objects {
+		synced = append(synced, set.hasSynced)
 	}
 	wait, cancel := context.WithTimeout(ctx, SyncTimeout)
 	defer cancel()
@@ -311,12 +331,8 @@ func (c *Client) objectEvent(obj any, deleted bool) {
 
 // object returns the cached job object of a Voda job.
 func (c *Client) object(kind, job string) *unstructured.Unstructured {
-	inf, ok := c.objects[kind]
-	if !ok {
-		return nil
-	}
-	objs, err := inf.GetIndexer().ByIndex(indexJob, job)
-	if err != nil || len(objs) == 0 {
+	objs := c.objects[kind].byJob(job)
+	if len(objs) == 0 {
 		return nil
 	}
 	u, _ := objs[0].(*unstructured.Unstructured)
@@ -325,10 +341,7 @@ func (c *Client) object(kind, job string) *unstructured.Unstructured {
 
 // workerPods returns the cached worker pods of a Voda job.
 func (c *Client) workerPods(job string) []*corev1.Pod {
-	objs, err := c.pods.GetIndexer().ByIndex(indexJob, job)
-	if err != nil {
-		return nil
-	}
+	objs := c.pods.byJob(job)
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,6 +205,9 @@ func (pool *Pool) start(ctx context.Context, name string, to model.JobPlacement)
 		return err
 	}
 	ns := obj.GetNamespace()
+	if !slices.Contains(pool.client.opts.JobNamespaces, ns) {
+		return fmt.Errorf("namespace %s is not one of Voda's job namespaces (%s)", ns, strings.Join(pool.client.opts.JobNamespaces, ", "))
+	}
 	created, err := pool.client.dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{FieldManager: managedBy})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = pool.client.dynamic.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -107,6 +109,9 @@ func (c *Config) validate() error {
 	case ClusterKubernetes:
 		if c.Speed != 1 {
 			return fmt.Errorf("--speed: %v: a real cluster runs in real time (1)", c.Speed)
+		}
+		if ns := c.Kube.JobNamespaces; len(ns) > 0 && !slices.Contains(ns, c.Kube.Namespace) {
+			return fmt.Errorf("--job-namespaces: %s must include --namespace %s, where jobs naming no namespace run", strings.Join(ns, ","), c.Kube.Namespace)
 		}
 		if !c.Schedulers && len(c.GPUTypes) == 0 {
 			return errors.New("--gpu-types: an API without schedulers on Kubernetes needs the GPU types it accepts")

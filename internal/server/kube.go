@@ -26,6 +26,10 @@ type KubeOptions struct {
 	Kubeconfig string
 	// Namespace holds the jobs whose manifest names none.
 	Namespace string
+	// JobNamespaces are the namespaces where jobs may run, and the only
+	// ones where Voda watches and changes pods and job objects (Namespace
+	// alone if empty).
+	JobNamespaces []string
 	// LeaseNamespace holds the schedulers' leases (Namespace if empty).
 	LeaseNamespace string
 	// LeaderElect elects one scheduler per GPU type with a Lease, so
@@ -52,7 +56,7 @@ func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.L
 		j, err := st.GetJob(ctx, name)
 		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status}, err
 	}
-	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, Jobs: jobs, Logger: log})
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, JobNamespaces: o.JobNamespaces, Jobs: jobs, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			func(c *Config) { c.Cluster, c.Speed = ClusterKubernetes, 2 }, "--speed: 2: a real cluster runs in real time"},
 		"kubernetes API without types": {
 			func(c *Config) { c.Cluster, c.Schedulers = ClusterKubernetes, false }, "--gpu-types: an API without schedulers"},
+		"default namespace not a job namespace": {
+			func(c *Config) {
+				c.Cluster, c.Kube.Namespace, c.Kube.JobNamespaces = ClusterKubernetes, "default", []string{"team-a"}
+			}, "--job-namespaces: team-a must include --namespace default"},
 		"unknown algorithm": {func(c *Config) { c.Algorithm = "nope" }, "--algorithm: "},
 		"unknown placer":    {func(c *Config) { c.Placer = "nope" }, "--placer: "},
 		"bad address":       {func(c *Config) { c.Addr = "nope" }, "--addr: "},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vodascheduler/voda/internal/kube/kubetest"
@@ -66,6 +67,21 @@ func schedulerKubeconfig(t *testing.T) string {
 	return rbacKubeconfig
 }
 
+// bindJobRole grants the scheduler's ServiceAccount the job permissions
+// in ns, as an operator does for each of --job-namespaces: the
+// RoleBinding of deploy/rbac.yaml with another namespace.
+func bindJobRole(t *testing.T, ns string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "voda-scheduler-jobs", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "voda-scheduler-jobs"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "voda-scheduler", Namespace: leaseNamespace}},
+	}
+	if _, err := env.Client.RbacV1().RoleBindings(ns).Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cluster is one test's slice of the shared stack: its own GPU type (so
 // its own scheduler and Lease), nodes and namespace.
 type cluster struct {
@@ -85,6 +101,7 @@ func newCluster(t *testing.T, gpuType string, n, gpus int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bindJobRole(t, ns)
 	nodes, err := env.AddNodes(ctx, gpuType, n, gpus, gpuType+"-node")
 	if err != nil {
 		t.Fatal(err)
