@@ -71,6 +71,9 @@ type Config struct {
 	// account or mount its token.
 	PodSecurity         string
 	AllowServiceAccount bool
+	// Namespaces, when not empty, are the only namespaces a manifest may
+	// name: on Kubernetes, those where the schedulers run jobs.
+	Namespaces []string
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -119,7 +122,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log,
 		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers,
-			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount},
+			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces},
 		mux:      http.NewServeMux(),
 		next:     map[string]int{},
 		loopback: isLoopback(cfg.ListenAddr),

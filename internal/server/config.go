@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/service"
 )
 
@@ -135,4 +137,17 @@ func (c *Config) gpuTypes() []string {
 		types = append(types, g.GPUType)
 	}
 	return types
+}
+
+// jobNamespaces returns the namespaces jobs may name: on Kubernetes those
+// the schedulers watch (--job-namespaces, else --namespace); on a
+// simulated cluster any.
+func (c *Config) jobNamespaces() []string {
+	switch {
+	case c.Cluster != ClusterKubernetes:
+		return nil
+	case len(c.Kube.JobNamespaces) > 0:
+		return c.Kube.JobNamespaces
+	}
+	return []string{cmp.Or(c.Kube.Namespace, kube.DefaultNamespace)}
 }
