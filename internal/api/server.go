@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/queue"
@@ -60,6 +61,11 @@ type Config struct {
 	Ready func() error
 	// OpenAPI is the API description served at RouteOpenAPI.
 	OpenAPI []byte
+	// Authenticator and Authorizer, both set or both nil, guard every
+	// route but the health probes (see auth.go). Both nil is the
+	// anonymous mode: anyone who reaches the API may do anything.
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -85,6 +91,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.DefaultAlgorithm == "" || cfg.DefaultRateLimit == 0 {
 		return nil, errors.New("api: the schedulers' default algorithm and rate limit are required")
+	}
+	if (cfg.Authenticator == nil) != (cfg.Authorizer == nil) {
+		return nil, errors.New("api: an authenticator and an authorizer go together; give both or neither")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -134,6 +143,10 @@ func (s *Server) Handler() http.Handler {
 		}()
 		if r.ContentLength > maxBody {
 			s.failTooLarge(rec)
+			return
+		}
+		r, ok := s.authorize(rec, r)
+		if !ok {
 			return
 		}
 		s.mux.ServeHTTP(rec, r)
