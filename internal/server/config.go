@@ -71,6 +71,8 @@ type Config struct {
 	// MaxWorkers the workers one job may ask for.
 	MaxConnections, MaxWorkers int
 	Kube                       KubeOptions
+	// Auth says who may call the API and whether it serves TLS.
+	Auth AuthOptions
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 }
@@ -86,6 +88,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", c.MaxConnections)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
+	}
+	if c.API {
+		if err := c.Auth.validate(c.Addr); err != nil {
+			return err
+		}
 	}
 	switch c.Cluster {
 	case ClusterSim:
