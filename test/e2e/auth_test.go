@@ -176,11 +176,10 @@ func TestAuthTLS(t *testing.T) {
 		t.Errorf("the CLI without the authority: %v\n%s; want a certificate error", err, out)
 	}
 
-	if resp, err := http.Get("http://" + srv.Addr + api.RouteHealthz); err == nil {
+	if resp, err := http.Get("http://" + srv.Addr + api.RouteHealthz); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plain HTTP to the HTTPS port: %v %v, want 400 (Go's answer to HTTP on a TLS port)", resp, err)
+	} else {
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("plain HTTP to the HTTPS port: %d, want 400 (Go's answer to HTTP on a TLS port)", resp.StatusCode)
-		}
 	}
 	old := srv.HTTPClient()
 	old.Transport.(*http.Transport).TLSClientConfig.MinVersion = tls.VersionTLS10
