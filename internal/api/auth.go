@@ -85,14 +85,23 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	if a.Resource != "" {
 		a.Name = pathName(pattern, r.URL)
 	}
+	if a.Name == "" && a.Resource == auth.ResourceSchedulers {
+		a.Name = r.URL.Query().Get("gpuType") // the original's routes
+	}
 	allowed, reason, err := s.cfg.Authorizer.Authorize(r.Context(), u, a)
 	if err != nil {
 		s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
 		reason = "the authorizer failed; see the server log"
 	}
 	if !allowed || err != nil {
+		s.log.Info("refused", "user", u.Name, "action", a.String(), "reason", reason)
 		s.forbid(w, r, pattern, u, a, reason)
 		return r, false
+	}
+	if a.Verb != auth.VerbGet && a.Verb != auth.VerbList {
+		// An audit trail of changes: who deleted or re-prioritised a
+		// job, who switched the algorithm.
+		s.log.Info("authorized", "user", u.Name, "action", a.String())
 	}
 	return r, true
 }

@@ -95,7 +95,7 @@ func TestAuthorization(t *testing.T) {
 			403, `user "alice" may not update schedulers/algorithm v100: needs the admin role: membership of group "voda:admins"`},
 		{"user changes the rate limit", userToken, "PUT", "/api/v1/schedulers/v100/ratelimit", "application/json", `{"seconds": 5}`, 403, "needs the admin role"},
 		{"user changes the algorithm, legacy route", userToken, "PUT", RouteLegacyAlgo, "", "FIFO", 403, "update schedulers/algorithm"},
-		{"user changes the rate limit, legacy route", userToken, "PUT", RouteLegacyLimit, "", "5", 403, "update schedulers/ratelimit"},
+		{"user changes the rate limit, legacy route", userToken, "PUT", RouteLegacyLimit + "?gpuType=v100", "", "5", 403, "update schedulers/ratelimit v100"},
 		{"scraper lists jobs", scrapeToken, "GET", RouteJobs, "", "", 403, `user "prometheus" may not list jobs: needs the user role`},
 		{"scraper reads metrics", scrapeToken, "GET", RouteMetrics, "", "", 200, ""},
 		{"scraper reads the API description", scrapeToken, "GET", RouteOpenAPI, "", "", 200, ""},
