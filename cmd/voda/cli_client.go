@@ -71,16 +71,21 @@ func (o *clientOptions) client() (*client.Client, error) {
 		return nil, fmt.Errorf("--server or $%s: %w", serverEnv, err)
 	}
 	token := cmp.Or(o.token, strings.TrimSpace(os.Getenv(tokenEnv)))
-	caFile := cmp.Or(o.caFile, strings.TrimSpace(os.Getenv(caEnv)))
-	opts := []client.Option{client.WithBearerToken(token)}
-	if caFile != "" {
-		opts = append(opts, client.WithCAFile(caFile))
+	opts := []client.Option{from("--token or $"+tokenEnv, client.WithBearerToken(token))}
+	if caFile := cmp.Or(o.caFile, strings.TrimSpace(os.Getenv(caEnv))); caFile != "" {
+		opts = append(opts, from("--certificate-authority or $"+caEnv, client.WithCAFile(caFile)))
 	}
-	c, err := client.New(addr, nil, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("--token, --certificate-authority or $%s, $%s: %w", tokenEnv, caEnv, err)
+	return client.New(addr, nil, opts...)
+}
+
+// from names where an option's setting came from in its error.
+func from(source string, opt client.Option) client.Option {
+	return func(c *client.Client) error {
+		if err := opt(c); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		return nil
 	}
-	return c, nil
 }
 
 // resolveGPUType is gpuType when given; otherwise the server's only GPU
