@@ -69,7 +69,6 @@ func ParseTokenFile(data []byte) (*TokenFile, error) {
 	rd := csv.NewReader(bytes.NewReader(data))
 	rd.FieldsPerRecord = -1
 	rd.TrimLeadingSpace = true
-	rd.ReuseRecord = false
 	tf := &TokenFile{users: map[[sha256.Size]byte]User{}}
 	firstLine := map[[sha256.Size]byte]int{}
 	for {
