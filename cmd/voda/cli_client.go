@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,13 +16,18 @@ import (
 )
 
 // serverEnv names the environment variable that points the client
-// commands at a server when --server is not given.
-const serverEnv = "VODA_SERVER"
+// commands at a server when --server is not given; tokenEnv and caEnv
+// stand in for --token and --certificate-authority.
+const (
+	serverEnv = "VODA_SERVER"
+	tokenEnv  = "VODA_TOKEN"
+	caEnv     = "VODA_CA_FILE"
+)
 
 // clientOptions are the settings every command that talks to the API
 // shares.
 type clientOptions struct {
-	server string
+	server, token, caFile string
 }
 
 // newClientCommands returns the commands that talk to a Voda server:
@@ -36,8 +42,11 @@ func newClientCommands() []*cobra.Command {
 		newSetCommand(o),
 	}
 	for _, c := range cmds {
-		c.PersistentFlags().StringVar(&o.server, "server", "",
+		f := c.PersistentFlags()
+		f.StringVar(&o.server, "server", "",
 			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else "+api.DefaultServerAddr+")")
+		f.StringVar(&o.token, "token", "", "bearer token for a server started with --token-auth-file (default $"+tokenEnv+")")
+		f.StringVar(&o.caFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+caEnv+", else the system's roots)")
 	}
 	return cmds
 }
@@ -54,14 +63,29 @@ func (o *clientOptions) serverAddr() string {
 	return "http://" + api.DefaultServerAddr
 }
 
-// client returns a client of the chosen server.
+// client returns a client of the chosen server, with the token and the
+// certificate authority of the flags or the environment.
 func (o *clientOptions) client() (*client.Client, error) {
 	addr := o.serverAddr()
-	c, err := client.New(addr, nil)
-	if err != nil {
+	if _, err := client.New(addr, nil); err != nil {
 		return nil, fmt.Errorf("--server or $%s: %w", serverEnv, err)
 	}
-	return c, nil
+	token := cmp.Or(o.token, strings.TrimSpace(os.Getenv(tokenEnv)))
+	opts := []client.Option{from("--token or $"+tokenEnv, client.WithBearerToken(token))}
+	if caFile := cmp.Or(o.caFile, strings.TrimSpace(os.Getenv(caEnv))); caFile != "" {
+		opts = append(opts, from("--certificate-authority or $"+caEnv, client.WithCAFile(caFile)))
+	}
+	return client.New(addr, nil, opts...)
+}
+
+// from names where an option's setting came from in its error.
+func from(source string, opt client.Option) client.Option {
+	return func(c *client.Client) error {
+		if err := opt(c); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		return nil
+	}
 }
 
 // resolveGPUType is gpuType when given; otherwise the server's only GPU

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -71,7 +72,14 @@ giving both a flag and its file is an error. Logs and errors show URLs
 without their passwords.
 
 Clients (voda create, voda get jobs, ...) find the server with --server or
-VODA_SERVER.`,
+VODA_SERVER.
+
+Without --token-auth-file anyone who reaches the API may do anything, so
+the server refuses to listen anywhere but on loopback unless given
+--insecure-allow-anonymous. With it, callers send a bearer token; members of
+--users-group act on jobs, members of --admins-group also change the
+schedulers. --tls-cert-file and --tls-private-key-file serve HTTPS. See
+docs/security.md.`,
 		Example: `  # Everything on one machine, simulated time 60 times faster than real time
   voda server --speed 60
 
@@ -85,7 +93,22 @@ VODA_SERVER.`,
 	}
 	addServerFlags(cmd, o)
 	addKubeFlags(cmd, &o.cfg.Kube)
+	addAuthFlags(cmd, &o.cfg.Auth)
 	return cmd
+}
+
+// addAuthFlags adds the flags of authentication, authorization and TLS,
+// named as kube-apiserver names them (see docs/security.md).
+func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
+	f := cmd.Flags()
+	f.StringVar(&a.TokenFile, "token-auth-file", "",
+		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2" (default: no authentication, allowed only on a loopback --addr)`)
+	f.StringVar(&a.UsersGroup, "users-group", auth.DefaultUsersGroup, "group of the user role: submit, see, delete and re-prioritise jobs (with --token-auth-file)")
+	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, and change a scheduler's algorithm and rate limit (with --token-auth-file)")
+	f.BoolVar(&a.AllowAnonymous, "insecure-allow-anonymous", false,
+		"serve the API without authentication on an address other than loopback: anyone who reaches it may delete any job and change the algorithm")
+	f.StringVar(&a.TLSCertFile, "tls-cert-file", "", "PEM certificate (chain) the API serves HTTPS with (with --tls-private-key-file)")
+	f.StringVar(&a.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
 }
 
 func addServerFlags(cmd *cobra.Command, o *serverOptions) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 )
 
@@ -37,7 +38,11 @@ func (s *Server) fail(w http.ResponseWriter, code int, reason, field, msg string
 
 // failInternal logs err and answers 500 without leaking internals.
 func (s *Server) failInternal(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	args := []any{"method", r.Method, "path", r.URL.Path, "err", err}
+	if u, ok := auth.UserFrom(r.Context()); ok {
+		args = append(args, "user", u.Name)
+	}
+	s.log.Error("request failed", args...)
 	s.fail(w, http.StatusInternalServerError, "InternalError", "", "the server could not complete the request; see its log")
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/queue"
@@ -74,6 +75,11 @@ type Config struct {
 	// Namespaces, when not empty, are the only namespaces a manifest may
 	// name: on Kubernetes, those where the schedulers run jobs.
 	Namespaces []string
+	// Authenticator and Authorizer, both set or both nil, guard every
+	// route but the health probes (see auth.go). Both nil is the
+	// anonymous mode: anyone who reaches the API may do anything.
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -104,6 +110,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := jobspec.CheckPodSecurity(cfg.PodSecurity); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
+	}
+	if (cfg.Authenticator == nil) != (cfg.Authorizer == nil) {
+		return nil, errors.New("api: an authenticator and an authorizer go together; give both or neither")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -159,6 +168,10 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if !s.checkBrowser(rec, r) {
+			return
+		}
+		r, ok := s.authorize(rec, r)
+		if !ok {
 			return
 		}
 		s.mux.ServeHTTP(rec, r)

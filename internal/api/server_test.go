@@ -83,12 +83,23 @@ func newFixtureWith(t *testing.T, edit func(*Config), gpuTypes ...string) *fixtu
 // do sends a request and returns the status and body.
 func (f *fixture) do(method, path, contentType, body string) (int, []byte) {
 	f.t.Helper()
+	code, _, b := f.doWith("", method, path, contentType, body)
+	return code, b
+}
+
+// doWith is do with a bearer token (none when empty), also returning the
+// answer's headers.
+func (f *fixture) doWith(token, method, path, contentType, body string) (int, http.Header, []byte) {
+	f.t.Helper()
 	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -99,7 +110,7 @@ func (f *fixture) do(method, path, contentType, body string) (int, []byte) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return resp.StatusCode, b
+	return resp.StatusCode, resp.Header, b
 }
 
 // saveStatus writes a job's status as its scheduler would, over the

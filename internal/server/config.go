@@ -76,6 +76,8 @@ type Config struct {
 	// MaxWorkers the workers one job may ask for.
 	MaxConnections, MaxWorkers int
 	Kube                       KubeOptions
+	// Auth says who may call the API and whether it serves TLS.
+	Auth AuthOptions
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 
@@ -99,6 +101,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
 	case jobspec.CheckPodSecurity(c.PodSecurity) != nil:
 		return fmt.Errorf("--pod-security: %w", jobspec.CheckPodSecurity(c.PodSecurity))
+	}
+	if c.API {
+		if err := c.Auth.validate(c.Addr); err != nil {
+			return err
+		}
 	}
 	switch c.Cluster {
 	case ClusterSim:

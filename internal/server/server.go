@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -188,11 +189,16 @@ func (s *server) startSim(ctx context.Context) error {
 
 // startAPI serves the REST API on Addr until ctx ends.
 func (s *server) startAPI(ctx context.Context) error {
+	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
 	srv, err := api.New(api.Config{
+		Authenticator: sec.authn, Authorizer: sec.authz,
 		Store: s.store, Queue: s.queue, GPUTypes: s.gpuTypes, Algorithms: s.algos,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
 		Models: s.cfg.Models, Clock: s.clock, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,
@@ -203,6 +209,10 @@ func (s *server) startAPI(ctx context.Context) error {
 	if err != nil {
 		_ = ln.Close()
 		return err
+	}
+	scheme := "http"
+	if sec.tls != nil {
+		ln, scheme = tls.NewListener(ln, sec.tls), "https"
 	}
 	hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: s.cfg.MaxConnections})
 	s.goRun(ctx, "api", func(context.Context) error {
@@ -217,7 +227,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		defer cancel()
 		_ = hs.Shutdown(sctx) // the listener is closed either way
 	}()
-	s.log.Info("voda server listening", "addr", "http://"+ln.Addr().String(), "gpuTypes", s.gpuTypes,
+	s.log.Info("voda server listening", "addr", scheme+"://"+ln.Addr().String(), "gpuTypes", s.gpuTypes,
 		"cluster", s.cfg.Cluster, "dataDir", s.cfg.DataDir, "speed", s.cfg.Speed)
 	if s.cfg.Listening != nil {
 		s.cfg.Listening(ln.Addr().String())

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,14 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad address":       {func(c *Config) { c.Addr = "nope" }, "--addr: "},
 		"unknown pod security": {
 			func(c *Config) { c.PodSecurity = "strict" }, `--pod-security: pod security level "strict" is not one of privileged, baseline, restricted`},
+		"anonymous on every interface": {
+			func(c *Config) { c.Addr = "0.0.0.0:0" }, "--addr 0.0.0.0:0: not a loopback address, and without --token-auth-file"},
+		"certificate without key": {
+			func(c *Config) { c.Auth.TLSCertFile = "cert.pem" }, "--tls-cert-file and --tls-private-key-file: give both"},
+		"missing token file": {
+			func(c *Config) { c.Auth.TokenFile = filepath.Join(t.TempDir(), "none") }, "--token-auth-file: "},
+		"missing certificate": {
+			func(c *Config) { c.Auth.TLSCertFile, c.Auth.TLSKeyFile = "none.pem", "none.key" }, "--tls-cert-file and --tls-private-key-file: open none.pem"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := simConfig(t)
@@ -141,5 +150,22 @@ func TestRunRejectsBadConfig(t *testing.T) {
 				t.Fatalf("Run = %v, want an error starting %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestAnonymousOnlyOnLoopback(t *testing.T) {
+	for addr, loopback := range map[string]bool{
+		"127.0.0.1:55587": true, "127.0.0.5:0": true, "[::1]:0": true, "localhost:0": true,
+		"0.0.0.0:55587": false, ":55587": false, "[::]:0": false, "10.1.2.3:0": false, "voda.example.com:0": false,
+	} {
+		anonymous := AuthOptions{}
+		if err := anonymous.validate(addr); (err == nil) != loopback {
+			t.Errorf("anonymous on %s: %v, want allowed %v", addr, err, loopback)
+		}
+		for _, o := range []AuthOptions{{AllowAnonymous: true}, {TokenFile: "tokens.csv"}} {
+			if err := o.validate(addr); err != nil {
+				t.Errorf("%+v on %s: %v", o, addr, err)
+			}
+		}
 	}
 }

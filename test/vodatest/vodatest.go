@@ -5,6 +5,8 @@ package vodatest
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -79,6 +81,9 @@ type Server struct {
 	Args []string
 	logs *syncBuffer
 	done chan struct{}
+	// caFile, when set, is the certificate authority of a server that
+	// serves HTTPS (StartServerTLS).
+	caFile string
 }
 
 // FreeAddr returns a free 127.0.0.1 port.
@@ -96,7 +101,21 @@ func FreeAddr(t *testing.T) string {
 // until it is ready.
 func StartServer(t *testing.T, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, Addr: FreeAddr(t), Args: args}
+	return start(&Server{t: t, Addr: FreeAddr(t), Args: args})
+}
+
+// StartServerTLS is StartServer for a server whose args make it serve
+// HTTPS (--tls-cert-file, --tls-private-key-file) with a certificate that
+// caFile's authority signed: it waits for readiness over HTTPS, and its
+// URL and Client use HTTPS and trust caFile.
+func StartServerTLS(t *testing.T, caFile string, args ...string) *Server {
+	t.Helper()
+	return start(&Server{t: t, Addr: FreeAddr(t), Args: args, caFile: caFile})
+}
+
+func start(s *Server) *Server {
+	t := s.t
+	t.Helper()
 	s.Start()
 	t.Cleanup(func() {
 		s.Stop()
@@ -119,9 +138,10 @@ func (s *Server) Start() {
 	}
 	s.done = make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	probe := s.HTTPClient()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get("http://" + s.Addr + api.RouteReadyz)
+		resp, err := probe.Get(s.URL() + api.RouteReadyz)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -210,10 +230,42 @@ func (s *Server) RSS() (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.PID())
 }
 
-// Client returns an API client for the server.
-func (s *Server) Client() *client.Client {
+// URL is the server's base URL: http://Addr, or https://Addr for a
+// server of StartServerTLS.
+func (s *Server) URL() string {
+	if s.caFile != "" {
+		return "https://" + s.Addr
+	}
+	return "http://" + s.Addr
+}
+
+// HTTPClient is an HTTP client for raw requests to URL: the default
+// client, or one that trusts only the caFile of StartServerTLS.
+func (s *Server) HTTPClient() *http.Client {
 	s.t.Helper()
-	c, err := client.New("http://"+s.Addr, nil)
+	if s.caFile == "" {
+		return http.DefaultClient
+	}
+	pem, err := os.ReadFile(s.caFile)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		s.t.Fatalf("%s: no PEM certificate", s.caFile)
+	}
+	return &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// Client returns an API client for the server, sending the bearer token
+// opts give, if any.
+func (s *Server) Client(opts ...client.Option) *client.Client {
+	s.t.Helper()
+	if s.caFile != "" {
+		opts = append(opts, client.WithCAFile(s.caFile))
+	}
+	c, err := client.New(s.URL(), nil, opts...)
 	if err != nil {
 		s.t.Fatal(err)
 	}

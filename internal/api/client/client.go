@@ -29,15 +29,17 @@ const (
 
 // Client talks to one Voda server. It is safe for concurrent use.
 type Client struct {
-	base *url.URL
-	hc   *http.Client
+	base  *url.URL
+	hc    *http.Client
+	token string // sent as a bearer token when not empty
 }
 
 // New returns a client of the server at baseURL: "host:port",
 // "http://host:port" or "https://host:port", optionally with a path prefix
 // when the API sits behind a proxy ("https://gw.example.com/voda"). hc nil
-// means an http.Client with DefaultTimeout.
-func New(baseURL string, hc *http.Client) (*Client, error) {
+// means an http.Client with DefaultTimeout. opts add credentials and
+// trust (WithBearerToken, WithCAFile).
+func New(baseURL string, hc *http.Client, opts ...Option) (*Client, error) {
 	base, err := parseBaseURL(baseURL)
 	if err != nil {
 		return nil, err
@@ -45,7 +47,13 @@ func New(baseURL string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: DefaultTimeout}
 	}
-	return &Client{base: base, hc: hc}, nil
+	c := &Client{base: base, hc: hc}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func parseBaseURL(s string) (*url.URL, error) {
@@ -252,6 +260,9 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/vodascheduler/voda/internal/auth"
+)
+
+// routeAttributes maps each route (its ServeMux pattern) to the action it
+// performs, for the Authorizer. The Name of an action on one object is
+// filled from the path. A route missing here is refused to everyone but
+// is still authenticated (see authorize), so a new route cannot be served
+// unchecked by mistake; TestEveryRouteHasAttributes keeps the table whole.
+var routeAttributes = map[string]auth.Attributes{
+	"POST " + RouteJobs:         {Verb: auth.VerbCreate, Resource: auth.ResourceJobs},
+	"GET " + RouteJobs:          {Verb: auth.VerbList, Resource: auth.ResourceJobs},
+	"GET " + RouteJob:           {Verb: auth.VerbGet, Resource: auth.ResourceJobs},
+	"DELETE " + RouteJob:        {Verb: auth.VerbDelete, Resource: auth.ResourceJobs},
+	"PUT " + RouteJobPriority:   {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourcePriority},
+	"GET " + RouteSchedulers:    {Verb: auth.VerbList, Resource: auth.ResourceSchedulers},
+	"GET " + RouteScheduler:     {Verb: auth.VerbGet, Resource: auth.ResourceSchedulers},
+	"PUT " + RouteAlgorithm:     {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
+	"PUT " + RouteRateLimit:     {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceRateLimit},
+	"GET " + RouteAlgorithms:    {Verb: auth.VerbList, Resource: auth.ResourceAlgorithms},
+	"GET " + RouteOpenAPI:       {Verb: auth.VerbGet, Path: RouteOpenAPI},
+	"GET " + RouteMetrics:       {Verb: auth.VerbGet, Path: RouteMetrics},
+	"POST " + RouteLegacyJobs:   {Verb: auth.VerbCreate, Resource: auth.ResourceJobs},
+	"DELETE " + RouteLegacyJobs: {Verb: auth.VerbDelete, Resource: auth.ResourceJobs}, // the name is in the body
+	"GET " + RouteLegacyJobs:    {Verb: auth.VerbList, Resource: auth.ResourceJobs},
+	"PUT " + RouteLegacyAlgo:    {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
+	"PUT " + RouteLegacyLimit:   {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceRateLimit},
+}
+
+// openRoutes are served to anyone: the probes of kubelets and load
+// balancers, which carry no token and reveal nothing.
+var openRoutes = map[string]bool{
+	"GET " + RouteHealthz: true,
+	"GET " + RouteReadyz:  true,
+}
+
+// authorize authenticates r and asks the Authorizer about its route,
+// answering 401 or 403 itself when the caller may not go on. It returns
+// r with the user in its context. Without an Authenticator (anonymous
+// mode) every request goes on as it is. A path no route takes is
+// authenticated only, so that strangers learn nothing of the routes;
+// noRoute then answers 404 or 405.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if s.cfg.Authenticator == nil {
+		return r, true
+	}
+	_, pattern := s.mux.Handler(r)
+	if openRoutes[pattern] {
+		return r, true
+	}
+	u, ok, err := s.cfg.Authenticator.Authenticate(r)
+	if err != nil {
+		s.log.Error("authenticate", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if !ok {
+		r.Pattern = pattern // for the request metrics
+		w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
+		msg := "this server requires a bearer token (Authorization: Bearer <token>; voda's CLI sends --token or $VODA_TOKEN)"
+		if _, given := auth.BearerToken(r); given {
+			msg = "the bearer token is not valid"
+		}
+		if err != nil {
+			msg = "the bearer token could not be checked; see the server log"
+		}
+		s.fail(w, http.StatusUnauthorized, "Unauthorized", "", msg)
+		return r, false
+	}
+	r = r.WithContext(auth.WithUser(r.Context(), u))
+	if pattern == "" || pattern == "/" {
+		return r, true
+	}
+	a, known := routeAttributes[pattern]
+	if !known {
+		s.log.Error("route has no authorization attributes; refused", "pattern", pattern)
+		s.forbid(w, r, pattern, u, auth.Attributes{Verb: r.Method, Path: r.URL.Path}, "the route has no authorization rule")
+		return r, false
+	}
+	if a.Resource != "" {
+		a.Name = pathName(pattern, r.URL)
+	}
+	if a.Name == "" && a.Resource == auth.ResourceSchedulers {
+		a.Name = r.URL.Query().Get("gpuType") // the original's routes
+	}
+	allowed, reason, err := s.cfg.Authorizer.Authorize(r.Context(), u, a)
+	if err != nil {
+		s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
+		reason = "the authorizer failed; see the server log"
+	}
+	if !allowed || err != nil {
+		s.log.Info("refused", "user", u.Name, "action", a.String(), "reason", reason)
+		s.forbid(w, r, pattern, u, a, reason)
+		return r, false
+	}
+	if a.Verb != auth.VerbGet && a.Verb != auth.VerbList {
+		// An audit trail of changes: who deleted or re-prioritised a
+		// job, who switched the algorithm.
+		s.log.Info("authorized", "user", u.Name, "action", a.String())
+	}
+	return r, true
+}
+
+func (s *Server) forbid(w http.ResponseWriter, r *http.Request, pattern string, u auth.User, a auth.Attributes, reason string) {
+	r.Pattern = pattern // for the request metrics
+	msg := fmt.Sprintf("user %q may not %s", u.Name, a)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	s.fail(w, http.StatusForbidden, "Forbidden", "", msg)
+}
+
+// pathName is the object a path names: the segment of r's path where
+// pattern has its wildcard ({name} or {gpuType}), unescaped; empty when
+// the pattern has none. (The mux fills path values only as it serves.)
+func pathName(pattern string, u *url.URL) string {
+	_, path, _ := strings.Cut(pattern, " ")
+	want := strings.Split(path, "/")
+	got := strings.Split(u.EscapedPath(), "/")
+	for i, seg := range want {
+		if strings.HasPrefix(seg, "{") && i < len(got) {
+			name, err := url.PathUnescape(got[i])
+			if err != nil {
+				return got[i]
+			}
+			return name
+		}
+	}
+	return ""
+}
