@@ -15,6 +15,10 @@ type User struct {
 	UID string
 	// Groups decide the caller's roles (see Roles).
 	Groups []string
+	// Extra is what a Kubernetes TokenReview says of the caller beyond
+	// its groups (e.g. a ServiceAccount token's pod); a
+	// SubjectAccessReview passes it back. Nil elsewhere.
+	Extra map[string][]string
 }
 
 // InGroup reports whether the user is a member of group.
@@ -44,6 +48,12 @@ const (
 	VerbDelete = "delete"
 )
 
+// APIGroup is the Kubernetes API group of the resources only Voda has
+// (schedulers, algorithms), which a SubjectAccessReview names and
+// ClusterRoles grant. Jobs are not among them: a job is authorized as the
+// kind it is (MPIJob, PyTorchJob), in its namespace.
+const APIGroup = "vodascheduler.io"
+
 // The resources and subresources of Attributes.
 const (
 	ResourceJobs       = "jobs"
@@ -65,9 +75,13 @@ type Attributes struct {
 	// Name is the object acted on (a job, a GPU type); empty for lists
 	// and creations.
 	Name string
-	// Namespace is the job's namespace; always empty in the standalone
-	// mode, where jobs are not split by caller.
+	// Namespace is the job's namespace, for actions on jobs; empty for a
+	// list across namespaces and for the schedulers and algorithms, which
+	// belong to the whole cluster.
 	Namespace string
+	// Kind is the job's kind (MPIJob, PyTorchJob), for actions on jobs:
+	// Kubernetes RBAC grants the job kinds one by one.
+	Kind string
 	// Path is the URL path of a non-resource action.
 	Path string
 }
@@ -79,7 +93,11 @@ func (a Attributes) String() string {
 		return a.Verb + " " + a.Path
 	}
 	var b strings.Builder
-	b.WriteString(a.Verb + " " + a.Resource)
+	b.WriteString(a.Verb + " ")
+	if a.Kind != "" {
+		b.WriteString(a.Kind + " ")
+	}
+	b.WriteString(a.Resource)
 	if a.Subresource != "" {
 		b.WriteString("/" + a.Subresource)
 	}
