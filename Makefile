@@ -46,9 +46,11 @@ bench:
 	$(GO) test ./internal/placement -run '^$$' -bench 'BenchmarkPlace' -benchtime 50x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate' -benchtime 10x
 
-## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments
+## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments,
+## and on a control plane without authentication and with --authentication kubernetes
 load: test-deps
 	$(GO) test ./test/e2e -run 'TestLoad' -count=1 -v
+	$(GO) test ./test/kube -run 'TestLoadWithKubernetesAuth' -count=1 -v
 
 ## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target
 fuzz:

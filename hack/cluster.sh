@@ -16,6 +16,9 @@
 #
 # After start, DIR holds:
 #   kubeconfig          admin kubeconfig (bearer token in group system:masters)
+#   pki/tokens.csv      the static tokens: admin's, and those of users alice,
+#                       bob (group developers) and carol (group operators),
+#                       who may do nothing until bound a role
 #   env                 ports and URLs of the stack, KEY=VALUE lines
 #   logs/<component>.log, pids/<component>.pid, pki/, etcd/, tmp/, run/
 #
@@ -395,7 +398,14 @@ cmd_start() {
 	gen_pki "$dir/pki"
 	local token
 	token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-	echo "$token,admin,admin,system:masters" >"$dir/pki/tokens.csv"
+	{
+		echo "$token,admin,admin,system:masters"
+		# Users with no permission until a test binds them a role, for
+		# tests of Voda's Kubernetes authentication (kubetest.UserToken).
+		echo "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'),alice,alice,developers"
+		echo "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'),bob,bob,developers"
+		echo "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'),carol,carol,operators"
+	} >"$dir/pki/tokens.csv"
 	chmod 600 "$dir/pki/tokens.csv"
 	local kubeconfig=$dir/kubeconfig
 	cat >"$kubeconfig" <<EOF

@@ -258,10 +258,11 @@ Voda server, as a table or, with -o, as JSON, YAML or bare names.`,
 }
 
 type getJobsFlags struct {
-	output  string
-	gpuType string
-	status  string
-	live    bool
+	output    string
+	gpuType   string
+	status    string
+	live      bool
+	namespace string
 }
 
 func newGetJobsCommand(o *clientOptions) *cobra.Command {
@@ -276,9 +277,10 @@ The table shows, as the original Voda did, each job's status, its current
 number of workers (one GPU each), the scheduling algorithm of its GPU type
 and how long it has waited without GPUs, run with GPUs and existed in all.
 -o wide adds the GPU type, priority, worker range, the position of a waiting
-job in the queue, its estimated start, the progress of its training and the
+job in the queue, its estimated start, the progress of its training, the
 reason for its status, if any (e.g. Unschedulable: it needs more GPUs than
-its GPU type has in all).
+its GPU type has in all), and its namespace. A server with authentication
+lists only the jobs the caller may see.
 
 A job being deleted shows its status followed by ",Deleting" until the
 scheduler has halted it.`,
@@ -298,6 +300,7 @@ scheduler has halted it.`,
 	fl.StringVar(&f.gpuType, "gpu-type", "", "only the jobs of this GPU type")
 	fl.StringVar(&f.status, "status", "", "only the jobs in this status: "+orList(jobStatuses))
 	fl.BoolVar(&f.live, "live", false, "only the jobs that have not finished")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "only the jobs of this namespace (default: those of every namespace the caller may see)")
 	return cmd
 }
 
@@ -320,7 +323,7 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	var jobs []api.Job
 	var errs []error
 	if len(names) == 0 {
-		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live})
+		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live, Namespace: f.namespace})
 	} else {
 		jobs, errs, err = getEach(ctx, "job", names, c.GetJob)
 	}
@@ -400,7 +403,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 	tw := newTable(w)
 	header := "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
 	if wide {
-		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS\tREASON"
+		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS\tREASON\tNAMESPACE"
 	}
 	fmt.Fprintln(tw, header)
 	for _, j := range jobs {
@@ -419,7 +422,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 				start = "unknown"
 			}
 			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
-				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress), dash(j.Reason))
+				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress), dash(j.Reason), dash(j.Namespace))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}

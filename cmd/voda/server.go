@@ -74,12 +74,16 @@ without their passwords.
 Clients (voda create, voda get jobs, ...) find the server with --server or
 VODA_SERVER.
 
-Without --token-auth-file anyone who reaches the API may do anything, so
-the server refuses to listen anywhere but on loopback unless given
---insecure-allow-anonymous. With it, callers send a bearer token; members of
---users-group act on jobs, members of --admins-group also change the
-schedulers. --tls-cert-file and --tls-private-key-file serve HTTPS. See
-docs/security.md.`,
+Without authentication anyone who reaches the API may do anything, so the
+server refuses to listen anywhere but on loopback unless given
+--insecure-allow-anonymous. With --token-auth-file, callers send a bearer
+token; members of --users-group act on jobs, members of --admins-group also
+change the schedulers. With --authentication kubernetes, the cluster decides:
+a TokenReview says who a token is (users and ServiceAccounts alike), and a
+SubjectAccessReview whether RBAC lets them do the same to the job's kind
+(mpijobs, pytorchjobs) in its namespace, or change the schedulers
+(schedulers.vodascheduler.io; see deploy/roles.yaml). --tls-cert-file and
+--tls-private-key-file serve HTTPS. See docs/security.md.`,
 		Example: `  # Everything on one machine, simulated time 60 times faster than real time
   voda server --speed 60
 
@@ -87,7 +91,11 @@ docs/security.md.`,
   voda server --sim-nodes nvidia-tesla-v100=4x8,nvidia-gtx-1080ti=2x4 --data-dir ./state
 
   # On Kubernetes, with the kubeconfig of $KUBECONFIG
-  voda server --cluster kubernetes --store mongodb://mongo:27017 --queue amqp://rabbitmq:5672`,
+  voda server --cluster kubernetes --store mongodb://mongo:27017 --queue amqp://rabbitmq:5672
+
+  # The same, serving every address, for the cluster's users and ServiceAccounts
+  voda server --cluster kubernetes --addr :55587 --authentication kubernetes \
+    --tls-cert-file tls.crt --tls-private-key-file tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), o) },
 	}
@@ -101,8 +109,14 @@ docs/security.md.`,
 // named as kube-apiserver names them (see docs/security.md).
 func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
 	f := cmd.Flags()
+	f.StringVar(&a.Mode, "authentication", "",
+		"how the API knows its callers: "+server.AuthNone+" (allowed only on a loopback --addr), "+server.AuthTokenFile+
+			" (--token-auth-file), or "+server.AuthKubernetes+" (bearer tokens checked with TokenReviews, actions with SubjectAccessReviews against the cluster of --kubeconfig) (default "+
+			server.AuthTokenFile+" when --token-auth-file is given, else "+server.AuthNone+")")
+	f.DurationVar(&a.CacheTTL, "authentication-cache-ttl", server.DefaultAuthCacheTTL,
+		"how long --authentication "+server.AuthKubernetes+" reuses a TokenReview's or SubjectAccessReview's answer")
 	f.StringVar(&a.TokenFile, "token-auth-file", "",
-		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2" (default: no authentication, allowed only on a loopback --addr)`)
+		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"`)
 	f.StringVar(&a.UsersGroup, "users-group", auth.DefaultUsersGroup, "group of the user role: submit, see, delete and re-prioritise jobs (with --token-auth-file)")
 	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, and change a scheduler's algorithm and rate limit (with --token-auth-file)")
 	f.BoolVar(&a.AllowAnonymous, "insecure-allow-anonymous", false,
@@ -148,7 +162,7 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 // addKubeFlags adds the flags of --cluster kubernetes.
 func addKubeFlags(cmd *cobra.Command, k *server.KubeOptions) {
 	f := cmd.Flags()
-	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
+	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes, --authentication kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	f.StringVar(&k.Namespace, "namespace", kube.DefaultNamespace, "namespace of jobs whose manifest names none (--cluster kubernetes)")
 	f.StringSliceVar(&k.JobNamespaces, "job-namespaces", nil, "namespaces where jobs may run; Voda watches and changes pods and job objects there only, so its RBAC can be namespaced (default: --namespace)")
 	f.StringVar(&k.LeaseNamespace, "lease-namespace", "", "namespace of the schedulers' leases (default: --namespace)")

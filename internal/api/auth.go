@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/store"
 )
 
 // routeAttributes maps each route (its ServeMux pattern) to the action it
@@ -62,7 +63,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	if !ok {
 		r.Pattern = pattern // for the request metrics
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
-		msg := "this server requires a bearer token (Authorization: Bearer <token>; voda's CLI sends --token or $VODA_TOKEN)"
+		msg := "this server requires a bearer token (Authorization: Bearer <token>; voda's CLI sends --token, $VODA_TOKEN or the current kubeconfig context's token)"
 		if _, given := auth.BearerToken(r); given {
 			msg = "the bearer token is not valid"
 		}
@@ -88,6 +89,24 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	if a.Name == "" && a.Resource == auth.ResourceSchedulers {
 		a.Name = r.URL.Query().Get("gpuType") // the original's routes
 	}
+	if a.Resource == auth.ResourceJobs {
+		// Who may act on a job depends on its namespace and kind, which
+		// the handler learns from the manifest or the store: it asks
+		// (see allow, visible).
+		return r, true
+	}
+	r.Pattern = pattern // for allow's answer; the mux sets it again
+	return r, s.allow(w, r, a)
+}
+
+// allow asks the Authorizer whether the request's caller may perform a,
+// answering 403 itself if not. Without authentication everyone may do
+// anything.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, a auth.Attributes) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	u, _ := auth.UserFrom(r.Context())
 	allowed, reason, err := s.cfg.Authorizer.Authorize(r.Context(), u, a)
 	if err != nil {
 		s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
@@ -95,15 +114,56 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	}
 	if !allowed || err != nil {
 		s.log.Info("refused", "user", u.Name, "action", a.String(), "reason", reason)
-		s.forbid(w, r, pattern, u, a, reason)
-		return r, false
+		s.forbid(w, r, r.Pattern, u, a, reason)
+		return false
 	}
 	if a.Verb != auth.VerbGet && a.Verb != auth.VerbList {
 		// An audit trail of changes: who deleted or re-prioritised a
 		// job, who switched the algorithm.
 		s.log.Info("authorized", "user", u.Name, "action", a.String())
 	}
-	return r, true
+	return true
+}
+
+// jobAction is the action of the request's route on one job: a job of
+// kind in namespace, named name (empty for a new job).
+func jobAction(r *http.Request, kind, namespace, name string) auth.Attributes {
+	a := routeAttributes[r.Pattern]
+	a.Kind, a.Namespace, a.Name = kind, namespace, name
+	return a
+}
+
+// visible returns the jobs the request's caller may see: those of the
+// namespaces and kinds where the Authorizer allows the route's list
+// action. It asks once per namespace and kind, and answers 403 itself
+// when it cannot decide, rather than show a partial list.
+func (s *Server) visible(w http.ResponseWriter, r *http.Request, jobs []store.Job) ([]store.Job, bool) {
+	if s.cfg.Authorizer == nil {
+		return jobs, true
+	}
+	u, _ := auth.UserFrom(r.Context())
+	type scope struct{ namespace, kind string }
+	decided := map[scope]bool{}
+	out := make([]store.Job, 0, len(jobs))
+	for _, j := range jobs {
+		sc := scope{s.namespaceOf(j), j.Kind}
+		allowed, ok := decided[sc]
+		if !ok {
+			a := jobAction(r, sc.kind, sc.namespace, "")
+			var err error
+			allowed, _, err = s.cfg.Authorizer.Authorize(r.Context(), u, a)
+			if err != nil {
+				s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
+				s.forbid(w, r, r.Pattern, u, a, "the authorizer failed; see the server log")
+				return nil, false
+			}
+			decided[sc] = allowed
+		}
+		if allowed {
+			out = append(out, j)
+		}
+	}
+	return out, true
 }
 
 func (s *Server) forbid(w http.ResponseWriter, r *http.Request, pattern string, u auth.User, a auth.Attributes, reason string) {

@@ -96,7 +96,8 @@ func TestAuthorization(t *testing.T) {
 		{"user changes the rate limit", userToken, "PUT", "/api/v1/schedulers/v100/ratelimit", "application/json", `{"seconds": 5}`, 403, "needs the admin role"},
 		{"user changes the algorithm, legacy route", userToken, "PUT", RouteLegacyAlgo, "", "FIFO", 403, "update schedulers/algorithm"},
 		{"user changes the rate limit, legacy route", userToken, "PUT", RouteLegacyLimit + "?gpuType=v100", "", "5", 403, "update schedulers/ratelimit v100"},
-		{"scraper lists jobs", scrapeToken, "GET", RouteJobs, "", "", 403, `user "prometheus" may not list jobs: needs the user role`},
+		{"scraper gets a job", scrapeToken, "GET", "/api/v1/jobs/" + job.Name, "", "", 403, `user "prometheus" may not get MPIJob jobs ` + job.Name + ` in namespace default: needs the user role`},
+		{"scraper submits", scrapeToken, "POST", RouteJobs, "application/yaml", mpiJob("theirs", "1", "2", "v100"), 403, "may not create MPIJob jobs in namespace default"},
 		{"scraper reads metrics", scrapeToken, "GET", RouteMetrics, "", "", 200, ""},
 		{"scraper reads the API description", scrapeToken, "GET", RouteOpenAPI, "", "", 200, ""},
 		{"user lists jobs", userToken, "GET", RouteJobs, "", "", 200, ""},
@@ -115,6 +116,11 @@ func TestAuthorization(t *testing.T) {
 		if code == 403 && (e.Reason != "Forbidden" || e.Code != 403) {
 			t.Errorf("%s: error %+v, want reason Forbidden", c.name, e)
 		}
+	}
+	// A list shows only what the caller may see: nothing, to a caller
+	// without the user role.
+	if code, _, _, b := f.as(scrapeToken, "GET", RouteJobs, "", ""); code != 200 || !strings.Contains(string(b), `"items": []`) {
+		t.Errorf("scraper lists jobs: %d %s, want 200 and no items", code, b)
 	}
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
 	js := spec.JobSpec
 	js.SubmitTime = now
 	return store.Job{
-		Name: name, Kind: spec.Kind, Manifest: manifest, Spec: js, Model: spec.Model,
+		Name: name, Kind: spec.Kind, Namespace: spec.Namespace, Manifest: manifest, Spec: js, Model: spec.Model,
 		Status: store.JobStatus{
 			State:   model.JobState{Status: model.StatusSubmitted},
 			Est:     model.Estimates{RemainingSeconds: -1},
@@ -129,6 +130,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	spec, ok := s.parseManifest(w, r, false)
 	if !ok {
+		return
+	}
+	if !s.allow(w, r, jobAction(r, spec.Kind, spec.Namespace, "")) {
 		return
 	}
 	if dry {
@@ -189,25 +193,30 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", status))
 		return
 	}
+	namespace := q.Get("namespace")
 	views, ok := s.listViews(w, r, opts)
 	if !ok {
 		return
 	}
 	out := JobList{Items: []Job{}}
 	for _, v := range views {
-		if status == "" || v.Status == status {
+		if (status == "" || v.Status == status) && (namespace == "" || v.Namespace == namespace) {
 			out.Items = append(out.Items, v)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// listViews lists the jobs opts selects as the API shows them, or answers
-// the error.
+// listViews lists the jobs opts selects that the caller may see, as the
+// API shows them, or answers the error.
 func (s *Server) listViews(w http.ResponseWriter, r *http.Request, opts store.ListOptions) ([]Job, bool) {
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
 	if err != nil {
 		s.failInternal(w, r, err)
+		return nil, false
+	}
+	jobs, ok := s.visible(w, r, jobs)
+	if !ok {
 		return nil, false
 	}
 	algos, err := s.settings(r.Context())
@@ -232,7 +241,9 @@ func validStatus(s string) bool {
 	return false
 }
 
-// lookup loads the job named in the path, answering 404 if absent.
+// lookup loads the job a request names and checks that the caller may
+// perform the request's action on it, answering 404 if it is absent and
+// 403 if the caller may not.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
 	j, err := s.cfg.Store.GetJob(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
@@ -243,7 +254,15 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name string) (st
 		s.failInternal(w, r, err)
 		return store.Job{}, false
 	}
+	if !s.allow(w, r, jobAction(r, j.Kind, s.namespaceOf(j), j.Name)) {
+		return store.Job{}, false
+	}
 	return j, true
+}
+
+// namespaceOf is the namespace a job belongs to.
+func (s *Server) namespaceOf(j store.Job) string {
+	return cmp.Or(j.Namespace, s.cfg.DefaultNamespace, jobspec.DefaultNamespace)
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +362,7 @@ func statusOf(j store.Job) model.Status {
 func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	st := j.Status.State
 	out := Job{
-		Name: j.Name, Kind: j.Kind, GPUType: j.Spec.GPUType,
+		Name: j.Name, Namespace: s.namespaceOf(j), Kind: j.Kind, GPUType: j.Spec.GPUType,
 		Status: string(statusOf(j)), DeleteRequested: j.DeleteRequested,
 		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
 		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,

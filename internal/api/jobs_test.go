@@ -76,7 +76,7 @@ func TestDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Job{
-		Name: "dry-20261121-093015", Kind: "MPIJob", GPUType: "v100", Status: "Submitted",
+		Name: "dry-20261121-093015", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Submitted",
 		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, Epochs: 5, Scheduler: algorithm.DefaultName, SubmitTime: t0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -19,7 +19,7 @@ import (
 
 func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) {
 	spec, ok := s.parseManifest(w, r, true)
-	if !ok {
+	if !ok || !s.allow(w, r, jobAction(r, spec.Kind, spec.Namespace, "")) {
 		return
 	}
 	job, ok := s.submit(w, r, spec)

@@ -75,6 +75,10 @@ type Config struct {
 	// Namespaces, when not empty, are the only namespaces a manifest may
 	// name: on Kubernetes, those where the schedulers run jobs.
 	Namespaces []string
+	// DefaultNamespace is the namespace of a manifest that names none
+	// (jobspec.DefaultNamespace when empty): on Kubernetes, the
+	// scheduler's --namespace.
+	DefaultNamespace string
 	// Authenticator and Authorizer, both set or both nil, guard every
 	// route but the health probes (see auth.go). Both nil is the
 	// anonymous mode: anyone who reaches the API may do anything.
@@ -131,7 +135,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log,
 		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers,
-			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces},
+			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces,
+			DefaultNamespace: cfg.DefaultNamespace},
 		mux:      http.NewServeMux(),
 		next:     map[string]int{},
 		loopback: isLoopback(cfg.ListenAddr),

@@ -28,9 +28,12 @@ const (
 
 // Job is a training job as the API shows it.
 type Job struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	GPUType string `json:"gpuType"`
+	Name string `json:"name"`
+	// Namespace is where the job runs, and who may see and change it: on
+	// Kubernetes, those allowed the same on its kind there.
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	GPUType   string `json:"gpuType"`
 	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
 	Status string `json:"status"`
 	// Reason is a one-word cause of the status where one helps, e.g.

@@ -101,8 +101,12 @@ type Options struct {
 	AllowServiceAccount bool
 	// Namespaces, when not empty, lists the namespaces a manifest's
 	// metadata.namespace may name; empty accepts any. A manifest without
-	// one is accepted either way: it goes to the server's namespace.
+	// one is accepted either way: it goes to DefaultNamespace.
 	Namespaces []string
+	// DefaultNamespace is the namespace of a manifest that names none
+	// (the package's DefaultNamespace when empty). Parse writes it into
+	// the manifest, so that a stored job says where it runs.
+	DefaultNamespace string
 }
 
 func (o Options) withDefaults() Options {
@@ -122,6 +126,9 @@ func (o Options) withDefaults() Options {
 	o.GPUTypes = sortedCopy(o.GPUTypes)
 	o.Models = sortedCopy(o.Models)
 	o.Namespaces = sortedCopy(o.Namespaces)
+	if o.DefaultNamespace == "" {
+		o.DefaultNamespace = DefaultNamespace
+	}
 	return o
 }
 
@@ -138,7 +145,8 @@ type Spec struct {
 	APIVersion string
 	// Name is metadata.name.
 	Name string
-	// Namespace is metadata.namespace, DefaultNamespace when absent.
+	// Namespace is metadata.namespace, which Parse sets to
+	// Options.DefaultNamespace when the manifest names none.
 	Namespace string
 	// JobSpec is what the scheduler needs; its SubmitTime is zero.
 	JobSpec model.JobSpec

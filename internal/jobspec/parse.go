@@ -207,7 +207,8 @@ func readMetadata(root map[string]any, opts Options) (metadata, *FieldError) {
 				Reason: fmt.Sprintf("%s is not a namespace this server creates jobs in; accepted: %s, or leave it out", quote(ns), joinList(opts.Namespaces))}
 		}
 	} else {
-		ns = DefaultNamespace
+		ns = opts.DefaultNamespace
+		meta["namespace"] = ns
 	}
 	md.namespace = ns
 	md.annotations, err = stringMapAt(meta, "annotations", "metadata.annotations")

@@ -1,22 +1,57 @@
 package server
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/auth/kubeauth"
 )
+
+// The authentication modes of AuthOptions.Mode.
+const (
+	// AuthNone serves anyone: allowed only on loopback, unless
+	// AuthOptions.AllowAnonymous.
+	AuthNone = "none"
+	// AuthTokenFile checks bearer tokens against a static token file and
+	// maps their groups to two roles.
+	AuthTokenFile = "token-file"
+	// AuthKubernetes defers to the cluster: TokenReviews say who a bearer
+	// token is, SubjectAccessReviews what RBAC lets them do.
+	AuthKubernetes = "kubernetes"
+)
+
+// DefaultAuthCacheTTL is how long AuthKubernetes reuses a review's
+// answer: the default of kube's delegated authentication and
+// authorization, so that a revoked token or RoleBinding stops working
+// within seconds while a burst of requests costs one review.
+const DefaultAuthCacheTTL = 10 * time.Second
+
+// maxAuthCacheTTL bounds AuthOptions.CacheTTL: a longer cache would keep
+// a revoked credential working for too long.
+const maxAuthCacheTTL = 10 * time.Minute
 
 // AuthOptions say who may call the API and how it is reached (see
 // docs/security.md). The zero value is the anonymous mode over plain
 // HTTP, which validate allows only on a loopback address.
 type AuthOptions struct {
+	// Mode is AuthNone, AuthTokenFile or AuthKubernetes; empty means
+	// AuthTokenFile when TokenFile is set, else AuthNone.
+	Mode string
 	// TokenFile is a static token file of kube-apiserver's format
-	// (auth.TokenFile); empty means no authentication.
+	// (auth.TokenFile), for AuthTokenFile.
 	TokenFile string
+	// CacheTTL is how long AuthKubernetes reuses the answer of a
+	// TokenReview or SubjectAccessReview (DefaultAuthCacheTTL when 0).
+	CacheTTL time.Duration
 	// UsersGroup and AdminsGroup are the groups of the user and admin
 	// roles (auth.Roles); empty means auth.DefaultUsersGroup and
 	// auth.DefaultAdminsGroup.
@@ -29,17 +64,38 @@ type AuthOptions struct {
 	TLSCertFile, TLSKeyFile string
 }
 
+// mode is Mode with its default.
+func (o *AuthOptions) mode() string {
+	switch {
+	case o.Mode != "":
+		return o.Mode
+	case o.TokenFile != "":
+		return AuthTokenFile
+	}
+	return AuthNone
+}
+
 // validate checks the options of an API listening on addr.
 func (o *AuthOptions) validate(addr string) error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-private-key-file: give both or neither")
 	}
+	switch mode := o.mode(); {
+	case mode != AuthNone && mode != AuthTokenFile && mode != AuthKubernetes:
+		return fmt.Errorf("--authentication: %q is not %s, %s or %s", o.Mode, AuthNone, AuthTokenFile, AuthKubernetes)
+	case mode == AuthTokenFile && o.TokenFile == "":
+		return fmt.Errorf("--authentication %s needs --token-auth-file", AuthTokenFile)
+	case mode != AuthTokenFile && o.TokenFile != "":
+		return fmt.Errorf("--token-auth-file: not used with --authentication %s; give one or the other", mode)
+	case o.CacheTTL < 0 || o.CacheTTL > maxAuthCacheTTL:
+		return fmt.Errorf("--authentication-cache-ttl: %v is outside [0, %v]", o.CacheTTL, maxAuthCacheTTL)
+	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil // listening reports it
 	}
-	if o.TokenFile == "" && !o.AllowAnonymous && !isLoopback(addr) {
-		return fmt.Errorf("--addr %s: not a loopback address, and without --token-auth-file anyone who reaches it may delete any job and change the algorithm; "+
-			"give --token-auth-file, or --insecure-allow-anonymous to serve it without authentication anyway", addr)
+	if o.mode() == AuthNone && !o.AllowAnonymous && !isLoopback(addr) {
+		return fmt.Errorf("--addr %s: not a loopback address, and without authentication anyone who reaches it may delete any job and change the algorithm; "+
+			"give --token-auth-file or --authentication %s, or --insecure-allow-anonymous to serve it without authentication anyway", addr, AuthKubernetes)
 	}
 	return nil
 }
@@ -66,10 +122,22 @@ type apiSecurity struct {
 	tls   *tls.Config // nil: plain HTTP
 }
 
-// load reads the token file and the certificate; errors name the flags.
-func (o *AuthOptions) load(addr string, log *slog.Logger) (apiSecurity, error) {
+// load reads the token file and the certificate, or connects to the
+// cluster of kubeconfig (see restConfig); errors name the flags.
+func (o *AuthOptions) load(addr, kubeconfig string, log *slog.Logger) (apiSecurity, error) {
 	var sec apiSecurity
-	if o.TokenFile != "" {
+	switch o.mode() {
+	case AuthKubernetes:
+		cfg, err := restConfig(kubeconfig)
+		if err != nil {
+			return sec, fmt.Errorf("--authentication %s: %w", AuthKubernetes, err)
+		}
+		ttl := cmp.Or(o.CacheTTL, DefaultAuthCacheTTL)
+		if sec.authn, sec.authz, err = kubeReviewers(cfg, ttl); err != nil {
+			return sec, fmt.Errorf("--authentication %s: %w", AuthKubernetes, err)
+		}
+		log.Info("API authenticates bearer tokens with TokenReviews and authorizes with SubjectAccessReviews", "apiServer", cfg.Host, "cacheTTL", ttl)
+	case AuthTokenFile:
 		tf, err := auth.LoadTokenFile(o.TokenFile)
 		if err != nil {
 			return sec, fmt.Errorf("--token-auth-file: %w", err)
@@ -78,7 +146,10 @@ func (o *AuthOptions) load(addr string, log *slog.Logger) (apiSecurity, error) {
 		roles := sec.authz.(auth.Roles)
 		log.Info("API authenticates bearer tokens", "tokenFile", o.TokenFile, "tokens", tf.Len(),
 			"usersGroup", roles.UsersGroup, "adminsGroup", roles.AdminsGroup)
-	} else if !isLoopback(addr) {
+	default:
+		if isLoopback(addr) {
+			break
+		}
 		log.Warn("API without authentication on a non-loopback address: anyone who reaches it may do anything", "addr", addr)
 	}
 	if o.TLSCertFile != "" {
@@ -87,8 +158,20 @@ func (o *AuthOptions) load(addr string, log *slog.Logger) (apiSecurity, error) {
 			return sec, fmt.Errorf("--tls-cert-file and --tls-private-key-file: %w", err)
 		}
 		sec.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	} else if o.TokenFile != "" && !isLoopback(addr) {
+	} else if o.mode() != AuthNone && !isLoopback(addr) {
 		log.Warn("API takes bearer tokens over plain HTTP on a non-loopback address; give --tls-cert-file and --tls-private-key-file unless a proxy terminates TLS", "addr", addr)
 	}
 	return sec, nil
+}
+
+// kubeReviewers are the Authenticator and Authorizer of AuthKubernetes,
+// asking the API server of cfg and reusing answers for ttl.
+func kubeReviewers(cfg *rest.Config, ttl time.Duration) (auth.Authenticator, auth.Authorizer, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	authn := kubeauth.NewTokenReviewer(cs.AuthenticationV1(), kubeauth.TokenReviewOptions{TTL: ttl})
+	authz := kubeauth.NewAccessReviewer(cs.AuthorizationV1(), kubeauth.AccessReviewOptions{AllowedTTL: ttl, DeniedTTL: ttl})
+	return authn, authz, nil
 }

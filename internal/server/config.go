@@ -158,3 +158,13 @@ func (c *Config) jobNamespaces() []string {
 	}
 	return []string{cmp.Or(c.Kube.Namespace, kube.DefaultNamespace)}
 }
+
+// defaultNamespace is the namespace of a manifest that names none: on
+// Kubernetes --namespace, where such jobs run; elsewhere the API's
+// default.
+func (c *Config) defaultNamespace() string {
+	if c.Cluster != ClusterKubernetes {
+		return ""
+	}
+	return cmp.Or(c.Kube.Namespace, kube.DefaultNamespace)
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vodascheduler/voda/internal/kube"
@@ -45,11 +46,9 @@ var errNoGPUTypes = errors.New("no node is labelled vodascheduler/accelerator=<g
 // connectKube builds and starts the Kubernetes client: the kubeconfig
 // flag, else $KUBECONFIG or ~/.kube/config, else the in-cluster account.
 func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.Logger) (*kube.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, err
 	}
 	// kube does not import the store: it reads only what a start needs.
 	jobs := func(ctx context.Context, name string) (kube.Job, error) {
@@ -64,6 +63,18 @@ func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.L
 		return nil, fmt.Errorf("kubernetes: %w (is the API server reachable and are Voda's RBAC rules applied?)", err)
 	}
 	return client, nil
+}
+
+// restConfig loads the client configuration of the kubeconfig flag, else
+// $KUBECONFIG or ~/.kube/config, else the in-cluster account.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return cfg, nil
 }
 
 // startKube starts one scheduler per GPU type on Kubernetes.

@@ -189,7 +189,7 @@ func (s *server) startSim(ctx context.Context) error {
 
 // startAPI serves the REST API on Addr until ctx ends.
 func (s *server) startAPI(ctx context.Context) error {
-	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.log)
+	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.cfg.Kube.Kubeconfig, s.log)
 	if err != nil {
 		return err
 	}
@@ -205,6 +205,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		Metrics: s.metrics, Gatherer: s.registry, Logger: s.log, Ready: s.running.Ready, OpenAPI: docs.OpenAPI,
 		ListenAddr:  ln.Addr().String(),
 		PodSecurity: s.cfg.PodSecurity, AllowServiceAccount: s.cfg.AllowServiceAccount, Namespaces: s.cfg.jobNamespaces(),
+		DefaultNamespace: s.cfg.defaultNamespace(),
 	})
 	if err != nil {
 		_ = ln.Close()

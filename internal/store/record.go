@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -33,6 +34,7 @@ import (
 type jobRecord struct {
 	Name            string       `json:"name" bson:"_id"`
 	Kind            string       `json:"kind" bson:"kind"`
+	Namespace       string       `json:"namespace,omitempty" bson:"namespace,omitempty"`
 	Manifest        []byte       `json:"manifest" bson:"manifest"`
 	Spec            specRecord   `json:"spec" bson:"spec"`
 	Model           string       `json:"model" bson:"model"`
@@ -250,6 +252,7 @@ func encodeJob(j Job) (jobRecord, error) {
 	r := jobRecord{
 		Name:            j.Name,
 		Kind:            j.Kind,
+		Namespace:       j.Namespace,
 		Manifest:        nilIfEmpty(j.Manifest),
 		Spec:            e.spec(j.Spec),
 		Model:           j.Model,
@@ -262,9 +265,14 @@ func encodeJob(j Job) (jobRecord, error) {
 }
 
 func decodeJob(r jobRecord) Job {
+	ns := r.Namespace
+	if ns == "" {
+		ns = manifestNamespace(r.Manifest)
+	}
 	return Job{
 		Name:            r.Name,
 		Kind:            r.Kind,
+		Namespace:       ns,
 		Manifest:        nilIfEmpty(r.Manifest),
 		Spec:            decodeSpec(r.Spec),
 		Model:           r.Model,
@@ -272,6 +280,19 @@ func decodeJob(r jobRecord) Job {
 		Status:          decodeStatus(r.Status),
 		StatusRevision:  r.StatusRevision,
 	}
+}
+
+// manifestNamespace is a JSON manifest's metadata.namespace, or empty.
+func manifestNamespace(manifest []byte) string {
+	var m struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(manifest, &m) != nil {
+		return ""
+	}
+	return m.Metadata.Namespace
 }
 
 func (e *encoder) spec(s model.JobSpec) specRecord {

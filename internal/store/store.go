@@ -32,6 +32,10 @@ type Job struct {
 	Name string
 	// Kind is the manifest's kind: "MPIJob" or "PyTorchJob".
 	Kind string
+	// Namespace is the namespace the job belongs to and runs in: its
+	// manifest's metadata.namespace. A record stored before namespaces
+	// were recorded reads it from the manifest.
+	Namespace string
 	// Manifest is the submitted manifest as JSON, with the name rewritten.
 	Manifest []byte
 	// Spec is what the scheduler needs; Spec.Priority may change later.

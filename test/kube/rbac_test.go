@@ -10,7 +10,8 @@ import (
 
 // TestRBACLeastPrivilege asks the API server, as `kubectl auth can-i
 // --as` does, what deploy/rbac.yaml lets Voda's ServiceAccount do: all
-// it needs in a job namespace, on nodes and on its leases, and nothing
+// it needs in a job namespace, on nodes, on its leases and to ask the
+// cluster about its API's callers, and nothing
 // on pods or jobs elsewhere, on secrets, or on other workloads.
 func TestRBACLeastPrivilege(t *testing.T) {
 	schedulerKubeconfig(t) // applies deploy/rbac.yaml
@@ -58,6 +59,12 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		check{"create", "batch", "jobs", jobs, false},
 		check{"create", "rbac.authorization.k8s.io", "rolebindings", jobs, false},
 		check{"create", "", "serviceaccounts", jobs, false},
+		// --authentication kubernetes: who a token is, what RBAC allows.
+		check{"create", "authentication.k8s.io", "tokenreviews", "", true},
+		check{"create", "authorization.k8s.io", "subjectaccessreviews", "", true},
+		check{"get", "authentication.k8s.io", "tokenreviews", "", false},
+		check{"impersonate", "", "users", "", false},
+		check{"impersonate", "", "serviceaccounts", jobs, false},
 	)
 	const sa = "system:serviceaccount:" + leaseNamespace + ":voda-scheduler"
 	for _, c := range checks {

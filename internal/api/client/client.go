@@ -141,6 +141,8 @@ type ListOptions struct {
 	Status string
 	// Live keeps the jobs that have not finished.
 	Live bool
+	// Namespace keeps the jobs of one namespace.
+	Namespace string
 }
 
 // ListJobs returns the jobs that match opts, in submission order.
@@ -154,6 +156,9 @@ func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, err
 	}
 	if opts.Live {
 		q.Set("live", "true")
+	}
+	if opts.Namespace != "" {
+		q.Set("namespace", opts.Namespace)
 	}
 	var list api.JobList
 	err := c.do(ctx, http.MethodGet, api.RouteJobs, q, nil, "", &list)

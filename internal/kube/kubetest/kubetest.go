@@ -375,6 +375,37 @@ func (e *Env) ServiceAccountKubeconfig(ctx context.Context, namespace, name stri
 	return path, nil
 }
 
+// UserToken returns the static bearer token of a user of the stack's
+// token file: admin (group system:masters), or alice, bob (group
+// developers) and carol (group operators), who may do nothing until a
+// test binds them a role.
+func (e *Env) UserToken(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(e.Dir, "pki", "tokens.csv"))
+	if err != nil {
+		return "", fmt.Errorf("kubetest: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Split(strings.TrimSpace(line), ",")
+		if len(fields) >= 2 && fields[1] == name {
+			return fields[0], nil
+		}
+	}
+	return "", fmt.Errorf("kubetest: no user %q in the token file", name)
+}
+
+// ServiceAccountToken returns a token of ServiceAccount namespace/name
+// valid for an hour, from the TokenRequest API.
+func (e *Env) ServiceAccountToken(ctx context.Context, namespace, name string) (string, error) {
+	expiry := int64(time.Hour.Seconds())
+	tr, err := e.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("kubetest: token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, nil
+}
+
 // LogPath returns the path of a component's log (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok, mpi-operator,
 // training-operator).

@@ -100,6 +100,7 @@ func Run(t *testing.T, f Factory) {
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"RoundTripEdges", testRoundTripEdges},
+		{"NamespaceFromManifest", testNamespaceFromManifest},
 		{"TimeOutOfRange", testTimeOutOfRange},
 		{"EmptyKeys", testEmptyKeys},
 		{"Exists", testExists},
@@ -167,9 +168,10 @@ func ist() *time.Location { return time.FixedZone("IST", 5*3600+1800) }
 func fullJob(name string) store.Job {
 	base := time.Date(2024, 3, 1, 12, 30, 45, 123456789, ist())
 	return store.Job{
-		Name:     name,
-		Kind:     "PyTorchJob",
-		Manifest: []byte(`{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"` + name + `"}}`),
+		Name:      name,
+		Kind:      "PyTorchJob",
+		Namespace: "team-a",
+		Manifest:  []byte(`{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"` + name + `","namespace":"team-a"}}`),
 		Spec: model.JobSpec{
 			Name: name, GPUType: "v100", MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4,
 			Priority: 3, Epochs: 90, SubmitTime: base,
@@ -202,6 +204,26 @@ func fullJob(name string) store.Job {
 			Message:        "needs 16 GPUs, v100 has 8 in all",
 		},
 		StatusRevision: 7,
+	}
+}
+
+// testNamespaceFromManifest: a record stored before namespaces were
+// recorded has its manifest's, so that it keeps its owner.
+func testNamespaceFromManifest(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	old := simpleJob("old-1", "v100", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), model.StatusWaiting)
+	old.Manifest = []byte(`{"kind":"MPIJob","metadata":{"name":"old-1","namespace":"team-b"}}`)
+	mustCreate(t, s, old)
+	bare := simpleJob("bare-1", "v100", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), model.StatusWaiting)
+	mustCreate(t, s, bare)
+	for name, want := range map[string]string{"old-1": "team-b", "bare-1": ""} {
+		got, err := s.GetJob(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Namespace != want {
+			t.Errorf("GetJob(%s).Namespace = %q, want %q", name, got.Namespace, want)
+		}
 	}
 }
 
