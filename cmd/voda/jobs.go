@@ -563,6 +563,7 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 		return fmt.Sprintf("%s (%s)", t.In(loc).Format(time.RFC3339), relative(*t, now))
 	}
 	d.add("Name", j.Name)
+	d.add("Namespace", dash(j.Namespace))
 	d.add("Kind", dash(j.Kind))
 	d.add("GPU type", dash(j.GPUType))
 	d.add("Status", j.Status)

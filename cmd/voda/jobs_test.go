@@ -29,14 +29,14 @@ func seconds(s float64) *float64 { return &s }
 func testJobs() []api.Job {
 	return []api.Job{
 		{
-			Name: "resnet-20250601-060000", Kind: "MPIJob", GPUType: "v100", Status: "Completed",
+			Name: "resnet-20250601-060000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Completed",
 			MinWorkers: 1, MaxWorkers: 8, RequestedWorkers: 4, Epochs: 90, Scheduler: "ElasticFIFO",
 			SubmitTime: *at(6, 0, 0), FirstStart: at(6, 0, 28), FinishTime: at(9, 12, 28),
 			WaitingSeconds: 28, RunningSeconds: 11520, TotalSeconds: 11548,
 			AttainedService: 46080, Progress: 1,
 		},
 		{
-			Name: "mnist-20250601-100000", Kind: "MPIJob", GPUType: "v100", Status: "Running",
+			Name: "mnist-20250601-100000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Running",
 			Workers: 2, MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 150, Scheduler: "ElasticFIFO",
 			Placement:  map[string]int{"node-b": 1, "node-a": 1},
 			SubmitTime: *at(10, 0, 0), FirstStart: at(10, 0, 5),
@@ -44,13 +44,13 @@ func testJobs() []api.Job {
 			AttainedService: 1190, Restarts: 1, Progress: 0.42, RemainingSeconds: seconds(3720),
 		},
 		{
-			Name: "bert-20250601-100500", Kind: "PyTorchJob", GPUType: "v100", Status: "Waiting",
+			Name: "bert-20250601-100500", Namespace: "team-a", Kind: "PyTorchJob", GPUType: "v100", Status: "Waiting",
 			MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4, Priority: 1, Epochs: 3, Scheduler: "ElasticFIFO",
 			SubmitTime: *at(10, 5, 0), WaitingSeconds: 300, TotalSeconds: 300,
 			QueuePosition: 1, EstimatedStart: at(10, 13, 0),
 		},
 		{
-			Name: "ncf-20250601-100600", Kind: "MPIJob", GPUType: "a100", Status: "Waiting",
+			Name: "ncf-20250601-100600", Namespace: "default", Kind: "MPIJob", GPUType: "a100", Status: "Waiting",
 			MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 1, Epochs: 10, Scheduler: "Tiresias",
 			SubmitTime: *at(10, 6, 0), WaitingSeconds: 240, TotalSeconds: 240,
 			QueuePosition: 2, PriorityQueue: 1,
@@ -128,11 +128,11 @@ ncf-20250601-100600      Waiting     0         Tiresias      4m        0s       
 		{
 			name: "wide",
 			args: []string{"get", "jobs", "-o", "wide"},
-			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS   REASON
-resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0          1     8     -       -           100%       -
-mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       0          1     4     -       -           42%        -
-bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       1          2     8     1       in 3m       0%         -
-ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0          1     2     2       unknown     0%         -
+			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS   REASON   NAMESPACE
+resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0          1     8     -       -           100%       -        default
+mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       0          1     4     -       -           42%        -        default
+bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       1          2     8     1       in 3m       0%         -        team-a
+ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0          1     2     2       unknown     0%         -        default
 `,
 		},
 		{
@@ -362,6 +362,7 @@ func TestDescribeJob(t *testing.T) {
 		{
 			name: "running", job: "mnist-20250601-100000",
 			want: `Name:              mnist-20250601-100000
+Namespace:         default
 Kind:              MPIJob
 GPU type:          v100
 Status:            Running
@@ -388,6 +389,7 @@ Placement:
 		{
 			name: "waiting with an estimate", job: "bert-20250601-100500",
 			want: `Name:              bert-20250601-100500
+Namespace:         team-a
 Kind:              PyTorchJob
 GPU type:          v100
 Status:            Waiting
@@ -414,6 +416,7 @@ Placement:         none
 		{
 			name: "waiting without an estimate", job: "ncf-20250601-100600",
 			want: `Name:              ncf-20250601-100600
+Namespace:         default
 Kind:              MPIJob
 GPU type:          a100
 Status:            Waiting
@@ -440,6 +443,7 @@ Placement:         none
 		{
 			name: "finished", job: "resnet-20250601-060000",
 			want: `Name:              resnet-20250601-060000
+Namespace:         default
 Kind:              MPIJob
 GPU type:          v100
 Status:            Completed
@@ -581,6 +585,7 @@ func TestDescribeJobReasonAndUnknownEpochs(t *testing.T) {
 	}
 	f := newFakeAPI(t, []api.Job{job}, nil)
 	want := `Name:              huge-20250601-100000
+Namespace:         -
 Kind:              MPIJob
 GPU type:          v100
 Status:            Waiting
@@ -609,7 +614,7 @@ Placement:         none
 		t.Errorf("describe (-want,+got):\n%s", diff)
 	}
 	wide := mustVoda(t, "get", "jobs", "-o", "wide", "--server", f.URL)
-	if lines := strings.Split(wide, "\n"); !strings.HasSuffix(lines[0], "PROGRESS   REASON") || !strings.HasSuffix(lines[1], "0%         Unschedulable") {
+	if lines := strings.Split(wide, "\n"); !strings.HasSuffix(lines[0], "PROGRESS   REASON          NAMESPACE") || !strings.HasSuffix(lines[1], "0%         Unschedulable   -") {
 		t.Errorf("-o wide does not show the reason:\n%s", wide)
 	}
 }

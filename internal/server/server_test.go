@@ -134,7 +134,17 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"unknown pod security": {
 			func(c *Config) { c.PodSecurity = "strict" }, `--pod-security: pod security level "strict" is not one of privileged, baseline, restricted`},
 		"anonymous on every interface": {
-			func(c *Config) { c.Addr = "0.0.0.0:0" }, "--addr 0.0.0.0:0: not a loopback address, and without --token-auth-file"},
+			func(c *Config) { c.Addr = "0.0.0.0:0" }, "--addr 0.0.0.0:0: not a loopback address, and without authentication"},
+		"unknown authentication": {
+			func(c *Config) { c.Auth.Mode = "ldap" }, `--authentication: "ldap" is not none, token-file or kubernetes`},
+		"token-file mode without a file": {
+			func(c *Config) { c.Auth.Mode = AuthTokenFile }, "--authentication token-file needs --token-auth-file"},
+		"token file in the kubernetes mode": {
+			func(c *Config) { c.Auth.Mode, c.Auth.TokenFile = AuthKubernetes, "tokens.csv" }, "--token-auth-file: not used with --authentication kubernetes"},
+		"cache too long": {
+			func(c *Config) { c.Auth.Mode, c.Auth.CacheTTL = AuthKubernetes, time.Hour }, "--authentication-cache-ttl: 1h0m0s is outside [0, 10m0s]"},
+		"kubernetes mode without a cluster": {
+			func(c *Config) { c.Auth.Mode, c.Kube.Kubeconfig = AuthKubernetes, filepath.Join(t.TempDir(), "none") }, "--authentication kubernetes: --kubeconfig: "},
 		"certificate without key": {
 			func(c *Config) { c.Auth.TLSCertFile = "cert.pem" }, "--tls-cert-file and --tls-private-key-file: give both"},
 		"missing token file": {
