@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -28,10 +30,35 @@ const (
 // shares.
 type clientOptions struct {
 	server, token, caFile string
+	// kubeconfig and context choose the kubeconfig context whose token
+	// is sent when neither --token nor $VODA_TOKEN is given.
+	kubeconfig, context string
+
+	// sent describes the credential the last client sends, for the
+	// error of a 401.
+	sent sentCredential
+}
+
+// sentCredential is the credential a client sends, and where it came
+// from, so that a 401 can say which one the server refused.
+type sentCredential struct {
+	// source is "--token", "$VODA_TOKEN" or "kubeconfig context \"<name>\"";
+	// empty when the client sends no token.
+	source string
+	// kubeContext names the kubeconfig context whose token was withheld
+	// (withheld) or whose user has none to send; empty when no kubeconfig
+	// context was looked at.
+	kubeContext string
+	// withheld: the kubeconfig context has a token, but server is plain
+	// HTTP and not loopback.
+	withheld bool
+	server   string
 }
 
 // newClientCommands returns the commands that talk to a Voda server:
-// create, get, describe, delete and set. They share --server.
+// create, get, describe, delete and set. They share --server, --token,
+// --certificate-authority, --kubeconfig and --context. A 401 of the server
+// is explained with the credential that was sent (explainUnauthorized).
 func newClientCommands() []*cobra.Command {
 	o := &clientOptions{}
 	cmds := []*cobra.Command{
@@ -45,10 +72,55 @@ func newClientCommands() []*cobra.Command {
 		f := c.PersistentFlags()
 		f.StringVar(&o.server, "server", "",
 			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else "+api.DefaultServerAddr+")")
-		f.StringVar(&o.token, "token", "", "bearer token for a server started with --token-auth-file (default $"+tokenEnv+")")
+		f.StringVar(&o.token, "token", "", "bearer token for the server (default $"+tokenEnv+", else the current kubeconfig context's token)")
 		f.StringVar(&o.caFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+caEnv+", else the system's roots)")
+		f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to take the token from when neither --token nor $"+tokenEnv+" is given: the context user's token, tokenFile or exec plugin, sent only to an https or loopback server (default $KUBECONFIG, else ~/.kube/config)")
+		f.StringVar(&o.context, "context", "", "kubeconfig context whose token to send (default the kubeconfig's current context)")
+	}
+	for _, c := range cmds {
+		explainUnauthorizedIn(c, o)
 	}
 	return cmds
+}
+
+// explainUnauthorizedIn makes every command under c explain a 401 with
+// the credential it sent.
+func explainUnauthorizedIn(c *cobra.Command, o *clientOptions) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			return o.explainUnauthorized(run(cmd, args))
+		}
+	}
+	for _, sub := range c.Commands() {
+		explainUnauthorizedIn(sub, o)
+	}
+}
+
+// explainUnauthorized adds to an error that holds a 401 of the server a
+// line saying which credential the request carried: the server refused it,
+// or wanted one and got none. Other errors are returned as they are.
+func (o *clientOptions) explainUnauthorized(err error) error {
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, o.sent.explain())
+}
+
+// explain says which credential was sent, for a 401.
+func (s sentCredential) explain() string {
+	switch {
+	case s.withheld:
+		return fmt.Sprintf("The request carried no token: the token of kubeconfig context %q was withheld because %s is plain HTTP and not a loopback address, "+
+			"so anyone on the way could read a key to the cluster. Serve the API over https and give --server https://... "+
+			"(with --certificate-authority if a private authority signed its certificate), or give a token explicitly with --token or $%s.",
+			s.kubeContext, s.server, tokenEnv)
+	case s.source != "":
+		return fmt.Sprintf("The request carried the token of %s; the server did not accept it.", s.source)
+	case s.kubeContext != "":
+		return fmt.Sprintf("The request carried no token (kubeconfig context %q has no token, token file or exec plugin): give one with --token or $%s, or choose another context with --context.", s.kubeContext, tokenEnv)
+	}
+	return fmt.Sprintf("The request carried no token: give one with --token or $%s, or use a kubeconfig context that has one (--kubeconfig, --context).", tokenEnv)
 }
 
 // serverAddr is the server to talk to: --server, else $VODA_SERVER,
@@ -64,18 +136,66 @@ func (o *clientOptions) serverAddr() string {
 }
 
 // client returns a client of the chosen server, with the token and the
-// certificate authority of the flags or the environment.
+// certificate authority of the flags or the environment. Without --token
+// and $VODA_TOKEN the token is the kubeconfig context's (kubeconfigOption).
 func (o *clientOptions) client() (*client.Client, error) {
 	addr := o.serverAddr()
-	if _, err := client.New(addr, nil); err != nil {
+	probe, err := client.New(addr, nil)
+	if err != nil {
 		return nil, fmt.Errorf("--server or $%s: %w", serverEnv, err)
 	}
-	token := cmp.Or(o.token, strings.TrimSpace(os.Getenv(tokenEnv)))
-	opts := []client.Option{from("--token or $"+tokenEnv, client.WithBearerToken(token))}
+	var opts []client.Option
+	o.sent = sentCredential{}
+	switch env := strings.TrimSpace(os.Getenv(tokenEnv)); {
+	case o.token != "":
+		o.sent.source = "--token"
+		opts = append(opts, from("--token", client.WithBearerToken(o.token)))
+	case env != "":
+		o.sent.source = "$" + tokenEnv
+		opts = append(opts, from("$"+tokenEnv, client.WithBearerToken(env)))
+	default:
+		opt, err := o.kubeconfigOption(probe.BaseURL())
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
+	}
 	if caFile := cmp.Or(o.caFile, strings.TrimSpace(os.Getenv(caEnv))); caFile != "" {
 		opts = append(opts, from("--certificate-authority or $"+caEnv, client.WithCAFile(caFile)))
 	}
 	return client.New(addr, nil, opts...)
+}
+
+// kubeconfigOption is the option that sends the token of the kubeconfig
+// context (--kubeconfig, --context) to server, when it may go there
+// (mayCarryKubeconfigToken); it records in o.sent what is sent.
+func (o *clientOptions) kubeconfigOption(server string) (client.Option, error) {
+	none := client.WithTransportWrapper(nil)
+	cred, err := loadKubeCredential(o.kubeconfig, o.context)
+	if err != nil {
+		return nil, err
+	}
+	if cred == nil {
+		return none, nil
+	}
+	o.sent.kubeContext = cred.context
+	if cred.none {
+		return none, nil
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+	if !mayCarryKubeconfigToken(u) {
+		o.sent.withheld, o.sent.server = true, server
+		return none, nil
+	}
+	wrap, err := cred.wrapper(u)
+	if err != nil {
+		return nil, err
+	}
+	o.sent.source = fmt.Sprintf("kubeconfig context %q", cred.context)
+	return client.WithTransportWrapper(wrap), nil
 }
 
 // from names where an option's setting came from in its error.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -59,11 +60,14 @@ func WithCAFile(path string) Option {
 // setRootCAs gives the client a copy of its transport that trusts pool.
 func (c *Client) setRootCAs(pool *x509.CertPool) error {
 	var tr *http.Transport
+	var wraps []func(http.RoundTripper) http.RoundTripper
 	switch t := c.hc.Transport.(type) {
 	case nil:
 		tr = http.DefaultTransport.(*http.Transport).Clone()
 	case *http.Transport:
 		tr = t.Clone()
+	case *wrappedTransport:
+		tr, wraps = t.base.Clone(), t.wraps
 	default:
 		return fmt.Errorf("certificate authority: the client's transport is a %T, not an *http.Transport", t)
 	}
@@ -71,8 +75,77 @@ func (c *Client) setRootCAs(pool *x509.CertPool) error {
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	tr.TLSClientConfig.RootCAs = pool
-	hc := *c.hc
-	hc.Transport = tr
-	c.hc = &hc
+	var rt http.RoundTripper = tr
+	if len(wraps) > 0 {
+		rt = newWrappedTransport(tr, wraps)
+	}
+	c.setTransport(rt)
 	return nil
 }
+
+// setTransport gives the client a copy of its *http.Client that uses rt,
+// so that a caller's *http.Client is never changed.
+func (c *Client) setTransport(rt http.RoundTripper) {
+	hc := *c.hc
+	hc.Transport = rt
+	c.hc = &hc
+}
+
+// WithTransportWrapper wraps the client's transport in wrap, which gets
+// the transport every request would otherwise go through and returns the
+// one it goes through instead: to add credentials that a library computes
+// per request (client-go's transport.HTTPWrappersForConfig, which runs a
+// kubeconfig's exec plugin and re-reads its token file), to log, or to
+// count. wrap must call the transport it is given to send a request.
+//
+// Unlike a wrapper that New's caller puts into its own *http.Client, this
+// one keeps working with WithCAFile in either order: WithCAFile clones
+// the *http.Transport underneath and wrap is called again on the clone.
+// Several wrappers nest in order, the last given outermost. A nil wrap is
+// ignored. The wrapper sees the requests after WithBearerToken has set
+// their Authorization header.
+func WithTransportWrapper(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(c *Client) error {
+		if wrap == nil {
+			return nil
+		}
+		switch t := c.hc.Transport.(type) {
+		case nil:
+			c.setTransport(newWrappedTransport(http.DefaultTransport.(*http.Transport), []func(http.RoundTripper) http.RoundTripper{wrap}))
+		case *http.Transport:
+			c.setTransport(newWrappedTransport(t, []func(http.RoundTripper) http.RoundTripper{wrap}))
+		case *wrappedTransport:
+			c.setTransport(newWrappedTransport(t.base, append(slices.Clip(t.wraps), wrap)))
+		default:
+			// A caller's own RoundTripper: wrap it as it is; a later
+			// WithCAFile refuses it as it always has.
+			c.setTransport(wrap(t))
+		}
+		return nil
+	}
+}
+
+// wrappedTransport is an *http.Transport seen through wrappers, kept
+// apart so that WithCAFile can replace the transport under them.
+type wrappedTransport struct {
+	base  *http.Transport
+	wraps []func(http.RoundTripper) http.RoundTripper
+	rt    http.RoundTripper // wraps applied to base
+}
+
+func newWrappedTransport(base *http.Transport, wraps []func(http.RoundTripper) http.RoundTripper) *wrappedTransport {
+	var rt http.RoundTripper = base
+	for _, w := range wraps {
+		rt = w(rt)
+	}
+	return &wrappedTransport{base: base, wraps: wraps, rt: rt}
+}
+
+// RoundTrip sends r through the wrappers.
+func (t *wrappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.rt.RoundTrip(r)
+}
+
+// CloseIdleConnections closes the idle connections of the transport under
+// the wrappers, for http.Client.CloseIdleConnections.
+func (t *wrappedTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

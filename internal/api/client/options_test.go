@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/api"
 )
@@ -96,3 +99,102 @@ func TestOptionErrors(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// headerWrapper is a transport wrapper that sets header name to value
+// and appends tag to the header "X-Wrapped", to show the nesting order.
+func headerWrapper(name, value, tag string) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			r = r.Clone(r.Context())
+			if value != "" && r.Header.Get(name) == "" {
+				r.Header.Set(name, value)
+			}
+			r.Header.Add("X-Wrapped", tag)
+			return rt.RoundTrip(r)
+		})
+	}
+}
+
+// TestTransportWrapper: WithTransportWrapper's wrapper sees every
+// request, in either order with WithCAFile; wrappers nest with the last
+// outermost; a bearer token of WithBearerToken is already set when the
+// wrapper sees the request; the caller's *http.Client is not changed.
+func TestTransportWrapper(t *testing.T) {
+	var mu sync.Mutex
+	var seen http.Header
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = r.Header.Clone()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"items": []}`))
+	})
+	plain := httptest.NewServer(record)
+	t.Cleanup(plain.Close)
+	srv := httptest.NewTLSServer(record)
+	t.Cleanup(srv.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	custom := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 7 * time.Second}
+	customTransport := custom.Transport
+	for _, tc := range []struct {
+		name       string
+		url        string
+		hc         *http.Client
+		opts       []Option
+		wantAuth   string
+		wantTagged []string
+	}{
+		{name: "wrapper", url: plain.URL, opts: []Option{WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a"))}, wantAuth: "Bearer w", wantTagged: []string{"a"}},
+		{name: "nil wrapper", url: plain.URL, opts: []Option{WithTransportWrapper(nil)}},
+		{name: "two wrappers, the last outermost", url: plain.URL,
+			opts:     []Option{WithTransportWrapper(headerWrapper("Authorization", "Bearer inner", "inner")), WithTransportWrapper(headerWrapper("Authorization", "Bearer outer", "outer"))},
+			wantAuth: "Bearer outer", wantTagged: []string{"outer", "inner"}},
+		{name: "after WithBearerToken", url: plain.URL, opts: []Option{WithBearerToken("s3cret"), WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a"))}, wantAuth: "Bearer s3cret", wantTagged: []string{"a"}},
+		{name: "wrapper then CA file", url: srv.URL, opts: []Option{WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a")), WithCAFile(caFile)}, wantAuth: "Bearer w", wantTagged: []string{"a"}},
+		{name: "CA file then wrapper", url: srv.URL, opts: []Option{WithCAFile(caFile), WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a"))}, wantAuth: "Bearer w", wantTagged: []string{"a"}},
+		{name: "a caller's client", url: plain.URL, hc: custom, opts: []Option{WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a"))}, wantAuth: "Bearer w", wantTagged: []string{"a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.url, tc.hc, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ListAlgorithms(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := seen.Get("Authorization"); got != tc.wantAuth {
+				t.Errorf("Authorization %q, want %q", got, tc.wantAuth)
+			}
+			if got := seen.Values("X-Wrapped"); !slices.Equal(got, tc.wantTagged) {
+				t.Errorf("wrapped by %q, want %q", got, tc.wantTagged)
+			}
+		})
+	}
+	if custom.Transport != customTransport || custom.Timeout != 7*time.Second {
+		t.Error("WithTransportWrapper changed the caller's *http.Client")
+	}
+
+	// A caller's RoundTripper that is not an *http.Transport is wrapped as
+	// it is; WithCAFile still refuses it.
+	var got string
+	rt := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = r.Header.Get("Authorization")
+		return nil, errors.New("no network")
+	})}
+	c, err := New(plain.URL, rt, WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListAlgorithms(t.Context()); err == nil || got != "Bearer w" {
+		t.Errorf("a custom RoundTripper: %v, Authorization %q", err, got)
+	}
+	if _, err := New(plain.URL, rt, WithTransportWrapper(headerWrapper("Authorization", "Bearer w", "a")), WithCAFile(caFile)); err == nil {
+		t.Error("WithCAFile over a wrapped custom RoundTripper: accepted")
+	}
+}
