@@ -537,3 +537,36 @@ func stripJobName(manifest map[string]any) {
 		container["env"] = kept
 	}
 }
+
+// A manifest without a namespace gets the server's, in the Spec and in
+// the manifest stored, so that a job says where it runs whatever the
+// server's flags later become; one that names its own keeps it.
+func TestParseDefaultNamespace(t *testing.T) {
+	for _, c := range []struct {
+		name, input, defaultNS, want string
+	}{
+		{"none named, no default", baseMPIJob, "", DefaultNamespace},
+		{"none named, the server's", baseMPIJob, "team-z", "team-z"},
+		{"named", edit(baseMPIJob, "metadata:\n", "metadata:\n  namespace: team-a\n"), "team-z", "team-a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec, err := Parse([]byte(c.input), Options{DefaultNamespace: c.defaultNS})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := spec.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m struct {
+				Metadata struct{ Namespace string } `json:"metadata"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			if spec.Namespace != c.want || m.Metadata.Namespace != c.want {
+				t.Errorf("Namespace %q, manifest's %q; want %q", spec.Namespace, m.Metadata.Namespace, c.want)
+			}
+		})
+	}
+}
