@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the bad-inputs table in docs/job-spec.md")
+var update = flag.Bool("update", false, "rewrite the bad-inputs tables in docs/job-spec.md and testdata/hostile-manifests.json")
 
 const (
 	docPath     = "../../docs/job-spec.md"

@@ -1,6 +1,10 @@
 package jobspec
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -190,4 +194,47 @@ func renderHostileInputs(t *testing.T) string {
 		rows[i] = docRow{cells: []string{tc.what, level}, input: tc.input, opts: tc.opts}
 	}
 	return renderTable(t, []string{"input", "level"}, rows)
+}
+
+// hostileFile holds hostileInputs for tests outside this package: test/e2e
+// submits each to the running binary (TestHostileManifestsAgainstBinary).
+const hostileFile = "testdata/hostile-manifests.json"
+
+// hostileManifest is one entry of hostileFile.
+type hostileManifest struct {
+	What        string   `json:"what"`
+	PodSecurity string   `json:"podSecurity,omitempty"`
+	Namespaces  []string `json:"namespaces,omitempty"`
+	Manifest    string   `json:"manifest"`
+	Field       string   `json:"field"`
+	Reason      string   `json:"reason"`
+}
+
+// TestHostileManifestsFile keeps hostileFile equal to hostileInputs
+// (rewritten with -update).
+func TestHostileManifestsFile(t *testing.T) {
+	out := make([]hostileManifest, len(hostileInputs))
+	for i, tc := range hostileInputs {
+		out[i] = hostileManifest{What: tc.what, PodSecurity: tc.opts.PodSecurity, Namespaces: tc.opts.Namespaces,
+			Manifest: tc.input, Field: tc.field, Reason: tc.reason}
+	}
+	want, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, '\n')
+	got, err := os.ReadFile(hostileFile)
+	if err == nil && bytes.Equal(got, want) {
+		return
+	}
+	if !*update {
+		t.Fatalf("%s is out of date (%v); run\n\tgo test ./internal/jobspec -run TestHostileManifestsFile -update", hostileFile, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(hostileFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hostileFile, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("updated %s", hostileFile)
 }
