@@ -83,8 +83,9 @@ func TestAuthTokenFile(t *testing.T) {
 		{"user changes the algorithm", "user-token", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 403,
 			`user \"alice\" may not update schedulers/algorithm v100: needs the admin role`},
 		{"user changes the rate limit, legacy route", "user-token", "PUT", api.RouteLegacyLimit, "", []byte("5"), 403, "Forbidden"},
-		{"scraper lists jobs", "scrape-token", "GET", api.RouteJobs, "", nil, 403, "needs the user role"},
-		{"scraper reads metrics", "scrape-token", "GET", api.RouteMetrics, "", nil, 200, `code="403"`},
+		{"scraper lists jobs: sees none", "scrape-token", "GET", api.RouteJobs, "", nil, 200, `"items": []`},
+		{"scraper submits", "scrape-token", "POST", api.RouteJobs, "application/yaml", manifest("theirs", 1, 2, 3), 403, "needs the user role"},
+		{"scraper reads metrics", "scrape-token", "GET", api.RouteMetrics, "", nil, 200, `code="403",route="PUT /api/v1/schedulers/{gpuType}/algorithm"`},
 		{"admin changes the algorithm", "admin-token", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 200, `"algorithm": "Tiresias"`},
 	} {
 		code, challenge, b := call(t, hc, c.token, c.method, base+c.path, c.contentType, c.body)
