@@ -7,7 +7,7 @@ SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 
-.PHONY: all build run simulate test test-deps kube-test test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
+.PHONY: all build run simulate test test-deps sdk-test kube-test test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
 
 all: vet test build
 
@@ -25,9 +25,13 @@ simulate:
 ## test: make vet, then every test with the race detector; installs and builds what the tests need first
 ## (RabbitMQ from Debian; kube-apiserver, etcd, kwok and the Kubeflow operators from the Go module proxy)
 ## The Kubernetes integration tests run last, alone, so that the other packages' load tests do not compete with the control plane.
-test: vet test-deps
+test: vet test-deps sdk-test
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/test/kube$$')
 	$(GO) test -race -count=1 -timeout 40m -v ./test/kube
+
+## sdk-test: the job-side Python library's tests (sdk/python; python3 and its standard library only)
+sdk-test:
+	python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
 test-deps:
 	./hack/test-deps.sh
