@@ -1,8 +1,8 @@
 package collector
 
 import (
-	"math"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -18,110 +18,272 @@ const DefaultSerial = 0.05
 // ties then starve later jobs.
 const MinSerial = 0.01
 
-type rateSum struct{ seconds, work float64 }
-
-type history struct {
-	app   string
-	rates map[int]*rateSum
-	// fitted caches fitHistory until the next observation.
-	fitted *fit
+// Observation is a stretch of time a job ran on one placement.
+type Observation struct {
+	Job, App string
+	Workers  int
+	// Nodes is how many distinct nodes the workers ran on; 0 is unknown,
+	// which is its own placement and counts as one node in the fit.
+	Nodes   int
+	Seconds float64
+	// Work is the progress made, in one-GPU seconds.
+	Work float64
 }
 
-// fit is Amdahl's law for one job or application.
-type fit struct {
-	rate1  float64 // work per second on one GPU
-	serial float64
-	ok     bool
-	counts int // distinct worker counts behind the fit
+// jobState is what is known of one live job.
+type jobState struct {
+	app string
+	m   Measurements
+	// fitted caches the job's fit with the prior fittedFor until m changes.
+	fitted    *fit
+	fittedFor prior
 }
 
-// Collector keeps observations per job and per application. It is not safe
-// for concurrent use.
+// appState is what is known of one application: base, what its finished
+// jobs left, and the live jobs naming it.
+type appState struct {
+	base Measurements
+	jobs map[string]bool
+	// total is base plus the live jobs' measurements, unless dirty. Observe
+	// adds to it as it adds to the job; the other changes mark it dirty,
+	// and it is summed again, in the order of job names, when next needed.
+	total  Measurements
+	dirty  bool
+	fitted *fit // caches the fit of total until it changes
+}
+
+// Collector keeps measurements per job and per application and fits the
+// estimates allocators use. It is not safe for concurrent use.
 type Collector struct {
-	jobs map[string]*history
-	apps map[string]*history
+	jobs        map[string]*jobState
+	apps        map[string]*appState
+	gpusPerNode int
 }
 
 // New returns an empty collector.
 func New() *Collector {
-	return &Collector{jobs: map[string]*history{}, apps: map[string]*history{}}
+	return &Collector{jobs: map[string]*jobState{}, apps: map[string]*appState{}}
 }
 
 // Observe records that job (of application app) did work in seconds on
-// workers GPUs.
+// workers GPUs, on an unknown number of nodes.
 func (c *Collector) Observe(job, app string, workers int, seconds, work float64) {
-	if workers <= 0 || !(seconds > 0) || math.IsInf(seconds, 0) || work < 0 || math.IsNaN(work) || math.IsInf(work, 0) {
-		return
-	}
-	for _, h := range []*history{c.job(job, app), c.app(app)} {
-		r := h.rates[workers]
-		if r == nil {
-			r = &rateSum{}
-			h.rates[workers] = r
-		}
-		r.seconds += seconds
-		r.work += work
-		h.fitted = nil
-	}
-}
-
-// Observation is a stretch of time a job ran on one worker count.
-type Observation struct {
-	Job, App string
-	Workers  int
-	Seconds  float64
-	// Work is the progress made, in one-GPU seconds.
-	Work float64
+	c.observe(Observation{Job: job, App: app, Workers: workers, Seconds: seconds, Work: work})
 }
 
 // ObserveAll records observations in order.
 func (c *Collector) ObserveAll(obs []Observation) {
 	for _, o := range obs {
-		c.Observe(o.Job, o.App, o.Workers, o.Seconds, o.Work)
+		c.observe(o)
 	}
 }
 
-// Forget drops a finished job's observations; its application keeps them.
-func (c *Collector) Forget(job string) { delete(c.jobs, job) }
-
-func (c *Collector) job(name, app string) *history {
-	h := c.jobs[name]
-	if h == nil {
-		h = &history{app: app, rates: map[int]*rateSum{}}
-		c.jobs[name] = h
+func (c *Collector) observe(o Observation) {
+	if !validObservation(o) {
+		return
 	}
-	return h
+	js := c.attach(o.Job, o.App)
+	if !js.m.add(o) {
+		return
+	}
+	js.fitted = nil
+	as := c.apps[o.App]
+	as.fitted = nil
+	if !as.dirty && !as.total.add(o) {
+		as.dirty = true
+	}
 }
 
-func (c *Collector) app(name string) *history {
-	h := c.apps[name]
-	if h == nil {
-		h = &history{app: name, rates: map[int]*rateSum{}}
-		c.apps[name] = h
+// Forget drops a finished job: its measurements join its application's
+// base, which App returns.
+func (c *Collector) Forget(job string) {
+	js := c.jobs[job]
+	if js == nil {
+		return
 	}
-	return h
+	as := c.apps[js.app]
+	as.base.Merge(js.m)
+	delete(as.jobs, job)
+	delete(c.jobs, job)
+	// The application's total already holds the job: it does not change.
+}
+
+// SetJob replaces everything known of job with m, as a live job of app.
+// Placements m holds that Validate would refuse are dropped.
+func (c *Collector) SetJob(job, app string, m Measurements) {
+	js := c.attach(job, app)
+	js.m = normalize(m)
+	js.fitted = nil
+	c.touch(c.apps[app])
+}
+
+// Job returns what is known of a live job.
+func (c *Collector) Job(job string) (Measurements, bool) {
+	js := c.jobs[job]
+	if js == nil {
+		return Measurements{}, false
+	}
+	return js.m.clone(), true
+}
+
+// SetApp replaces the base of app's history: what its finished jobs left.
+// Placements m holds that Validate would refuse are dropped.
+func (c *Collector) SetApp(app string, m Measurements) {
+	as := c.app(app)
+	as.base = normalize(m)
+	c.touch(as)
+}
+
+// App returns the base of app's history: what its finished jobs left,
+// without its live jobs.
+func (c *Collector) App(app string) Measurements {
+	if as := c.apps[app]; as != nil {
+		return as.base.clone()
+	}
+	return Measurements{}
+}
+
+// SetGPUsPerNode sets the GPUs of one node of this collector's GPU type; 0
+// or 1 is unknown, and every placement is then assumed to be on one node.
+// Estimate's speedup curve is for k workers on ceil(k/n) nodes.
+func (c *Collector) SetGPUsPerNode(n int) { c.gpusPerNode = n }
+
+// nodesFor is the nodes k workers take when packed.
+func (c *Collector) nodesFor(k int) int {
+	if g := c.gpusPerNode; g > 1 {
+		return (k + g - 1) / g
+	}
+	return 1
+}
+
+// attach returns job's state as a live job of app, moving it there from
+// another application if it was known under one.
+func (c *Collector) attach(job, app string) *jobState {
+	js := c.jobs[job]
+	if js == nil {
+		js = &jobState{app: app}
+		c.jobs[job] = js
+		c.app(app).jobs[job] = true
+		return js
+	}
+	if js.app != app {
+		old := c.apps[js.app]
+		delete(old.jobs, job)
+		c.touch(old)
+		js.app = app
+		as := c.app(app)
+		as.jobs[job] = true
+		c.touch(as)
+	}
+	return js
+}
+
+func (c *Collector) app(name string) *appState {
+	as := c.apps[name]
+	if as == nil {
+		as = &appState{jobs: map[string]bool{}}
+		c.apps[name] = as
+	}
+	return as
+}
+
+// touch marks an application's total to be summed again.
+func (c *Collector) touch(as *appState) {
+	as.dirty = true
+	as.fitted = nil
+}
+
+// appTotal returns the application's base plus its live jobs.
+func (c *Collector) appTotal(as *appState) *Measurements {
+	if as.dirty {
+		as.total = as.base.clone()
+		for _, job := range slices.Sorted(maps.Keys(as.jobs)) {
+			as.total.Merge(c.jobs[job].m)
+		}
+		as.dirty = false
+	}
+	return &as.total
+}
+
+// normalize is m sorted, with duplicate placements summed and invalid ones
+// dropped; it shares no memory with m.
+func normalize(m Measurements) Measurements {
+	n := Measurements{Placements: make([]PlacementRate, 0, len(m.Placements))}
+	n.Merge(m)
+	if len(n.Placements) == 0 {
+		n.Placements = nil
+	}
+	return n
+}
+
+// RestartSeconds returns the mean measured restart time of job, else of its
+// application (its base and live jobs), and false when neither has one.
+func (c *Collector) RestartSeconds(job, app string) (float64, bool) {
+	if js := c.jobs[job]; js != nil {
+		if s, ok := js.m.restartMean(); ok {
+			return s, true
+		}
+	}
+	if as := c.apps[app]; as != nil {
+		return c.appTotal(as).restartMean()
+	}
+	return 0, false
+}
+
+// Fit sources, as Detail reports them.
+const (
+	SourceJob         = "job"
+	SourceApplication = "application"
+	SourceDefault     = "default"
+)
+
+// fitFor returns the fit Estimate uses for job and where it comes from.
+func (c *Collector) fitFor(job, app string) (fit, string) {
+	af := c.appFit(app)
+	pr := prior{serial: DefaultSerial}
+	if af.ok && af.counts >= 2 {
+		pr.serial = af.serial
+	}
+	if af.ok && af.nodes {
+		pr.penalty = af.penalty
+	}
+	if js := c.jobs[job]; js != nil {
+		if js.fitted == nil || js.fittedFor != pr {
+			f := fitMeasurements(&js.m, pr)
+			js.fitted, js.fittedFor = &f, pr
+		}
+		if js.fitted.ok {
+			return *js.fitted, SourceJob
+		}
+	}
+	if af.ok {
+		return af, SourceApplication
+	}
+	// Nothing known: Amdahl's law with the default serial fraction is a
+	// safer prior than linear scaling, which would make an unseen job look
+	// better than every measured one.
+	return fit{serial: DefaultSerial}, SourceDefault
+}
+
+func (c *Collector) appFit(app string) fit {
+	as := c.apps[app]
+	if as == nil {
+		return fit{}
+	}
+	if as.fitted == nil {
+		f := fitMeasurements(c.appTotal(as), prior{serial: DefaultSerial})
+		as.fitted = &f
+	}
+	return *as.fitted
 }
 
 // Estimate returns the speedup curve up to maxWorkers and the remaining
 // time on one GPU for remainingWork. An unknown remaining time is -1; with
-// nothing known the curve is Amdahl's law with DefaultSerial.
+// nothing known the curve is Amdahl's law with DefaultSerial. The curve is
+// for k workers on as few nodes as hold them (see SetGPUsPerNode).
 func (c *Collector) Estimate(job, app string, remainingWork float64, maxWorkers int) model.Estimates {
 	est := model.Estimates{RemainingSeconds: -1}
-	f := fitHistory(c.jobs[job])
-	af := fitHistory(c.apps[app])
-	if !f.ok {
-		f = af
-	} else if f.counts < 2 && af.ok && af.counts >= 2 {
-		// Seen at one count: keep its own speed, borrow the application's
-		// scaling.
-		f = refit(c.jobs[job], af.serial)
-	}
-	if !f.ok {
-		// Nothing known: Amdahl's law with the default serial fraction is
-		// a safer prior than linear scaling, which would make an unseen
-		// job look better than every measured one.
-		f = fit{serial: DefaultSerial}
-	}
+	f, _ := c.fitFor(job, app)
 	if f.ok && remainingWork >= 0 {
 		est.RemainingSeconds = remainingWork / f.rate1
 	}
@@ -130,74 +292,7 @@ func (c *Collector) Estimate(job, app string, remainingWork float64, maxWorkers 
 	}
 	est.Speedup = make([]float64, maxWorkers+1)
 	for k := 1; k <= maxWorkers; k++ {
-		est.Speedup[k] = float64(k) / (1 + f.serial*float64(k-1))
+		est.Speedup[k] = float64(k) / f.cost(k, c.nodesFor(k))
 	}
 	return est
-}
-
-func counts(h *history) []int {
-	ks := make([]int, 0, len(h.rates))
-	for k, r := range h.rates {
-		if r.seconds > 0 && r.work > 0 {
-			ks = append(ks, k)
-		}
-	}
-	sort.Ints(ks)
-	return ks
-}
-
-// fitHistory fits k/rate(k) = a + b(k-1) by least squares, weighting every
-// worker count equally: rate1 = 1/a, serial = b/a.
-func fitHistory(h *history) fit {
-	if h == nil {
-		return fit{}
-	}
-	if h.fitted == nil {
-		f := fitRates(h)
-		h.fitted = &f
-	}
-	return *h.fitted
-}
-
-func fitRates(h *history) fit {
-	ks := counts(h)
-	switch len(ks) {
-	case 0:
-		return fit{}
-	case 1:
-		return refit(h, DefaultSerial)
-	}
-	var sx, sy, sxx, sxy float64
-	for _, k := range ks {
-		r := h.rates[k]
-		x := float64(k - 1)
-		y := float64(k) / (r.work / r.seconds)
-		sx += x
-		sy += y
-		sxx += x * x
-		sxy += x * y
-	}
-	n := float64(len(ks))
-	b := (n*sxy - sx*sy) / (n*sxx - sx*sx)
-	a := (sy - b*sx) / n
-	if !(a > 0) || math.IsNaN(b) {
-		return refit(h, DefaultSerial)
-	}
-	s := math.Min(math.Max(b/a, MinSerial), 1)
-	return fit{rate1: 1 / a, serial: s, ok: true, counts: len(ks)}
-}
-
-// refit keeps a given serial fraction and fits only the one-GPU rate:
-// the mean over counts of rate(k)(1+s(k-1))/k.
-func refit(h *history, serial float64) fit {
-	ks := counts(h)
-	if len(ks) == 0 {
-		return fit{}
-	}
-	total := 0.0
-	for _, k := range ks {
-		r := h.rates[k]
-		total += r.work / r.seconds * (1 + serial*float64(k-1)) / float64(k)
-	}
-	return fit{rate1: total / float64(len(ks)), serial: serial, ok: true, counts: len(ks)}
 }
