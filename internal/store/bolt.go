@@ -24,10 +24,12 @@ const boltFile = "voda.db"
 // on the same data directory fails with a clear error instead of hanging.
 const boltLockTimeout = time.Second
 
-// Buckets: jobs by name, schedulers by GPU type, each value a JSON record.
+// Buckets: jobs by name, schedulers by GPU type, each value a JSON record;
+// histories by historyKey, each value the history's bytes as given.
 var (
 	jobsBucket       = []byte("jobs")
 	schedulersBucket = []byte("schedulers")
+	historiesBucket  = []byte("histories")
 )
 
 // boltStore is the embedded, file-backed Store. Every write goes through
@@ -68,7 +70,7 @@ func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{jobsBucket, schedulersBucket} {
+		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
@@ -202,6 +204,9 @@ func partialBoltJob(name string, v []byte, err error) partialJob {
 	if jsonAt(v, &rev, "statusRev") {
 		p.StatusRevision = rev
 	}
+	if rev = 0; jsonAt(v, &rev, "progressRev") {
+		p.ProgressRevision = rev
+	}
 	return p
 }
 
@@ -222,7 +227,7 @@ func jsonAt(v []byte, out any, path ...string) bool {
 }
 
 func (s *boltStore) SetPriority(ctx context.Context, name string, priority int) error {
-	err := s.updateJob(ctx, name, func(r *jobRecord) { r.Spec.Priority = priority })
+	err := s.updateJob(ctx, name, func(r *jobRecord) bool { r.Spec.Priority = priority; return true })
 	if err != nil {
 		return fmt.Errorf("store: set priority of job %s: %w", name, err)
 	}
@@ -230,7 +235,7 @@ func (s *boltStore) SetPriority(ctx context.Context, name string, priority int) 
 }
 
 func (s *boltStore) RequestDelete(ctx context.Context, name string) error {
-	err := s.updateJob(ctx, name, func(r *jobRecord) { r.DeleteRequested = true })
+	err := s.updateJob(ctx, name, func(r *jobRecord) bool { r.DeleteRequested = true; return true })
 	if err != nil {
 		return fmt.Errorf("store: request delete of job %s: %w", name, err)
 	}
@@ -240,7 +245,7 @@ func (s *boltStore) RequestDelete(ctx context.Context, name string) error {
 // updateJob applies change to one stored job inside a batch; bbolt
 // serialises write transactions, so the read-modify-write cannot lose a
 // concurrent update of another field.
-func (s *boltStore) updateJob(ctx context.Context, name string, change func(*jobRecord)) error {
+func (s *boltStore) updateJob(ctx context.Context, name string, change func(*jobRecord) bool) error {
 	if err := s.gate.enter(ctx); err != nil {
 		return err
 	}
@@ -260,9 +265,10 @@ func (s *boltStore) updateJob(ctx context.Context, name string, change func(*job
 	return nil
 }
 
-// modifyJob rewrites one job record in b; it reports false if absent. An
-// unreadable record is an error: there is nothing sound to change.
-func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord)) (bool, error) {
+// modifyJob rewrites one job record in b with change applied, unless
+// change returns false; it reports false if absent. An unreadable record
+// is an error: there is nothing sound to change.
+func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord) bool) (bool, error) {
 	v := b.Get([]byte(name))
 	if v == nil {
 		return false, nil
@@ -271,8 +277,47 @@ func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord)) (bool, erro
 	if err != nil {
 		return true, fmt.Errorf("decode: %w", err)
 	}
-	change(&rec)
+	if !change(&rec) {
+		return true, nil
+	}
 	return true, putJob(b, rec)
+}
+
+// SaveProgress goes through db.Batch like every write, so the reports of
+// many jobs arriving together share one commit and one fsync; the
+// revision check and the write are in one transaction, which bbolt
+// serialises with every other write.
+func (s *boltStore) SaveProgress(ctx context.Context, name string, data []byte, revision int64) (int64, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	defer s.gate.leave()
+	if err := checkProgressSize("progress", data); err != nil {
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	var found, conflict bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		var err error
+		found, err = modifyJob(tx.Bucket(jobsBucket), name, func(r *jobRecord) bool {
+			// Set on every run: Batch may run this function again.
+			if conflict = r.ProgressRevision != revision; conflict {
+				return false
+			}
+			r.Progress = nilIfEmpty(data)
+			r.ProgressRevision = revision + 1
+			return true
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	case !found:
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, ErrNotFound)
+	case conflict:
+		return 0, fmt.Errorf("store: save progress of job %s at revision %d: %w", name, revision, ErrConflict)
+	}
+	return revision + 1, nil
 }
 
 // putJob stores rec under its name.
@@ -495,6 +540,54 @@ func (s *boltStore) putScheduler(ctx context.Context, gpuType string, change fun
 		}
 		return b.Put([]byte(gpuType), v)
 	})
+}
+
+func (s *boltStore) SaveHistory(ctx context.Context, gpuType, app string, data []byte) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	defer s.gate.leave()
+	if err := checkHistory(gpuType, data); err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		// bbolt copies the value into the transaction, and keeps an empty
+		// one (read back as nil).
+		return tx.Bucket(historiesBucket).Put([]byte(historyKey(gpuType, app)), nilIfEmpty(data))
+	})
+	if err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	return nil
+}
+
+// ListHistories scans the keys that start with the GPU type's prefix,
+// which bbolt keeps together in byte order.
+func (s *boltStore) ListHistories(ctx context.Context, gpuType string) (map[string][]byte, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list histories of %s: %w", gpuType, err)
+	}
+	defer s.gate.leave()
+	if gpuType == "" {
+		return nil, errors.New("store: list histories: empty GPU type")
+	}
+	var out map[string][]byte
+	prefix := []byte(historyPrefix(gpuType))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(historiesBucket).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if out == nil {
+				out = make(map[string][]byte)
+			}
+			// A copy: v is valid only inside the transaction.
+			out[string(k[len(prefix):])] = nilIfEmpty(bytes.Clone(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list histories of %s: %w", gpuType, err)
+	}
+	return out, nil
 }
 
 // Close waits for calls in flight, then closes the file. It closes even

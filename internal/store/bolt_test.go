@@ -158,3 +158,59 @@ func TestBoltDamagedSchedulerRecord(t *testing.T) {
 		t.Fatalf("after a write: %+v, %v", got, err)
 	}
 }
+
+// TestBoltRecordWithoutProgress opens a file written before progress and
+// histories existed: a job record without the progress fields and no
+// histories bucket. The job reads with nil Progress at revision 0, takes
+// progress writes from 0, and histories can be written.
+func TestBoltRecordWithoutProgress(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record as the store wrote it before: every field but progress.
+	old := `{"name":"old","kind":"MPIJob","manifest":null,` +
+		`"spec":{"name":"old","gpuType":"v100","minWorkers":1,"maxWorkers":2,"requestedWorkers":1,"priority":0,"epochs":0,"submitTime":1000},` +
+		`"model":"","deleteRequested":false,` +
+		`"status":{"state":{"status":"Running","gpus":1,"placement":null,"attainedService":0,"firstStart":null,"lastChange":null,` +
+		`"queue":0,"runSeconds":0,"queueSince":null,"queueService":0,"queueRunSeconds":0,"waitingSince":null,"restarts":0},` +
+		`"est":{"remainingSeconds":0,"speedup":null},"progress":0.5,"queuePosition":0,"estimatedStart":null,"finishTime":null,"updated":null},` +
+		`"statusRev":4}`
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{"jobs", "schedulers"} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("jobs")).Put([]byte("old"), []byte(old))
+	})
+	if err = errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	got, err := s.GetJob(ctx, "old")
+	if err != nil || got.Unreadable != "" || got.Progress != nil || got.ProgressRevision != 0 ||
+		got.StatusRevision != 4 || got.Status.Progress != 0.5 || got.Status.State.Status != "Running" {
+		t.Fatalf("GetJob = %+v, %v; want the record, readable, with no progress at revision 0", got, err)
+	}
+	if _, err := s.SaveProgress(ctx, "old", []byte(`{}`), 1); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("SaveProgress at revision 1: %v, want ErrConflict", err)
+	}
+	if rev, err := s.SaveProgress(ctx, "old", []byte(`{"steps":1}`), 0); err != nil || rev != 1 {
+		t.Errorf("SaveProgress at revision 0 = %d, %v; want 1", rev, err)
+	}
+	got, err = s.GetJob(ctx, "old")
+	if err != nil || string(got.Progress) != `{"steps":1}` || got.ProgressRevision != 1 || got.StatusRevision != 4 {
+		t.Errorf("GetJob after SaveProgress = %+v, %v", got, err)
+	}
+	if err := s.SaveHistory(ctx, "v100", "app", []byte(`{}`)); err != nil {
+		t.Errorf("SaveHistory in a file that had no histories: %v", err)
+	}
+}

@@ -30,4 +30,10 @@
 // gives an error wrapping ErrDamaged that names the file and says what to
 // do, where bbolt alone would crash the process or silently fall back on
 // an older transaction.
+//
+// Besides, the store keeps what the progress reports of training jobs
+// build up, as bytes it never interprets: each job's progress state
+// (Job.Progress, written by SaveProgress over the ProgressRevision its
+// writer read, so two reports handled at once cannot undo each other) and
+// each application's history per GPU type (SaveHistory, ListHistories).
 package store

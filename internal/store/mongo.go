@@ -30,13 +30,14 @@ const defaultMongoDatabase = "voda"
 // FerretDB, with help from docLocks).
 //
 // Documents are jobRecord and schedulerRecord: jobs keyed by name,
-// schedulers by GPU type.
+// schedulers by GPU type; and historyDocument, keyed by historyKey.
 type mongoStore struct {
 	gate       gate
 	locks      docLocks
 	client     *mongo.Client
 	jobs       *mongo.Collection
 	schedulers *mongo.Collection
+	histories  *mongo.Collection
 	// beforeBulk, if set (by tests only), is called by SaveStatus between
 	// its read and its bulk write, to write in between as another process
 	// could.
@@ -65,7 +66,10 @@ func openMongo(ctx context.Context, uri string) (*mongoStore, error) {
 		return nil, fmt.Errorf("store: open %s: %w", mongoWhere(cs), err)
 	}
 	db := client.Database(dbName)
-	s := &mongoStore{client: client, jobs: db.Collection("jobs"), schedulers: db.Collection("schedulers")}
+	s := &mongoStore{
+		client: client, jobs: db.Collection("jobs"), schedulers: db.Collection("schedulers"),
+		histories: db.Collection("histories"),
+	}
 	s.locks.seed = maphash.MakeSeed()
 	if err := s.init(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -106,6 +110,11 @@ func (s *mongoStore) init(ctx context.Context) error {
 		if _, err := s.jobs.Indexes().CreateOne(ctx, idx); err != nil {
 			return fmt.Errorf("create job index: %w", err)
 		}
+	}
+	// ListHistories' query: a GPU type's histories.
+	idx := mongo.IndexModel{Keys: bson.D{{Key: "gpuType", Value: 1}}, Options: options.Index().SetName("gpuType")}
+	if _, err := s.histories.Indexes().CreateOne(ctx, idx); err != nil {
+		return fmt.Errorf("create history index: %w", err)
 	}
 	return nil
 }
@@ -228,6 +237,9 @@ func partialMongoJob(doc bson.Raw, err error) partialJob {
 	}
 	if v, err := doc.LookupErr("statusRev"); err == nil {
 		p.StatusRevision, _ = v.AsInt64OK()
+	}
+	if v, err := doc.LookupErr("progressRev"); err == nil {
+		p.ProgressRevision, _ = v.AsInt64OK()
 	}
 	return p
 }
@@ -367,11 +379,17 @@ const saveBatch = 32
 // not terminal. A document stored before revisions existed has no
 // statusRev, which counts as revision 0 (null matches an absent field).
 func writableFilter(name string, revision int64) bson.D {
-	var rev any = revision
+	return bson.D{{Key: "_id", Value: name}, {Key: "statusRev", Value: revisionFilter(revision)}, {Key: "live", Value: true}}
+}
+
+// revisionFilter matches a stored revision field holding revision; for 0
+// also an absent field (or null), as in a document stored before the
+// field existed.
+func revisionFilter(revision int64) any {
 	if revision == 0 {
-		rev = bson.D{{Key: "$in", Value: bson.A{int64(0), nil}}}
+		return bson.D{{Key: "$in", Value: bson.A{int64(0), nil}}}
 	}
-	return bson.D{{Key: "_id", Value: name}, {Key: "statusRev", Value: rev}, {Key: "live", Value: true}}
+	return revision
 }
 
 // attribute finds out which of the sent writes were not made, reading back
@@ -531,6 +549,105 @@ func (s *mongoStore) DeleteJob(ctx context.Context, name string) error {
 		return fmt.Errorf("store: delete job %s: %w", name, ErrNotFound)
 	}
 	return nil
+}
+
+// SaveProgress is one conditional update, whose filter holds the
+// revision; only when it matches nothing does a second, cheap read (the
+// _id alone) tell a missing job from a stale revision. It sets the new
+// revision rather than incrementing it, which comes to the same over the
+// matched revision and also holds over a null one. A document stored
+// before progress existed has no progressRev, which counts as revision 0
+// (null matches an absent field). The document's lock keeps this
+// process's other writes of the job apart, as FerretDB v1 needs.
+func (s *mongoStore) SaveProgress(ctx context.Context, name string, data []byte, revision int64) (int64, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	defer s.gate.leave()
+	if err := checkProgressSize("progress", data); err != nil {
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	defer s.locks.lock("jobs/" + name)()
+	filter := bson.D{{Key: "_id", Value: name}, {Key: "progressRev", Value: revisionFilter(revision)}}
+	set := bson.D{{Key: "progress", Value: nilIfEmpty(data)}, {Key: "progressRev", Value: revision + 1}}
+	res, err := s.jobs.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	if err != nil {
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	if res.MatchedCount == 1 {
+		return revision + 1, nil
+	}
+	err = s.jobs.FindOne(ctx, byID(name), options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, ErrNotFound)
+	case err != nil:
+		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
+	}
+	return 0, fmt.Errorf("store: save progress of job %s at revision %d: %w", name, revision, ErrConflict)
+}
+
+// historyDocument is one application's history on one GPU type.
+type historyDocument struct {
+	Key     string `bson:"_id"`
+	GPUType string `bson:"gpuType"`
+	App     string `bson:"app"`
+	Data    []byte `bson:"data"`
+}
+
+// SaveHistory replaces the whole document, so it needs no lock.
+func (s *mongoStore) SaveHistory(ctx context.Context, gpuType, app string, data []byte) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	defer s.gate.leave()
+	if err := checkHistory(gpuType, data); err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	key := historyKey(gpuType, app)
+	doc := historyDocument{Key: key, GPUType: gpuType, App: app, Data: nilIfEmpty(data)}
+	upsert := options.Replace().SetUpsert(true)
+	_, err := s.histories.ReplaceOne(ctx, byID(key), doc, upsert)
+	if mongo.IsDuplicateKeyError(err) {
+		// Two first writes raced to insert it; see putScheduler.
+		_, err = s.histories.ReplaceOne(ctx, byID(key), doc, upsert)
+	}
+	if err != nil {
+		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
+	}
+	return nil
+}
+
+// ListHistories leaves out documents that do not decode, as
+// ListSchedulers does.
+func (s *mongoStore) ListHistories(ctx context.Context, gpuType string) (map[string][]byte, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list histories of %s: %w", gpuType, err)
+	}
+	defer s.gate.leave()
+	if gpuType == "" {
+		return nil, errors.New("store: list histories: empty GPU type")
+	}
+	cur, err := s.histories.Find(ctx, bson.D{{Key: "gpuType", Value: gpuType}})
+	if err != nil {
+		return nil, fmt.Errorf("store: list histories of %s: %w", gpuType, err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	var out map[string][]byte
+	for cur.Next(ctx) {
+		var doc historyDocument
+		if err := cur.Decode(&doc); err != nil {
+			continue // damaged: left out
+		}
+		if out == nil {
+			out = make(map[string][]byte)
+		}
+		out[doc.App] = nilIfEmpty(doc.Data)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("store: list histories of %s: %w", gpuType, err)
+	}
+	return out, nil
 }
 
 func (s *mongoStore) GetScheduler(ctx context.Context, gpuType string) (Scheduler, error) {

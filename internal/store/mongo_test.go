@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -230,6 +231,43 @@ func TestMongoSaveStatusInterleaved(t *testing.T) {
 	check("d", 2, model.StatusRunning, 0)
 }
 
+// TestMongoNoProgress checks that a document stored before progress
+// existed, without progress and progressRev, reads with nil Progress at
+// revision 0 and takes progress writes from 0.
+func TestMongoNoProgress(t *testing.T) {
+	ctx := t.Context()
+	uri := storetest.FerretDB(t)
+	s := openStore(t, uri)
+	if err := s.CreateJob(ctx, waitingJob("old")); err != nil {
+		t.Fatalf("CreateJob: %v", err)
+	}
+	jobs := mongoJobs(t, uri)
+	unset := bson.D{{Key: "$unset", Value: bson.D{{Key: "progress", Value: ""}, {Key: "progressRev", Value: ""}}}}
+	if _, err := jobs.UpdateMany(ctx, bson.D{}, unset); err != nil {
+		t.Fatalf("unset the progress fields: %v", err)
+	}
+	doc, err := jobs.FindOne(ctx, bson.D{{Key: "_id", Value: "old"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := doc.LookupErr("progressRev"); err == nil {
+		t.Fatalf("document still has progressRev: %s", doc)
+	}
+	if got, err := s.GetJob(ctx, "old"); err != nil || got.Progress != nil || got.ProgressRevision != 0 || got.Unreadable != "" {
+		t.Fatalf("GetJob = progress %q at revision %d, unreadable %q, %v; want nil at 0", got.Progress, got.ProgressRevision, got.Unreadable, err)
+	}
+	if _, err := s.SaveProgress(ctx, "old", []byte(`{}`), 1); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("SaveProgress at revision 1: %v, want ErrConflict", err)
+	}
+	if rev, err := s.SaveProgress(ctx, "old", []byte(`{"steps":1}`), 0); err != nil || rev != 1 {
+		t.Errorf("SaveProgress at revision 0 = %d, %v; want 1", rev, err)
+	}
+	got, err := s.GetJob(ctx, "old")
+	if err != nil || string(got.Progress) != `{"steps":1}` || got.ProgressRevision != 1 {
+		t.Errorf("GetJob after SaveProgress = progress %q at revision %d, %v", got.Progress, got.ProgressRevision, err)
+	}
+}
+
 func TestMongoFerretDB(t *testing.T) {
 	storetest.Run(t, mongoFactory(storetest.FerretDB))
 }
@@ -313,6 +351,37 @@ func TestMongoDocument(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"_id_", "gpuTypeLive", "submitOrder"}, names, cmpSorted()); diff != "" {
 		t.Errorf("job indexes (-want +got):\n%s", diff)
+	}
+
+	if err := s.SaveHistory(ctx, "v100", "resnet50", []byte(`{"h":1}`)); err != nil {
+		t.Fatalf("SaveHistory: %v", err)
+	}
+	var hist struct {
+		ID      string `bson:"_id"`
+		GPUType string `bson:"gpuType"`
+		App     string `bson:"app"`
+		Data    []byte `bson:"data"`
+	}
+	if err := db.Collection("histories").FindOne(ctx, bson.D{{Key: "gpuType", Value: "v100"}}).Decode(&hist); err != nil {
+		t.Fatalf("find the history: %v", err)
+	}
+	if hist.ID != "v100/resnet50" || hist.App != "resnet50" || string(hist.Data) != `{"h":1}` {
+		t.Errorf("stored history = %+v", hist)
+	}
+	cur, err = db.Collection("histories").Indexes().List(ctx)
+	if err != nil {
+		t.Fatalf("list history indexes: %v", err)
+	}
+	idx = nil
+	if err := cur.All(ctx, &idx); err != nil {
+		t.Fatalf("list history indexes: %v", err)
+	}
+	names = nil
+	for _, i := range idx {
+		names = append(names, i.Name)
+	}
+	if diff := cmp.Diff([]string{"_id_", "gpuType"}, names, cmpSorted()); diff != "" {
+		t.Errorf("history indexes (-want +got):\n%s", diff)
 	}
 }
 

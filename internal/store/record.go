@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +43,11 @@ type jobRecord struct {
 	DeleteRequested bool         `json:"deleteRequested" bson:"deleteRequested"`
 	Status          statusRecord `json:"status" bson:"status"`
 	StatusRevision  int64        `json:"statusRev" bson:"statusRev"`
+	// Progress and ProgressRevision are absent from records stored before
+	// they existed, which therefore read as nil and revision 0. Empty
+	// Progress is stored as null (omitted in bolt).
+	Progress         []byte `json:"progress,omitempty" bson:"progress"`
+	ProgressRevision int64  `json:"progressRev,omitempty" bson:"progressRev"`
 	// Live mirrors !Status.State.Status.Done() so Mongo can filter and
 	// index on it; bolt derives it on read instead.
 	Live bool `json:"-" bson:"live"`
@@ -250,17 +257,22 @@ func decodeTime(n *int64) time.Time {
 func encodeJob(j Job) (jobRecord, error) {
 	var e encoder
 	r := jobRecord{
-		Name:            j.Name,
-		Kind:            j.Kind,
-		Namespace:       j.Namespace,
-		Manifest:        nilIfEmpty(j.Manifest),
-		Spec:            e.spec(j.Spec),
-		Model:           j.Model,
-		DeleteRequested: j.DeleteRequested,
-		Status:          e.status(j.Status),
-		StatusRevision:  j.StatusRevision,
+		Name:             j.Name,
+		Kind:             j.Kind,
+		Namespace:        j.Namespace,
+		Manifest:         nilIfEmpty(j.Manifest),
+		Spec:             e.spec(j.Spec),
+		Model:            j.Model,
+		DeleteRequested:  j.DeleteRequested,
+		Status:           e.status(j.Status),
+		StatusRevision:   j.StatusRevision,
+		Progress:         nilIfEmpty(j.Progress),
+		ProgressRevision: j.ProgressRevision,
 	}
 	r.Live = r.Status.live()
+	if e.err == nil {
+		e.err = checkProgressSize("progress", j.Progress)
+	}
 	return r, e.err
 }
 
@@ -270,17 +282,44 @@ func decodeJob(r jobRecord) Job {
 		ns = manifestNamespace(r.Manifest)
 	}
 	return Job{
-		Name:            r.Name,
-		Kind:            r.Kind,
-		Namespace:       ns,
-		Manifest:        nilIfEmpty(r.Manifest),
-		Spec:            decodeSpec(r.Spec),
-		Model:           r.Model,
-		DeleteRequested: r.DeleteRequested,
-		Status:          decodeStatus(r.Status),
-		StatusRevision:  r.StatusRevision,
+		Name:             r.Name,
+		Kind:             r.Kind,
+		Namespace:        ns,
+		Manifest:         nilIfEmpty(r.Manifest),
+		Spec:             decodeSpec(r.Spec),
+		Model:            r.Model,
+		DeleteRequested:  r.DeleteRequested,
+		Status:           decodeStatus(r.Status),
+		StatusRevision:   r.StatusRevision,
+		Progress:         nilIfEmpty(r.Progress),
+		ProgressRevision: r.ProgressRevision,
 	}
 }
+
+// checkProgressSize refuses data longer than MaxProgressBytes.
+func checkProgressSize(what string, data []byte) error {
+	if len(data) > MaxProgressBytes {
+		return fmt.Errorf("%s of %d bytes is over the limit of %d bytes (MaxProgressBytes)", what, len(data), MaxProgressBytes)
+	}
+	return nil
+}
+
+// checkHistory refuses what SaveHistory cannot store.
+func checkHistory(gpuType string, data []byte) error {
+	if gpuType == "" {
+		return errors.New("empty GPU type")
+	}
+	return checkProgressSize("history", data)
+}
+
+// historyKey is the key of application app's history on gpuType: the GPU
+// type path-escaped, so it holds no "/", then "/" and the application.
+// Distinct pairs have distinct keys, and every key of a GPU type starts
+// with historyPrefix(gpuType).
+func historyKey(gpuType, app string) string { return historyPrefix(gpuType) + app }
+
+// historyPrefix starts the keys of gpuType's histories.
+func historyPrefix(gpuType string) string { return url.PathEscape(gpuType) + "/" }
 
 // manifestNamespace is a JSON manifest's metadata.namespace, or empty.
 func manifestNamespace(manifest []byte) string {
@@ -382,6 +421,8 @@ type partialJob struct {
 	GPUType        string
 	Status         model.Status
 	StatusRevision int64
+	// ProgressRevision is kept by SetAside so that it never goes back.
+	ProgressRevision int64
 }
 
 // job is the Job GetJob and ListJobs return for the record.
@@ -404,6 +445,9 @@ func (p partialJob) asideRecord(reason string, now *int64) jobRecord {
 		Name:           p.Name,
 		Spec:           specRecord{Name: p.Name, GPUType: p.GPUType},
 		StatusRevision: p.StatusRevision,
+		// The progress is dropped (it is in the original), but a writer
+		// holding an older revision must still conflict.
+		ProgressRevision: p.ProgressRevision,
 	}
 	r.setAside(reason, now)
 	return r

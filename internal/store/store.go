@@ -21,12 +21,19 @@ var (
 	// or corrupt), and the error names the file and what to do; or
 	// GetScheduler found a scheduler record it cannot decode.
 	ErrDamaged = errors.New("damaged")
+	// ErrConflict: SaveProgress over a ProgressRevision that is no longer
+	// the stored one; the caller re-reads the job and retries.
+	ErrConflict = errors.New("revision conflict")
 )
+
+// MaxProgressBytes bounds a job's Progress and an application's history:
+// SaveProgress, SaveHistory and CreateJob refuse more.
+const MaxProgressBytes = 256 << 10
 
 // Job is one training job as stored. It has two owners, written through
 // different methods so neither overwrites the other: the API owns the
-// fields set at creation plus Priority (in Spec) and DeleteRequested; the
-// scheduler owns Status.
+// fields set at creation plus Priority (in Spec), DeleteRequested and
+// Progress; the scheduler owns Status.
 type Job struct {
 	// Name is the unique key (the user's name plus a timestamp suffix).
 	Name string
@@ -56,6 +63,19 @@ type Job struct {
 	// overwrite a newer status. A record stored before revisions existed
 	// reads as revision 0.
 	StatusRevision int64
+	// Progress is the job's progress state as the progress ingestion
+	// keeps it (the latest report, the generation, measured throughput):
+	// opaque bytes, JSON by convention, which the store never interprets;
+	// nil if none. At most MaxProgressBytes. Written by SaveProgress (and
+	// stored as given by CreateJob, whose callers pass nil); no other
+	// write touches it.
+	Progress []byte
+	// ProgressRevision counts the writes of Progress: CreateJob stores it
+	// as given (callers pass 0), and every write SaveProgress makes adds
+	// one. SaveProgress writes only over the revision its writer read. A
+	// record stored before progress existed reads as revision 0 with nil
+	// Progress.
+	ProgressRevision int64
 	// Unreadable, when not empty, says why the stored record could not be
 	// decoded. Only Name (also copied to Spec.Name) is then certain;
 	// Spec.GPUType and Status.State.Status are set when those parts could
@@ -236,6 +256,31 @@ type Store interface {
 	SetAside(ctx context.Context, name, reason string, now time.Time) error
 	// DeleteJob removes a job record entirely; ErrNotFound if absent.
 	DeleteJob(ctx context.Context, name string) error
+	// SaveProgress replaces the job's Progress with data if its stored
+	// ProgressRevision is revision, and returns the new revision,
+	// revision+1. ErrNotFound if absent; ErrConflict if the revision is
+	// not the stored one (nothing is written: the caller re-reads and
+	// retries). Data longer than MaxProgressBytes fails the call before
+	// anything is written. No other field is touched, and no other write
+	// touches Progress or ProgressRevision; the job's status is not
+	// looked at, so a finished job's last report is written too. A
+	// record that cannot be decoded (not yet set aside) is treated as
+	// SetPriority treats it: the embedded store refuses the write with an
+	// error; MongoDB makes it over a matching revision, yet GetJob goes on
+	// returning the record unreadable, without Progress. SetAside keeps
+	// the revision such a record reached, and a record SetAside replaced
+	// takes writes as any other. Concurrent calls share commits, so many
+	// jobs' reports cost few disk syncs.
+	SaveProgress(ctx context.Context, name string, data []byte, revision int64) (int64, error)
+
+	// SaveHistory creates or replaces the history of application app (an
+	// empty app is allowed: jobs without an application) on GPU type
+	// gpuType (not empty): opaque bytes of at most MaxProgressBytes,
+	// which the store never interprets.
+	SaveHistory(ctx context.Context, gpuType, app string, data []byte) error
+	// ListHistories returns every application's history on gpuType, by
+	// application; nil if none. An empty history comes back nil.
+	ListHistories(ctx context.Context, gpuType string) (map[string][]byte, error)
 
 	// GetScheduler returns a GPU type's record; ErrNotFound if none was
 	// ever written, ErrDamaged if it cannot be decoded.

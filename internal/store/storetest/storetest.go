@@ -89,6 +89,10 @@ type Factory func(t *testing.T) Storage
 //     when empty; concurrent writers over one revision make exactly one
 //     write; a status written Completed, Failed or Canceled (or created
 //     so) is never replaced;
+//   - SaveProgress writes only over the stored ProgressRevision (others
+//     are store.ErrConflict, and of concurrent writers over one revision
+//     exactly one succeeds), touches no other field and is touched by no
+//     other write; ListHistories returns nil when there is nothing;
 //   - a record that does not decode is returned, marked Unreadable, with
 //     its name, GPU type and status where they can be read (tested when
 //     the Storage has a Damager), and SetAside replaces it keeping the
@@ -113,6 +117,10 @@ func Run(t *testing.T, f Factory) {
 		{"SaveStatusRevisions", testSaveStatusRevisions},
 		{"SaveStatusTerminal", testSaveStatusTerminal},
 		{"SaveStatusRace", testSaveStatusRace},
+		{"Progress", testProgress},
+		{"ProgressLimit", testProgressLimit},
+		{"ProgressRace", testProgressRace},
+		{"Histories", testHistories},
 		{"SetAside", testSetAside},
 		{"Unreadable", testUnreadable},
 		{"DeleteJob", testDeleteJob},
@@ -203,7 +211,9 @@ func fullJob(name string) store.Job {
 			Reason:         store.ReasonUnschedulable,
 			Message:        "needs 16 GPUs, v100 has 8 in all",
 		},
-		StatusRevision: 7,
+		StatusRevision:   7,
+		Progress:         []byte(`{"generation":"r7f3-0-4","steps":1200,"throughput":{"4@1":612.5}}`),
+		ProgressRevision: 3,
 	}
 }
 
@@ -252,6 +262,7 @@ func testRoundTrip(t *testing.T, f Factory) {
 	mustCreate(t, s, in)
 	// The store must not alias the caller's memory.
 	in.Manifest[0] = 'X'
+	in.Progress[0] = 'X'
 	in.Status.Est.Speedup[1] = 99
 	in.Status.State.Placement[0].Workers = 99
 
@@ -262,6 +273,7 @@ func testRoundTrip(t *testing.T, f Factory) {
 	checkUTC(t, "GetJob", reflect.ValueOf(got))
 
 	got.Manifest[0] = 'Y'
+	got.Progress[0] = 'Y'
 	got.Status.Est.Speedup[1] = 98
 	if diff := cmp.Diff(want, mustGet(t, s, want.Name)); diff != "" {
 		t.Errorf("GetJob after changing a returned job (-want +got):\n%s", diff)
@@ -284,6 +296,7 @@ func testRoundTripEdges(t *testing.T, f Factory) {
 	in := store.Job{
 		Name:     "edges",
 		Manifest: []byte{},
+		Progress: []byte{},
 		Spec:     model.JobSpec{Name: "edges", SubmitTime: time.Unix(0, 0)},
 		Status: store.JobStatus{
 			State: model.JobState{
@@ -300,6 +313,7 @@ func testRoundTripEdges(t *testing.T, f Factory) {
 	}
 	want := in
 	want.Manifest = nil
+	want.Progress = nil
 	want.Status.State.Placement = nil
 	want.Status.Est.Speedup = nil
 	mustCreate(t, s, in)
@@ -538,6 +552,13 @@ func testOwnedFields(t *testing.T, f Factory) {
 	want.Spec.Priority = 7
 	checkJob(t, s, "after SetPriority", want)
 
+	// Progress is the API's too, written apart from the rest: the writes
+	// below must keep it, and it must keep them.
+	mustSaveProgress(t, s, "owned", []byte(`{"steps":1}`), want.ProgressRevision)
+	want.Progress = []byte(`{"steps":1}`)
+	want.ProgressRevision++
+	checkJob(t, s, "after SaveProgress", want)
+
 	if err := s.RequestDelete(ctx, "owned"); err != nil {
 		t.Fatalf("RequestDelete: %v", err)
 	}
@@ -558,6 +579,32 @@ func testOwnedFields(t *testing.T, f Factory) {
 	}
 	want.Spec.Priority = 0
 	checkJob(t, s, "after SetPriority to 0", want)
+
+	if err := s.SetAside(ctx, "owned", "test", time.Unix(200, 0)); err != nil {
+		t.Fatalf("SetAside: %v", err)
+	}
+	want = mustGet(t, s, "owned")
+	if !bytes.Equal(want.Progress, []byte(`{"steps":1}`)) || want.ProgressRevision != 4 {
+		t.Errorf("after SetAside: progress %q at revision %d, want {\"steps\":1} at 4", want.Progress, want.ProgressRevision)
+	}
+	// The store does not look at the status: a finished job's last
+	// report is written like any other.
+	mustSaveProgress(t, s, "owned", nil, want.ProgressRevision)
+	want.Progress = nil
+	want.ProgressRevision++
+	checkJob(t, s, "after SaveProgress of nil over a Failed job", want)
+}
+
+// mustSaveProgress calls SaveProgress and fails unless it writes.
+func mustSaveProgress(t *testing.T, s store.Store, name string, data []byte, revision int64) {
+	t.Helper()
+	rev, err := s.SaveProgress(t.Context(), name, data, revision)
+	if err != nil {
+		t.Fatalf("SaveProgress %s at revision %d: %v", name, revision, err)
+	}
+	if rev != revision+1 {
+		t.Errorf("SaveProgress %s at revision %d returned revision %d, want %d", name, revision, rev, revision+1)
+	}
 }
 
 // testOwnedFieldsConcurrent interleaves the API's and the scheduler's
@@ -577,7 +624,9 @@ func testOwnedFieldsConcurrent(t *testing.T, f Factory) {
 		st.QueuePosition = i
 		return st
 	}
-	rev := want.StatusRevision // the status writer's copy
+	rev := want.StatusRevision           // the status writer's copy
+	progressRev := want.ProgressRevision // the progress writer's
+	progressAt := func(i int) []byte { return fmt.Appendf(nil, `{"steps":%d}`, i) }
 	writers := []func(ctx context.Context, i int) error{
 		func(ctx context.Context, i int) error { return s.SetPriority(ctx, "busy", i) },
 		func(ctx context.Context, i int) error {
@@ -594,11 +643,22 @@ func testOwnedFieldsConcurrent(t *testing.T, f Factory) {
 			}
 			return s.RequestDelete(ctx, "busy")
 		},
+		func(ctx context.Context, i int) error {
+			got, err := s.SaveProgress(ctx, "busy", progressAt(i), progressRev)
+			if err == nil && got != progressRev+1 {
+				err = fmt.Errorf("SaveProgress at revision %d returned %d", progressRev, got)
+			}
+			progressRev++
+			return err
+		},
 	}
 	owned := []func(j store.Job, i int) bool{
 		func(j store.Job, i int) bool { return j.Spec.Priority == i },
 		func(j store.Job, i int) bool { return j.Status.QueuePosition == i },
 		func(j store.Job, i int) bool { return i < 3 || j.DeleteRequested },
+		func(j store.Job, i int) bool {
+			return bytes.Equal(j.Progress, progressAt(i)) && j.ProgressRevision == want.ProgressRevision+int64(i)+1
+		},
 	}
 	race(t, n, len(writers), func(w, i int) error {
 		if err := writers[w](t.Context(), i); err != nil {
@@ -614,6 +674,8 @@ func testOwnedFieldsConcurrent(t *testing.T, f Factory) {
 	want.DeleteRequested = true
 	want.Status = statusAt(n - 1)
 	want.StatusRevision += n
+	want.Progress = progressAt(n - 1)
+	want.ProgressRevision += n
 	checkJob(t, s, "after concurrent writes", want)
 }
 
@@ -669,15 +731,8 @@ func testSaveStatusMissing(t *testing.T, f Factory) {
 // testSaveStatusRevisions checks a write is made only over the revision
 // its writer read, and that each write made adds one to the revision.
 func testSaveStatusRevisions(t *testing.T, f Factory) {
-	ctx := t.Context()
 	s, reopen := newStore(t, f)
-	j := simpleJob("j", "v100", time.Unix(1, 0), model.StatusWaiting)
-	given := simpleJob("given", "v100", time.Unix(2, 0), model.StatusWaiting)
-	given.StatusRevision = 5
-	mustCreate(t, s, j)
-	mustCreate(t, s, given)
-	checkJob(t, s, "created", j)
-	checkJob(t, s, "created with a revision", given)
+	j, given := createRevisionPair(t, s, func(j *store.Job) { j.StatusRevision = 5 })
 
 	statusAt := func(i int) store.JobStatus {
 		st := store.JobStatus{State: model.JobState{Status: model.StatusWaiting}, QueuePosition: i + 1}
@@ -713,20 +768,43 @@ func testSaveStatusRevisions(t *testing.T, f Factory) {
 	j.Status, j.StatusRevision = statusAt(3), 4
 	checkJob(t, s, "after a mixed call", j)
 	checkJob(t, s, "after a mixed call", given)
+	checkListedAndReopen(t, s, reopen, j, given)
+}
 
-	list, err := s.ListJobs(ctx, store.ListOptions{})
+// createRevisionPair creates the jobs "j" and "given", Waiting and
+// submitted in that order, given with the revisions set sets, and checks
+// both read back as created.
+func createRevisionPair(t *testing.T, s store.Store, set func(*store.Job)) (store.Job, store.Job) {
+	t.Helper()
+	j := simpleJob("j", "v100", time.Unix(1, 0), model.StatusWaiting)
+	given := simpleJob("given", "v100", time.Unix(2, 0), model.StatusWaiting)
+	set(&given)
+	mustCreate(t, s, j)
+	mustCreate(t, s, given)
+	checkJob(t, s, "created", j)
+	checkJob(t, s, "created with a revision", given)
+	return j, given
+}
+
+// checkListedAndReopen checks ListJobs returns want, closes s, and checks
+// each of want on a store reopened on the same storage, which it returns.
+func checkListedAndReopen(t *testing.T, s store.Store, reopen func() store.Store, want ...store.Job) store.Store {
+	t.Helper()
+	list, err := s.ListJobs(t.Context(), store.ListOptions{})
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)
 	}
-	if diff := cmp.Diff([]store.Job{j, given}, list); diff != "" {
+	if diff := cmp.Diff(want, list); diff != "" {
 		t.Errorf("ListJobs (-want +got):\n%s", diff)
 	}
-	if err := s.Close(ctx); err != nil {
+	if err := s.Close(t.Context()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	s = reopen()
-	checkJob(t, s, "after reopen", j)
-	checkJob(t, s, "after reopen", given)
+	for _, j := range want {
+		checkJob(t, s, "after reopen", j)
+	}
+	return s
 }
 
 // testSaveStatusTerminal checks a terminal status is final: no write
@@ -761,6 +839,21 @@ func testSaveStatusTerminal(t *testing.T, f Factory) {
 	wantNames(t, s, store.ListOptions{Live: true}, nil)
 }
 
+// together runs fn(w) for w in [0, n) in goroutines released together,
+// to maximise overlap, and waits for them.
+func together(n int, fn func(w int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			<-start
+			fn(w)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
 // testSaveStatusRace races writers that read the same revision, as two
 // schedulers would when one has lost its leadership without knowing:
 // exactly one write per job and revision is made.
@@ -773,20 +866,13 @@ func testSaveStatusRace(t *testing.T, f Factory) {
 	for round := range int64(rounds) {
 		results := make([]store.SaveResult, writers)
 		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				<-start
-				st := store.JobStatus{State: model.JobState{Status: model.StatusRunning}, QueuePosition: w + 1}
-				results[w], errs[w] = s.SaveStatus(ctx, map[string]store.StatusWrite{
-					"a": {Status: st, Revision: round},
-					"b": {Status: st, Revision: round},
-				})
+		together(writers, func(w int) {
+			st := store.JobStatus{State: model.JobState{Status: model.StatusRunning}, QueuePosition: w + 1}
+			results[w], errs[w] = s.SaveStatus(ctx, map[string]store.StatusWrite{
+				"a": {Status: st, Revision: round},
+				"b": {Status: st, Revision: round},
 			})
-		}
-		close(start)
-		wg.Wait()
+		})
 		for w, err := range errs {
 			if err != nil || results[w].Missing != nil {
 				t.Fatalf("round %d, writer %d: SaveStatus = %+v, %v", round, w, results[w], err)
@@ -808,6 +894,219 @@ func testSaveStatusRace(t *testing.T, f Factory) {
 					round, name, got.StatusRevision, got.Status.QueuePosition, round+1, winners[0]+1)
 			}
 		}
+	}
+}
+
+// testProgress checks SaveProgress: the round trip, the revision sequence,
+// stale revisions, missing jobs, and that what it stores survives a
+// reopen.
+func testProgress(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, reopen := newStore(t, f)
+	j, given := createRevisionPair(t, s, func(j *store.Job) { j.ProgressRevision = 5 })
+
+	// 0 → 1 → 2; the store keeps its own copy of what it is given, and
+	// returns copies.
+	for i := range int64(2) {
+		in := fmt.Appendf(nil, `{"generation":"g","steps":%d}`, 100*(i+1))
+		mustSaveProgress(t, s, "j", in, i)
+		j.Progress, j.ProgressRevision = bytes.Clone(in), i+1
+		in[0] = 'X'
+		checkJob(t, s, fmt.Sprintf("after progress write %d", i), j)
+	}
+	got := mustGet(t, s, "j")
+	got.Progress[0] = 'Y'
+	checkJob(t, s, "after changing a returned job's progress", j)
+
+	// Stale revisions, and ones ahead of the stored one, write nothing.
+	for _, rev := range []int64{0, 1, 3, -1} {
+		n, err := s.SaveProgress(ctx, "j", []byte(`{"stale":true}`), rev)
+		wantErrIs(t, fmt.Sprintf("SaveProgress at revision %d over revision 2", rev), err, store.ErrConflict)
+		if n != 0 {
+			t.Errorf("SaveProgress at revision %d that failed returned revision %d", rev, n)
+		}
+		checkJob(t, s, fmt.Sprintf("after a progress write at revision %d", rev), j)
+	}
+
+	// An empty report comes back nil, and still counts as a write.
+	mustSaveProgress(t, s, "j", []byte{}, 2)
+	j.Progress, j.ProgressRevision = nil, 3
+	checkJob(t, s, "after an empty progress write", j)
+
+	// The revision CreateJob stored is the base of the first write.
+	_, err := s.SaveProgress(ctx, "given", []byte(`{}`), 0)
+	wantErrIs(t, "SaveProgress at 0 of a job created at 5", err, store.ErrConflict)
+	mustSaveProgress(t, s, "given", []byte(`{}`), 5)
+	given.Progress, given.ProgressRevision = []byte(`{}`), 6
+
+	_, err = s.SaveProgress(ctx, "nope", []byte(`{}`), 0)
+	wantErrIs(t, "SaveProgress of a missing job", err, store.ErrNotFound)
+	wantErrIs(t, "GetJob after SaveProgress of a missing job", getErr(s, ctx, "nope"), store.ErrNotFound)
+
+	s = checkListedAndReopen(t, s, reopen, j, given)
+	mustSaveProgress(t, s, "j", []byte(`{"after":"reopen"}`), 3)
+}
+
+// testProgressLimit checks that progress and histories longer than
+// store.MaxProgressBytes are refused, naming the limit, before anything is
+// written, and that the limit itself is accepted.
+func testProgressLimit(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	j := simpleJob("j", "v100", time.Unix(1, 0), model.StatusRunning)
+	mustCreate(t, s, j)
+	limit := fmt.Sprint(store.MaxProgressBytes)
+	over := bytes.Repeat([]byte("x"), store.MaxProgressBytes+1)
+	wantLimit := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), limit) {
+			t.Errorf("%s of %d bytes: error %v, want one naming the limit %s", what, len(over), err, limit)
+		}
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of %d bytes: error %v matches a sentinel", what, len(over), err)
+		}
+	}
+
+	_, err := s.SaveProgress(ctx, "j", over, 0)
+	wantLimit("SaveProgress", err)
+	checkJob(t, s, "after a refused SaveProgress", j)
+	_, err = s.SaveProgress(ctx, "nope", over, 0)
+	wantLimit("SaveProgress of a missing job", err)
+
+	big := simpleJob("big", "v100", time.Unix(2, 0), "")
+	big.Progress = over
+	wantLimit("CreateJob with progress", s.CreateJob(ctx, big))
+	wantErrIs(t, "GetJob after a refused CreateJob", getErr(s, ctx, "big"), store.ErrNotFound)
+
+	wantLimit("SaveHistory", s.SaveHistory(ctx, "v100", "app", over))
+	if h, err := s.ListHistories(ctx, "v100"); err != nil || h != nil {
+		t.Errorf("ListHistories after a refused SaveHistory = %v, %v; want nil", h, err)
+	}
+
+	full := over[:store.MaxProgressBytes]
+	mustSaveProgress(t, s, "j", full, 0)
+	j.Progress, j.ProgressRevision = full, 1
+	checkJob(t, s, "after SaveProgress of the limit", j)
+	if err := s.SaveHistory(ctx, "v100", "app", full); err != nil {
+		t.Errorf("SaveHistory of the limit: %v", err)
+	}
+	checkHistories(t, s, "v100", map[string][]byte{"app": full})
+}
+
+// testProgressRace races progress writers that read the same revision, as
+// two reports of one job handled at once would: exactly one write per
+// revision is made, and the others are conflicts.
+func testProgressRace(t *testing.T, f Factory) {
+	s, _ := newStore(t, f)
+	mustCreate(t, s, simpleJob("a", "v100", time.Unix(1, 0), model.StatusRunning))
+	const writers, rounds = 8, 4
+	for round := range int64(rounds) {
+		errs := make([]error, writers)
+		revs := make([]int64, writers)
+		together(writers, func(w int) {
+			revs[w], errs[w] = s.SaveProgress(t.Context(), "a", fmt.Appendf(nil, `{"writer":%d}`, w), round)
+		})
+		var winners []int
+		for w, err := range errs {
+			switch {
+			case err == nil:
+				winners = append(winners, w)
+				if revs[w] != round+1 {
+					t.Errorf("round %d, writer %d: revision %d, want %d", round, w, revs[w], round+1)
+				}
+			case !errors.Is(err, store.ErrConflict):
+				t.Fatalf("round %d, writer %d: %v, want nil or ErrConflict", round, w, err)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: writers %v made their writes, want exactly one", round, winners)
+		}
+		got := mustGet(t, s, "a")
+		if want := fmt.Appendf(nil, `{"writer":%d}`, winners[0]); got.ProgressRevision != round+1 || !bytes.Equal(got.Progress, want) {
+			t.Errorf("round %d: progress %q at revision %d; want the winner's %q at %d",
+				round, got.Progress, got.ProgressRevision, want, round+1)
+		}
+	}
+}
+
+// testHistories checks SaveHistory and ListHistories: the round trip,
+// replacement, each GPU type seeing only its own, the empty application,
+// and GPU types and applications that look like each other's keys.
+func testHistories(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, reopen := newStore(t, f)
+	checkHistories(t, s, "v100", nil)
+	for _, err := range []error{s.SaveHistory(ctx, "", "app", []byte(`{}`)), func() error {
+		_, err := s.ListHistories(ctx, "")
+		return err
+	}()} {
+		if err == nil {
+			t.Error("history call with an empty GPU type: no error")
+		}
+	}
+
+	in := []byte(`{"resnet50":{"1":10.5,"2":20.1}}`)
+	want := map[string][]byte{"resnet50": bytes.Clone(in)}
+	mustSaveHistory(t, s, "v100", "resnet50", in)
+	in[0] = 'X' // the store keeps its own copy
+	checkHistories(t, s, "v100", want)
+	got, err := s.ListHistories(ctx, "v100")
+	if err != nil {
+		t.Fatalf("ListHistories: %v", err)
+	}
+	got["resnet50"][0] = 'Y'
+	checkHistories(t, s, "v100", want)
+
+	// Replaced whole; the empty application is one like the others; an
+	// empty history comes back nil.
+	mustSaveHistory(t, s, "v100", "resnet50", []byte(`{"v":2}`))
+	mustSaveHistory(t, s, "v100", "", []byte(`{"anonymous":true}`))
+	mustSaveHistory(t, s, "v100", "bert", []byte{})
+	want = map[string][]byte{"resnet50": []byte(`{"v":2}`), "": []byte(`{"anonymous":true}`), "bert": nil}
+	checkHistories(t, s, "v100", want)
+
+	// Other GPU types, some named like prefixes or keys of others.
+	others := map[string]map[string][]byte{
+		"k80":     {"resnet50": []byte(`{"k80":1}`)},
+		"v10":     {"0/resnet50": []byte(`{"v10":1}`)},
+		"v100/a":  {"b": []byte(`{"v100/a":1}`)},
+		"v100%2F": {"": []byte(`{"escaped":1}`)},
+		"a100":    nil,
+	}
+	for _, gpuType := range slices.Sorted(maps.Keys(others)) {
+		for app, data := range others[gpuType] {
+			mustSaveHistory(t, s, gpuType, app, data)
+		}
+	}
+	checkHistories(t, s, "v100", want)
+	for gpuType, h := range others {
+		checkHistories(t, s, gpuType, h)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s = reopen()
+	checkHistories(t, s, "v100", want)
+	for gpuType, h := range others {
+		checkHistories(t, s, gpuType, h)
+	}
+}
+
+func mustSaveHistory(t *testing.T, s store.Store, gpuType, app string, data []byte) {
+	t.Helper()
+	if err := s.SaveHistory(t.Context(), gpuType, app, data); err != nil {
+		t.Fatalf("SaveHistory %s %q: %v", gpuType, app, err)
+	}
+}
+
+func checkHistories(t *testing.T, s store.Store, gpuType string, want map[string][]byte) {
+	t.Helper()
+	got, err := s.ListHistories(t.Context(), gpuType)
+	if err != nil {
+		t.Fatalf("ListHistories %s: %v", gpuType, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListHistories %s (-want +got):\n%s", gpuType, diff)
 	}
 }
 
@@ -947,6 +1246,18 @@ func testUnreadable(t *testing.T, f Factory) {
 		checkJobs(t, "GetJob after status writes", []store.Job{want}, []store.Job{mustGet(t, s, want.Name)})
 	}
 
+	// A progress write over an unreadable record is treated as
+	// SetPriority treats it, which differs between stores (see
+	// store.Store.SaveProgress); either way the record stays unreadable,
+	// and SetAside keeps the revision it reached.
+	runProgressRev := int64(0)
+	if rev, err := s.SaveProgress(ctx, "dmg-run", []byte(`{"early":true}`), 0); err == nil {
+		runProgressRev = rev
+	} else if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
+		t.Errorf("SaveProgress of an unreadable record at revision 0: %v", err)
+	}
+	checkJobs(t, "GetJob after a progress write", []store.Job{run}, []store.Job{mustGet(t, s, "dmg-run")})
+
 	now := time.Date(2025, 6, 7, 8, 9, 10, 11, time.UTC)
 	const reason = "record does not decode"
 	for _, name := range []string{"dmg-run", "dmg-none", "dmg-done"} {
@@ -967,6 +1278,7 @@ func testUnreadable(t *testing.T, f Factory) {
 		}
 	}
 	runAside, noneAside := aside("dmg-run", 4), aside("dmg-none", 1)
+	runAside.ProgressRevision = runProgressRev
 	checkJob(t, s, "after SetAside", runAside)
 	checkJob(t, s, "after SetAside", noneAside)
 	// A record whose status reads as terminal is left as it is: the job
@@ -989,6 +1301,9 @@ func testUnreadable(t *testing.T, f Factory) {
 		t.Fatalf("SetPriority of a job set aside: %v", err)
 	}
 	runAside.Spec.Priority = 4
+	// So does a progress write, taken like any other.
+	mustSaveProgress(t, s, "dmg-run", []byte(`{"final":true}`), runProgressRev)
+	runAside.Progress, runAside.ProgressRevision = []byte(`{"final":true}`), runProgressRev+1
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -1000,6 +1315,14 @@ func testUnreadable(t *testing.T, f Factory) {
 		want := originals[name]
 		if name == "dmg-done" {
 			want = nil // never replaced
+		}
+		if name == "dmg-run" && runProgressRev != 0 {
+			// The record as SetAside found it: the damaged one, with the
+			// progress write in it.
+			if !bytes.Contains(got, []byte("eight")) || !bytes.Contains(got, []byte(`{"early":true}`)) {
+				t.Errorf("original record kept for %s = %q, want the damaged record with the progress write", name, got)
+			}
+			continue
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("original record kept for %s = %q, want %q", name, got, want)
@@ -1154,6 +1477,10 @@ func testDurability(t *testing.T, f Factory) {
 	mustPutSettings(t, s, "v100", store.Settings{Algorithm: "elastic", Params: map[string]string{"k": "v"}})
 	mustPutStatus(t, s, "v100", store.SchedulerStatus{Now: time.Unix(7, 7), Cycles: 7})
 	mustPutStatus(t, s, "k80", store.SchedulerStatus{Cycles: 1})
+	mustSaveProgress(t, s, "job-4", []byte(`{"steps":5}`), fullJob("job-4").ProgressRevision)
+	mustSaveProgress(t, s, "plain", []byte(`{"steps":6}`), 0)
+	mustSaveHistory(t, s, "v100", "resnet50", []byte(`{"h":1}`))
+	mustSaveHistory(t, s, "v100", "", []byte(`{"h":2}`))
 
 	jobs, scheds := dump(t, s)
 	if len(jobs) != 5 || len(scheds) != 2 {
@@ -1170,6 +1497,10 @@ func testDurability(t *testing.T, f Factory) {
 	}
 	if diff := cmp.Diff(scheds, scheds2); diff != "" {
 		t.Errorf("schedulers after reopen (-before +after):\n%s", diff)
+	}
+	checkHistories(t, s2, "v100", map[string][]byte{"resnet50": []byte(`{"h":1}`), "": []byte(`{"h":2}`)})
+	if j := mustGet(t, s2, "plain"); !bytes.Equal(j.Progress, []byte(`{"steps":6}`)) || j.ProgressRevision != 1 {
+		t.Errorf("plain after reopen: progress %q at revision %d", j.Progress, j.ProgressRevision)
 	}
 	wantErrIs(t, "CreateJob of a taken name after reopen", s2.CreateJob(ctx, fullJob("job-0")), store.ErrExists)
 	mustCreate(t, s2, fullJob("job-3"))
@@ -1206,6 +1537,9 @@ func calls(ctx context.Context, s store.Store) map[string]error {
 	_, errs["ListSchedulers"] = s.ListSchedulers(ctx)
 	errs["PutSettings"] = s.PutSettings(ctx, "victim", store.Settings{Algorithm: "x"})
 	errs["PutStatus"] = s.PutStatus(ctx, "victim", store.SchedulerStatus{Cycles: 9})
+	_, errs["SaveProgress"] = s.SaveProgress(ctx, "victim", []byte(`{"victim":1}`), 0)
+	errs["SaveHistory"] = s.SaveHistory(ctx, "victim", "victim", []byte(`{"victim":1}`))
+	_, errs["ListHistories"] = s.ListHistories(ctx, "victim")
 	return errs
 }
 
@@ -1221,7 +1555,9 @@ func testClosed(t *testing.T, f Factory) {
 		wantErrIs(t, name+" after Close", err, store.ErrClosed)
 	}
 	wantErrIs(t, "Close twice", s.Close(ctx), store.ErrClosed)
-	checkJob(t, reopen(), "victim after calls on a closed store", victim)
+	s = reopen()
+	checkJob(t, s, "victim after calls on a closed store", victim)
+	checkHistories(t, s, "victim", nil)
 }
 
 func testCancelledContext(t *testing.T, f Factory) {
@@ -1238,6 +1574,7 @@ func testCancelledContext(t *testing.T, f Factory) {
 		getErr(s, t.Context(), "victim-new"), store.ErrNotFound)
 	wantErrIs(t, "GetScheduler of one written with a cancelled context",
 		schedErr(s, t.Context(), "victim"), store.ErrNotFound)
+	checkHistories(t, s, "victim", nil)
 }
 
 func mustCreate(t *testing.T, s store.Store, j store.Job) {
