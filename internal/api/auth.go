@@ -21,6 +21,7 @@ var routeAttributes = map[string]auth.Attributes{
 	"GET " + RouteJob:           {Verb: auth.VerbGet, Resource: auth.ResourceJobs},
 	"DELETE " + RouteJob:        {Verb: auth.VerbDelete, Resource: auth.ResourceJobs},
 	"PUT " + RouteJobPriority:   {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourcePriority},
+	"POST " + RouteJobProgress:  {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourceProgress},
 	"GET " + RouteSchedulers:    {Verb: auth.VerbList, Resource: auth.ResourceSchedulers},
 	"GET " + RouteScheduler:     {Verb: auth.VerbGet, Resource: auth.ResourceSchedulers},
 	"PUT " + RouteAlgorithm:     {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
@@ -56,7 +57,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	if openRoutes[pattern] {
 		return r, true
 	}
-	u, ok, err := s.cfg.Authenticator.Authenticate(r)
+	authn := s.cfg.Authenticator
+	if pattern == "POST "+RouteJobProgress && s.cfg.ReportAuthenticator != nil {
+		authn = s.cfg.ReportAuthenticator // the job's pods, not people
+	}
+	u, ok, err := authn.Authenticate(r)
 	if err != nil {
 		s.log.Error("authenticate", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -103,11 +108,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 // answering 403 itself if not. Without authentication everyone may do
 // anything.
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, a auth.Attributes) bool {
-	if s.cfg.Authorizer == nil {
+	authz := s.cfg.Authorizer
+	if authz == nil {
 		return true
 	}
+	if a.Subresource == auth.SubresourceProgress && s.cfg.ReportAuthorizer != nil {
+		authz = s.cfg.ReportAuthorizer
+	}
 	u, _ := auth.UserFrom(r.Context())
-	allowed, reason, err := s.cfg.Authorizer.Authorize(r.Context(), u, a)
+	allowed, reason, err := authz.Authorize(r.Context(), u, a)
 	if err != nil {
 		s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
 		reason = "the authorizer failed; see the server log"

@@ -131,7 +131,7 @@ func TestEveryRouteHasAttributes(t *testing.T) {
 	f := newFixture(t)
 	seen := map[string]bool{}
 	for _, route := range []string{
-		RouteJobs, RouteJob, RouteJobPriority, RouteSchedulers, RouteScheduler, RouteAlgorithm, RouteRateLimit,
+		RouteJobs, RouteJob, RouteJobPriority, RouteJobProgress, RouteSchedulers, RouteScheduler, RouteAlgorithm, RouteRateLimit,
 		RouteAlgorithms, RouteOpenAPI, RouteLegacyJobs, RouteLegacyAlgo, RouteLegacyLimit, RouteMetrics, RouteHealthz, RouteReadyz,
 	} {
 		path := strings.NewReplacer("{name}", "j", "{gpuType}", "v100").Replace(route)

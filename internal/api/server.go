@@ -20,6 +20,7 @@ import (
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -84,6 +85,14 @@ type Config struct {
 	// anonymous mode: anyone who reaches the API may do anything.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
+	// ReportAuthenticator and ReportAuthorizer, when set, stand in for
+	// Authenticator and Authorizer on the progress route: on Kubernetes,
+	// tokens of the job's own pods (docs/progress.md) rather than people's.
+	ReportAuthenticator auth.Authenticator
+	ReportAuthorizer    auth.Authorizer
+	// ReportInterval is the time between progress reports Voda asks jobs
+	// for (progress.DefaultInterval seconds if zero).
+	ReportInterval time.Duration
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -95,6 +104,8 @@ type Server struct {
 	mux  *http.ServeMux
 	// loopback is whether ListenAddr is a loopback address.
 	loopback bool
+	// reports keeps progress reports.
+	reports *progress.Ingester
 
 	mu    sync.Mutex
 	stamp string         // the timestamp suffix last used
@@ -141,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 		next:     map[string]int{},
 		loopback: isLoopback(cfg.ListenAddr),
 	}
+	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log}
 	s.routes()
 	return s, nil
 }
@@ -208,6 +220,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET "+RouteJob, s.getJob)
 	m.HandleFunc("DELETE "+RouteJob, s.deleteJob)
 	m.HandleFunc("PUT "+RouteJobPriority, s.setPriority)
+	m.HandleFunc("POST "+RouteJobProgress, s.reportProgress)
 	m.HandleFunc("GET "+RouteSchedulers, s.listSchedulers)
 	m.HandleFunc("GET "+RouteScheduler, s.getScheduler)
 	m.HandleFunc("PUT "+RouteAlgorithm, s.setAlgorithm)

@@ -11,6 +11,7 @@ const (
 	RouteJobs         = "/api/v1/jobs"                           // GET list, POST create
 	RouteJob          = "/api/v1/jobs/{name}"                    // GET, DELETE
 	RouteJobPriority  = "/api/v1/jobs/{name}/priority"           // PUT
+	RouteJobProgress  = "/api/v1/jobs/{name}/progress"           // POST, from the job's pods
 	RouteSchedulers   = "/api/v1/schedulers"                     // GET list
 	RouteScheduler    = "/api/v1/schedulers/{gpuType}"           // GET
 	RouteAlgorithm    = "/api/v1/schedulers/{gpuType}/algorithm" // PUT

@@ -61,6 +61,7 @@ const (
 	ResourceAlgorithms = "algorithms"
 
 	SubresourcePriority  = "priority"  // of jobs
+	SubresourceProgress  = "progress"  // of jobs: a report from the job's pods
 	SubresourceAlgorithm = "algorithm" // of schedulers
 	SubresourceRateLimit = "ratelimit" // of schedulers
 )

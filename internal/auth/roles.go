@@ -19,8 +19,8 @@ const (
 //     (GET /metrics): a scraper needs a token, but one without a group
 //     can do nothing else.
 //   - The user role (UsersGroup) may also submit, list, read and delete
-//     jobs, change a job's priority, and read the schedulers and the
-//     algorithms. In the standalone mode jobs are not owned: a user may
+//     jobs, change a job's priority, report a job's progress, and read
+//     the schedulers and the algorithms. In the standalone mode jobs are not owned: a user may
 //     act on every job, as a team sharing a cluster does.
 //   - The admin role (AdminsGroup) may do everything the user role may,
 //     and change a scheduler's algorithm and rate limit.
@@ -87,7 +87,7 @@ func roleFor(a Attributes) role {
 		switch {
 		case a.Subresource == "" && (a.Verb == VerbGet || a.Verb == VerbList || a.Verb == VerbCreate || a.Verb == VerbDelete):
 			return roleUser
-		case a.Subresource == SubresourcePriority && a.Verb == VerbUpdate:
+		case (a.Subresource == SubresourcePriority || a.Subresource == SubresourceProgress) && a.Verb == VerbUpdate:
 			return roleUser
 		}
 	case ResourceSchedulers:

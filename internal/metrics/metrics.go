@@ -14,6 +14,9 @@ type Metrics struct {
 	JobsCompleted *prometheus.CounterVec
 	JobsFailed    *prometheus.CounterVec
 	JobsSetAside  *prometheus.CounterVec
+	// ProgressReports counts the progress reports jobs sent, by what
+	// became of them: used, or why not (first, warm-up, allocation).
+	ProgressReports *prometheus.CounterVec
 
 	Reschedules        *prometheus.CounterVec
 	RescheduleDuration *prometheus.HistogramVec
@@ -56,6 +59,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		JobsCompleted: counter("jobs_completed_total", "Jobs that completed.", gt...),
 		JobsFailed:    counter("jobs_failed_total", "Jobs that failed.", gt...),
 		JobsSetAside:  counter("jobs_set_aside_total", "Stored job records a scheduler could not restore (undecodable, invalid, or impossible on its cluster) and set aside as Failed.", gt...),
+		ProgressReports: counter("progress_reports_total", "Progress reports accepted from jobs, by outcome: used (a measured interval), or kept but not measured (first, warm-up, allocation).",
+			"gpu_type", "outcome"),
 
 		Reschedules:        counter("reschedules_total", "Scheduling cycles run.", gt...),
 		RescheduleDuration: hist("reschedule_duration_seconds", "Time of one scheduling cycle, from snapshot to the last action applied.", gt...),
@@ -78,7 +83,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 	}
 	reg.MustRegister(
-		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside,
+		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports,
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,

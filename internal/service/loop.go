@@ -70,7 +70,12 @@ func (s *Service) release(ctx context.Context, now time.Time, name string, statu
 			s.log.Warn("halt finished job", "job", name, "err", err)
 		}
 	}
+	app := ""
+	if t := s.jobs[name]; t != nil {
+		app = t.app
+	}
 	s.collector.Forget(name)
+	s.saveHistory(ctx, app)
 	delete(s.jobs, name)
 	return job, true
 }
@@ -352,18 +357,25 @@ func (s *Service) capacity() int {
 }
 
 // estimate feeds the collector what the cluster measured and gives every
-// job its new estimate. A speedup curve never extends past the cluster's
-// GPUs, whatever a job's maximum says.
+// job its new estimate: from the job's progress reports when it sent any,
+// else from what the cluster measured itself (an Estimator). A speedup
+// curve never extends past the cluster's GPUs, whatever a job's maximum
+// says.
 func (s *Service) estimate() {
-	est, ok := s.cfg.Backend.(Estimator)
-	if !ok {
-		return
+	est, measures := s.cfg.Backend.(Estimator)
+	if measures {
+		s.collector.ObserveAll(est.Observations())
 	}
-	s.collector.ObserveAll(est.Observations())
 	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
 		name := j.Spec.Name
-		rem, ok := est.Remaining(name)
+		var rem float64
+		var ok bool
+		if t := s.jobs[name]; t != nil && t.progress != nil {
+			rem, ok = t.progress.RemainingEpochs(j.Spec.Epochs)
+		} else if measures {
+			rem, ok = est.Remaining(name)
+		}
 		if !ok {
 			continue
 		}
@@ -372,6 +384,17 @@ func (s *Service) estimate() {
 			s.log.Warn("set estimates", "job", name, "err", err)
 		}
 	}
+}
+
+// progressOf is the fraction of a job's work done: as its reports say,
+// else as the cluster says.
+func (s *Service) progressOf(name string, epochs int) float64 {
+	if t := s.jobs[name]; t != nil && t.progress != nil {
+		if p, ok := t.progress.Progress(epochs); ok {
+			return p
+		}
+	}
+	return s.cfg.Backend.Progress(name)
 }
 
 // persist writes every job status that changed since it was last saved,
@@ -389,7 +412,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	cross := 0
 	for _, j := range snap.Jobs {
 		name := j.Spec.Name
-		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.cfg.Backend.Progress(name)}
+		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.progressOf(name, j.Spec.Epochs)}
 		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
 		}
@@ -543,6 +566,7 @@ func (s *Service) watchNodes(ctx context.Context, src NodeSource) error {
 					s.log.Warn("add node", "node", n.Name, "err", err)
 				}
 			}
+			s.gpusPerNode()
 		})
 		if err != nil {
 			return err

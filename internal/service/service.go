@@ -15,6 +15,7 @@ import (
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/store"
@@ -138,6 +139,10 @@ type tracked struct {
 	// nextSoft is the wall time from which a change of only the shown
 	// fields is written (see due).
 	nextSoft time.Time
+	// progress is the job's reports as last read from the store (nil if
+	// it never reported), at progressRevision.
+	progress         *progress.State
+	progressRevision int64
 }
 
 type storeFailure struct {
@@ -287,6 +292,8 @@ func (s *Service) start(ctx context.Context) error {
 	for _, j := range jobs {
 		s.reconcile(ctx, now, j)
 	}
+	s.gpusPerNode()
+	s.loadHistories(ctx)
 	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", core.Len())
 	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
 	s.loop.OnCycle = s.afterCycle
@@ -360,8 +367,12 @@ func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
 			// the next persist.
 			t.revision, t.written = j.StatusRevision, false
 		}
+		s.observeProgress(t, j)
 	default:
 		s.admit(ctx, now, j)
+		if t, ok := s.jobs[name]; ok {
+			s.observeProgress(t, j)
+		}
 	}
 }
 

@@ -1,0 +1,120 @@
+package progress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// ErrFinished is the error of a report for a job that has finished (or
+// whose record cannot be read): nothing is kept.
+var ErrFinished = errors.New("the job has finished")
+
+// maxConflicts bounds the retries of a report that raced another write of
+// the same job's state. Only a job's rank 0 reports, so a race is rare.
+const maxConflicts = 5
+
+// Store is what an Ingester needs of the store.
+type Store interface {
+	GetJob(ctx context.Context, name string) (store.Job, error)
+	SaveProgress(ctx context.Context, name string, data []byte, revision int64) (int64, error)
+}
+
+// Clock gives the time reports arrive.
+type Clock interface{ Now() time.Time }
+
+// Reply is the answer to a report (docs/progress.md).
+type Reply struct {
+	Job                   string         `json:"job"`
+	Used                  bool           `json:"used"`
+	Reason                string         `json:"reason,omitempty"`
+	Allocation            ReplyWorkers   `json:"allocation"`
+	ReportIntervalSeconds int            `json:"reportIntervalSeconds"`
+	Hints                 map[string]any `json:"hints,omitempty"`
+}
+
+// ReplyWorkers is the allocation a reply carries.
+type ReplyWorkers struct {
+	Workers int `json:"workers"`
+}
+
+// Ingester keeps reports: it applies each to its job's stored state and
+// writes the result back, under the state's revision so that two writers
+// never lose each other's reports.
+type Ingester struct {
+	Store Store
+	Clock Clock
+	// Interval is the time between reports Voda asks for
+	// (DefaultInterval seconds if zero).
+	Interval time.Duration
+	Logger   *slog.Logger
+}
+
+// Ingest applies a checked report to job name. Errors: store.ErrNotFound
+// (no such job), ErrFinished, a *FieldError (the report contradicts what
+// the job reported before), or a store failure.
+func (in *Ingester) Ingest(ctx context.Context, name string, r Report) (Reply, error) {
+	for range maxConflicts {
+		j, err := in.Store.GetJob(ctx, name)
+		if err != nil {
+			return Reply{}, err
+		}
+		if j.Unreadable != "" || j.Status.State.Status.Done() {
+			return Reply{}, ErrFinished
+		}
+		prev := in.decode(name, j.Progress)
+		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange}
+		next, out, ferr := Ingest(prev, r, in.Clock.Now(), alloc)
+		if ferr != nil {
+			return Reply{}, ferr
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return Reply{}, fmt.Errorf("progress of job %s: %w", name, err)
+		}
+		_, err = in.Store.SaveProgress(ctx, name, data, j.ProgressRevision)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Reply{}, err
+		}
+		interval := in.Interval
+		if interval <= 0 {
+			interval = DefaultInterval * time.Second
+		}
+		return Reply{Job: name, Used: out.Used, Reason: out.Reason, Allocation: ReplyWorkers{alloc.Workers},
+			ReportIntervalSeconds: int(interval.Round(time.Second) / time.Second)}, nil
+	}
+	return Reply{}, fmt.Errorf("progress of job %s: %d concurrent writes in a row", name, maxConflicts)
+}
+
+// decode reads a stored state; a state that cannot be read starts over
+// (logged), so that one damaged record does not refuse every report.
+func (in *Ingester) decode(name string, data []byte) *State {
+	s, err := Decode(data)
+	if err != nil && in.Logger != nil {
+		in.Logger.Warn("stored progress cannot be read; starting over", "job", name, "err", err)
+	}
+	return s
+}
+
+// Decode reads a job's stored state: nil, nil when it has none.
+func Decode(data []byte) (*State, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("decode progress: %w", err)
+	}
+	if err := s.Measured.Validate(); err != nil {
+		return nil, fmt.Errorf("decode progress: %w", err)
+	}
+	return &s, nil
+}

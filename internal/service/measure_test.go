@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/progress"
+)
+
+// storeProgress writes a job's progress state as the API's ingester
+// does.
+func (h *harness) storeProgress(name string, s progress.State) {
+	h.t.Helper()
+	data, err := json.Marshal(s)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	j := h.get(name)
+	if _, err := h.st.SaveProgress(context.Background(), name, data, j.ProgressRevision); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestReportsDriveEstimates: a job's stored reports give it its progress
+// and its remaining time (epochs left over the measured one-GPU rate);
+// when it finishes, what it measured becomes its application's history,
+// which a restarted scheduler loads.
+func TestReportsDriveEstimates(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.run()
+	h.create("a", 2, 2)
+	h.notify("a")
+	h.waitStatus("a", model.StatusRunning)
+
+	// 2 workers did 1 epoch in 100 s: with the default serial fraction
+	// 0.05, the one-GPU rate is 0.01 * 1.05 / 2 epochs/s.
+	var m collector.Measurements
+	m.Add(collector.Observation{Workers: 2, Nodes: 1, Seconds: 100, Work: 1})
+	h.storeProgress("a", progress.State{
+		Latest:   progress.Report{Generation: "g", Workers: 2, Nodes: 1, Steps: 400, Epoch: 4, TotalEpochs: 10},
+		At:       t0,
+		Measured: m,
+	})
+	h.notify("a")
+	rate1 := 0.01 * 1.05 / 2
+	want := 6 / rate1
+	waitFor(t, "the estimate from the reports", func() bool {
+		var est model.Estimates
+		h.do(func() {
+			h.svc.estimate()
+			j, _ := h.svc.core.Job("a")
+			est = j.Est
+		})
+		return est.RemainingSeconds > 0 && abs(est.RemainingSeconds-want) < 1e-6*want
+	})
+	h.do(func() { h.svc.persist(context.Background(), h.clk.Now(), nil) })
+	if p := h.get("a").Status.Progress; p != 0.4 {
+		t.Errorf("stored progress %v, want 0.4 (4 of 10 epochs)", p)
+	}
+
+	h.fake.finish("a", model.StatusCompleted)
+	h.waitStatus("a", model.StatusCompleted)
+	waitFor(t, "the application's history", func() bool {
+		hist, err := h.st.ListHistories(context.Background(), gpuType)
+		return err == nil && len(hist[""]) > 0
+	})
+
+	// A new scheduler on the same store starts from the history: a new
+	// job of the application, never measured, gets its rate.
+	h.stop()
+	<-h.stopped
+	h.stopped = make(chan error, 1)
+	h.stopped <- nil // for the first run's cleanup
+	h2 := &harness{t: t, dir: h.dir, fake: newFakeBackend(1, 4), softPersist: -1, st: h.st, q: h.q, clk: h.clk, wall: h.wall, m: h.m}
+	h2.backend = h2.fake
+	h2.run()
+	var d collector.Detail
+	h2.do(func() { d = h2.svc.collector.Detail("new", "") })
+	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
+		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
