@@ -43,6 +43,13 @@ type ReplyWorkers struct {
 	Workers int `json:"workers"`
 }
 
+// Sink takes checked reports: an Ingester.
+type Sink interface {
+	Ingest(ctx context.Context, name string, r Report) (Reply, error)
+}
+
+var _ Sink = (*Ingester)(nil)
+
 // Ingester keeps reports: it applies each to its job's stored state and
 // writes the result back, under the state's revision so that two writers
 // never lose each other's reports.

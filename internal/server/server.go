@@ -23,6 +23,7 @@ import (
 	"github.com/vodascheduler/voda/internal/clock"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/service"
@@ -183,8 +184,21 @@ func (s *server) startSim(ctx context.Context) error {
 		}
 		s.running.set(g.GPUType, svc)
 		s.goRun(ctx, "scheduler "+g.GPUType, svc.Run)
+		if r, ok := cl.(simReporter); ok {
+			// Simulated jobs report their progress through the API's own
+			// ingestion, as real jobs' pods do over HTTP.
+			in := &progress.Ingester{Store: s.store, Clock: s.clock, Logger: s.log}
+			s.goRun(ctx, "progress reports "+g.GPUType, func(ctx context.Context) error {
+				return r.RunReports(ctx, progress.DefaultInterval*time.Second, in)
+			})
+		}
 	}
 	return nil
+}
+
+// simReporter is a simulated cluster whose jobs report their progress.
+type simReporter interface {
+	RunReports(ctx context.Context, every time.Duration, in progress.Sink) error
 }
 
 // startAPI serves the REST API on Addr until ctx ends.

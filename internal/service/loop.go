@@ -356,26 +356,19 @@ func (s *Service) capacity() int {
 	return total
 }
 
-// estimate feeds the collector what the cluster measured and gives every
-// job its new estimate: from the job's progress reports when it sent any,
-// else from what the cluster measured itself (an Estimator). A speedup
-// curve never extends past the cluster's GPUs, whatever a job's maximum
-// says.
+// estimate gives every job that reported its progress a new estimate:
+// the epochs it has left over the rate the collector fitted to what it
+// (and its application) measured. A speedup curve never extends past the
+// cluster's GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
-	est, measures := s.cfg.Backend.(Estimator)
-	if measures {
-		s.collector.ObserveAll(est.Observations())
-	}
 	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
 		name := j.Spec.Name
-		var rem float64
-		var ok bool
-		if t := s.jobs[name]; t != nil && t.progress != nil {
-			rem, ok = t.progress.RemainingEpochs(j.Spec.Epochs)
-		} else if measures {
-			rem, ok = est.Remaining(name)
+		t := s.jobs[name]
+		if t == nil || t.progress == nil {
+			continue
 		}
+		rem, ok := t.progress.RemainingEpochs(j.Spec.Epochs)
 		if !ok {
 			continue
 		}

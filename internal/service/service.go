@@ -56,12 +56,6 @@ type NodeSource interface {
 	NodesChanged() <-chan struct{}
 }
 
-// Estimator is a Backend that measures jobs for the collector.
-type Estimator interface {
-	Observations() []collector.Observation
-	Remaining(name string) (work float64, ok bool)
-}
-
 // Config configures a Service.
 type Config struct {
 	GPUType    string

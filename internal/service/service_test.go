@@ -19,10 +19,10 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
-	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/store"
@@ -170,11 +170,6 @@ func (c *fakeBackend) tracks(job string) int {
 	return c.tracked[job]
 }
 
-// estimatingBackend also measures jobs, so the service runs the collector.
-type estimatingBackend struct{ *fakeBackend }
-
-func (estimatingBackend) Observations() []collector.Observation { return nil }
-func (estimatingBackend) Remaining(string) (float64, bool)      { return 3600, true }
 
 // faultyStore wraps the real store: a test can freeze ListJobs on an old
 // answer, as a list read just before a job ended, or make writes fail.
@@ -606,11 +601,16 @@ func TestRecoverySetsAsideWhatCannotBeRestored(t *testing.T) {
 // scheduler.
 func TestDefect_HugeMaxWorkersCurveStopsAtTheCluster(t *testing.T) {
 	h := newHarness(t, 2, 4)
-	h.backend = estimatingBackend{h.fake}
 	h.create("huge", 1, math.MaxInt32)
 	h.run()
 	j := h.waitStatus("huge", model.StatusRunning)
+	h.storeProgress("huge", progress.State{Latest: progress.Report{Generation: "g", Workers: 8, Steps: 1, Epoch: 0.5}})
+	h.notify("huge")
 	waitFor(t, "an estimate", func() bool {
+		h.do(func() {
+			h.svc.estimate()
+			h.svc.persist(context.Background(), h.clk.Now(), nil)
+		})
 		j = h.get("huge")
 		return len(j.Status.Est.Speedup) > 0
 	})

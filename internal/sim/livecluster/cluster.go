@@ -2,17 +2,19 @@ package livecluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
-	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 )
@@ -47,7 +49,10 @@ type job struct {
 	paused    time.Time // no progress before this (restart)
 	last      time.Time
 	finished  bool
-	obs       collector.Observation
+	epochs    int // the epochs total stands for
+	// gen counts the job's placements: each starts a new generation of
+	// its (simulated) training processes.
+	gen int
 }
 
 // SimPool is a simulated cluster of one GPU type. It is safe for
@@ -63,7 +68,6 @@ type SimPool struct {
 
 	mu   sync.Mutex
 	jobs map[string]*job
-	obs  []collector.Observation
 	wake chan struct{}
 }
 
@@ -144,7 +148,7 @@ func (c *SimPool) Track(name, app string, epochs int, progress float64) error {
 	}
 	total := m.EpochProgress(epochs)
 	c.jobs[name] = &job{
-		name: name, app: app, m: m, total: total,
+		name: name, app: app, m: m, total: total, epochs: epochs,
 		done:  total * math.Min(math.Max(progress, 0), 1),
 		place: make([]int, len(c.nodes)),
 		last:  c.clk.Now(),
@@ -179,7 +183,6 @@ func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 	}
 	now := c.clk.Now()
 	c.advance(j, now)
-	c.flush(j)
 	j.place = place
 	j.workers = 0
 	for _, w := range place {
@@ -193,8 +196,8 @@ func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 		}
 		j.rate = r
 		j.paused = now.Add(c.restart)
+		j.gen++
 	}
-	j.obs = collector.Observation{Job: j.name, App: j.app, Workers: j.workers}
 	c.signal()
 	return nil
 }
@@ -211,32 +214,67 @@ func (c *SimPool) Progress(name string) float64 {
 	return j.done / j.total
 }
 
-// Remaining returns a job's remaining work in one-GPU seconds and whether
-// the job is known.
-func (c *SimPool) Remaining(name string) (float64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	j, ok := c.jobs[name]
-	if !ok {
-		return 0, false
-	}
-	c.advance(j, c.clk.Now())
-	return j.total - j.done, true
+// stepsPerEpoch is the optimizer steps a simulated epoch takes: the
+// reports carry steps, as real ones do, though the scheduler measures
+// epochs.
+const stepsPerEpoch = 100
+
+// Report is a simulated job's progress report, as its rank 0 would send
+// it (docs/progress.md).
+type Report struct {
+	Job    string
+	Report progress.Report
 }
 
-// Observations returns and clears what jobs did since the last call.
-func (c *SimPool) Observations() []collector.Observation {
+// Reports returns the report of every job that is training now (holding
+// workers, past its restart), by name: cumulative epochs and steps, its
+// generation (a new one with every placement), workers and nodes.
+func (c *SimPool) Reports() []Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clk.Now()
+	var out []Report
 	for _, name := range c.sortedNames() {
 		j := c.jobs[name]
 		c.advance(j, now)
-		c.flush(j)
+		if j.workers == 0 || now.Before(j.paused) || j.total <= 0 {
+			continue
+		}
+		nodes := 0
+		for _, w := range j.place {
+			if w > 0 {
+				nodes++
+			}
+		}
+		epoch := j.done / j.total * float64(j.epochs)
+		out = append(out, Report{Job: name, Report: progress.Report{
+			Generation: strconv.Itoa(j.gen), Workers: j.workers, Nodes: nodes,
+			Steps: int64(epoch * stepsPerEpoch), Epoch: epoch, TotalEpochs: float64(j.epochs),
+		}})
 	}
-	out := c.obs
-	c.obs = nil
 	return out
+}
+
+// RunReports sends every training job's report to in (the API's
+// ingestion, so that simulated jobs are measured as real ones are) every
+// interval of the cluster's clock until ctx ends. A report refused is
+// logged; a job that finished meanwhile is not an error.
+func (c *SimPool) RunReports(ctx context.Context, every time.Duration, in progress.Sink) error {
+	t := c.clk.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+		}
+		t.Reset(every)
+		for _, r := range c.Reports() {
+			if _, err := in.Ingest(ctx, r.Job, r.Report); err != nil && !errors.Is(err, progress.ErrFinished) && ctx.Err() == nil {
+				c.log.Warn("progress report of a simulated job", "job", r.Job, "err", err)
+			}
+		}
+	}
 }
 
 func (c *SimPool) sortedNames() []string {
@@ -246,14 +284,6 @@ func (c *SimPool) sortedNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// flush moves a job's pending observation to the list.
-func (c *SimPool) flush(j *job) {
-	if j.obs.Seconds > 0 && j.obs.Workers > 0 {
-		c.obs = append(c.obs, j.obs)
-	}
-	j.obs = collector.Observation{Job: j.name, App: j.app, Workers: j.workers}
 }
 
 // advance brings a job's progress to now. Call with mu held.
@@ -279,8 +309,6 @@ func (c *SimPool) advance(j *job, now time.Time) {
 		j.finished = true
 	}
 	j.done += work
-	j.obs.Seconds += dt
-	j.obs.Work += work
 }
 
 // finishAt returns when a running job will finish at its current rate.

@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
 )
 
@@ -78,13 +79,6 @@ func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
 	if got := c.Progress("b"); !near(got, 0.25) {
 		t.Fatalf("progress after a second Track %v, want 0.25", got)
 	}
-	rem, ok := c.Remaining("b")
-	if !ok || !near(rem, 0.75*10*60) {
-		t.Fatalf("remaining %v %v, want 450 one-GPU seconds", rem, ok)
-	}
-	if _, ok := c.Remaining("nobody"); ok {
-		t.Fatal("Remaining of an unknown job is ok")
-	}
 }
 
 // A started job makes no progress during the restart cost, then at its
@@ -110,12 +104,37 @@ func TestProgressWaitsForTheRestartCost(t *testing.T) {
 	if got := c.Progress("a"); !near(got, 0.2) {
 		t.Fatalf("progress %v after a halt, want it to stay 0.2", got)
 	}
-	obs := c.Observations()
-	if len(obs) != 1 || obs[0].Workers != 2 || !near(obs[0].Seconds, 60) || !near(obs[0].Work, 120) {
-		t.Fatalf("observations %+v, want 60 s of 120 work on 2 workers", obs)
+	if reps := c.Reports(); len(reps) != 0 {
+		t.Fatalf("a halted job reports: %+v", reps)
 	}
-	if again := c.Observations(); len(again) != 0 {
-		t.Fatalf("observations not cleared: %+v", again)
+}
+
+// Training jobs report as their rank 0 would: cumulative epochs and
+// steps, workers and nodes, and a new generation with every placement;
+// a job restarting does not report.
+func TestReports(t *testing.T) {
+	c, clk := newSimPool(t, 2, 4, 30*time.Second)
+	if err := c.Track("a", "linear", 10, 0); err != nil { // 600 one-GPU seconds
+		t.Fatal(err)
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
+	if reps := c.Reports(); len(reps) != 0 {
+		t.Fatalf("reports during the restart: %+v", reps)
+	}
+	clk.Step(90 * time.Second) // 60 s on 2 GPUs: 120 of 600, 2 of 10 epochs
+	reps := c.Reports()
+	want := progress.Report{Generation: "1", Workers: 2, Nodes: 1, Steps: 200, Epoch: 2, TotalEpochs: 10}
+	if len(reps) != 1 || reps[0].Job != "a" || !near(reps[0].Report.Epoch, want.Epoch) || reps[0].Report.Steps != want.Steps ||
+		reps[0].Report.Generation != want.Generation || reps[0].Report.Workers != 2 || reps[0].Report.Nodes != 1 || reps[0].Report.TotalEpochs != 10 {
+		t.Fatalf("reports %+v, want a's %+v", reps, want)
+	}
+	a := scheduler.Action{Kind: scheduler.Grow, Job: "a", To: model.JobPlacement{{Node: "v100-node-00", Workers: 4}, {Node: "v100-node-01", Workers: 2}}}
+	if err := c.Apply(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(31 * time.Second)
+	if reps := c.Reports(); len(reps) != 1 || reps[0].Report.Generation != "2" || reps[0].Report.Workers != 6 || reps[0].Report.Nodes != 2 {
+		t.Fatalf("after a resize: %+v, want generation 2 on 6 workers, 2 nodes", reps)
 	}
 }
 
