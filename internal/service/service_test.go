@@ -170,7 +170,6 @@ func (c *fakeBackend) tracks(job string) int {
 	return c.tracked[job]
 }
 
-
 // faultyStore wraps the real store: a test can freeze ListJobs on an old
 // answer, as a list read just before a job ended, or make writes fail.
 type faultyStore struct {
