@@ -591,9 +591,53 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Attained service", fmt.Sprintf("%.0f GPU-seconds", j.AttainedService))
 	d.add("Restarts", strconv.Itoa(j.Restarts))
 	d.add("Progress", fmt.Sprintf("%.1f%%", j.Progress*100))
+	describeMeasured(&d, j, now)
 	describeOutlook(&d, j, at)
 	describePlacement(&d, j.Placement)
 	d.write(w)
+}
+
+// describeMeasured adds what the job's progress reports measured: its
+// last report, its speed on each placement, the scheduler's speedup curve
+// and the restart cost.
+func describeMeasured(d *describer, j api.Job, now time.Time) {
+	m := j.Measured
+	if m == nil {
+		return
+	}
+	of := ""
+	if m.TotalEpochs > 0 {
+		of = " of " + strconv.FormatFloat(m.TotalEpochs, 'f', -1, 64)
+	}
+	d.add("Last report", fmt.Sprintf("%s ago: epoch %.2f%s, %d steps, generation %s", humanSeconds(max(now.Sub(m.LastReport).Seconds(), 0)), m.Epoch, of, m.Steps, m.Generation))
+	if len(m.Throughput) > 0 {
+		d.add("Throughput", "")
+	}
+	for _, tp := range m.Throughput {
+		where := fmt.Sprintf("%d %s", tp.Workers, plural(tp.Workers, "worker", "workers"))
+		if tp.Nodes > 0 {
+			where += fmt.Sprintf(", %d %s", tp.Nodes, plural(tp.Nodes, "node", "nodes"))
+		}
+		spread := ""
+		if tp.RelativeError > 0 {
+			spread = fmt.Sprintf(" ±%.0f%%", tp.RelativeError*100)
+		}
+		d.sub(where, fmt.Sprintf("%.2f epochs/h%s, measured over %s", tp.EpochsPerHour, spread, humanSeconds(tp.Seconds)))
+	}
+	if n := len(j.Speedup); n > 1 {
+		parts := make([]string, 0, min(n-1, 8))
+		for k := 1; k < n && k <= 8; k++ {
+			parts = append(parts, fmt.Sprintf("%d:%.2f", k, j.Speedup[k]))
+		}
+		more := ""
+		if n-1 > 8 {
+			more = fmt.Sprintf(" ... %d:%.2f", n-1, j.Speedup[n-1])
+		}
+		d.add("Speedup", strings.Join(parts, " ")+more)
+	}
+	if m.RestartSeconds > 0 {
+		d.add("Restart cost", humanSeconds(m.RestartSeconds)+" (measured)")
+	}
 }
 
 // describeOutlook adds what is expected of a job: its remaining time
@@ -602,6 +646,13 @@ func describeOutlook(d *describer, j api.Job, at func(*time.Time) string) {
 	switch {
 	case j.RemainingSeconds != nil:
 		d.add("Remaining", fmt.Sprintf("about %s on one GPU", humanSeconds(*j.RemainingSeconds)))
+		if j.EstimatedFinish != nil {
+			give := ""
+			if j.EstimatedFinishErrorSeconds > 0 {
+				give = " ± " + humanSeconds(j.EstimatedFinishErrorSeconds)
+			}
+			d.add("Estimated finish", at(j.EstimatedFinish)+give)
+		}
 	case !finished(j.Status):
 		d.add("Remaining", "unknown")
 	}

@@ -653,3 +653,36 @@ func TestServerClock(t *testing.T) {
 		t.Errorf("describe of a finished job lacks %q (the scheduler's clock):\n%s", want, desc)
 	}
 }
+
+// A job that reported its progress shows what was measured, the speedup
+// curve and when it should finish.
+func TestDescribeJobMeasured(t *testing.T) {
+	t.Parallel()
+	rem := 7200.0
+	job := api.Job{
+		Name: "bert-20250601-100000", Namespace: "team-a", Kind: "PyTorchJob", GPUType: "v100", Status: "Running",
+		Workers: 2, MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 10, Scheduler: "ElasticSRJF",
+		SubmitTime: *at(10, 0, 0), FirstStart: at(10, 0, 0), RunningSeconds: 600, TotalSeconds: 600, Progress: 0.6,
+		Placement: map[string]int{"node-a": 2}, RemainingSeconds: &rem, Speedup: []float64{0, 1, 1.9, 2.7, 3.4},
+		EstimatedFinish: at(10, 47, 22), EstimatedFinishErrorSeconds: 180,
+		Measured: &api.Measured{Generation: "r1-0-2", LastReport: *at(10, 9, 30), Epoch: 6, TotalEpochs: 10, Steps: 600,
+			Throughput: []api.Throughput{
+				{Workers: 1, Nodes: 1, EpochsPerHour: 19.5, Seconds: 120},
+				{Workers: 2, Nodes: 1, EpochsPerHour: 37.05, RelativeError: 0.04, Seconds: 420},
+			},
+			RestartSeconds: 21},
+	}
+	f := newFakeAPI(t, []api.Job{job}, nil)
+	got := mustVoda(t, "describe", "job", job.Name, "--server", f.URL)
+	for _, want := range []string{
+		"Last report:       30s ago: epoch 6.00 of 10, 600 steps, generation r1-0-2\n",
+		"Throughput:\n  1 worker, 1 node:   19.50 epochs/h, measured over 2m\n  2 workers, 1 node:  37.05 epochs/h ±4%, measured over 7m\n",
+		"Speedup:           1:1.00 2:1.90 3:2.70 4:3.40\n",
+		"Restart cost:      21s (measured)\n",
+		"Remaining:         about 2h on one GPU\nEstimated finish:  2025-06-01T10:47:22Z (in 37m) ± 3m\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describe lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -162,6 +162,11 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 // addKubeFlags adds the flags of --cluster kubernetes.
 func addKubeFlags(cmd *cobra.Command, k *server.KubeOptions) {
 	f := cmd.Flags()
+	f.StringVar(&k.ProgressURL, "progress-url", "",
+		"Voda's API as jobs' pods reach it (e.g. http://voda.voda-system.svc:55587): every job's pods then get "+kube.EnvProgressURL+", "+kube.EnvJobName+
+			" and a projected token ("+kube.EnvTokenFile+") to report their progress with (docs/progress.md); empty: jobs are not measured (--cluster kubernetes)")
+	f.StringVar(&k.ProgressAudience, "progress-audience", kube.DefaultProgressAudience,
+		"audience of the pods' tokens for reporting progress: tokens for Voda are no use against kube-apiserver, and the reverse")
 	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes, --authentication kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	f.StringVar(&k.Namespace, "namespace", kube.DefaultNamespace, "namespace of jobs whose manifest names none (--cluster kubernetes)")
 	f.StringSliceVar(&k.JobNamespaces, "job-namespaces", nil, "namespaces where jobs may run; Voda watches and changes pods and job objects there only, so its RBAC can be namespaced (default: --namespace)")

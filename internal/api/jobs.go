@@ -386,6 +386,10 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	if rem := j.Status.Est.RemainingSeconds; rem >= 0 && !statusOf(j).Done() {
 		out.RemainingSeconds = &rem
 	}
+	if len(j.Status.Est.Speedup) > 1 {
+		out.Speedup = j.Status.Est.Speedup
+	}
+	s.measured(&out, j, now)
 	end := now
 	if !j.Status.FinishTime.IsZero() {
 		end = j.Status.FinishTime

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
+	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
@@ -66,4 +68,38 @@ func cmpMaxWorkers(n int) int {
 		return jobspec.DefaultMaxWorkers
 	}
 	return n
+}
+
+// measured fills what a job's progress reports say into its view, and its
+// estimated finish on its current workers: the remaining time on one GPU
+// over the speedup at that count, give or take the spread of its measured
+// throughput.
+func (s *Server) measured(out *Job, j store.Job, now time.Time) {
+	st, err := progress.Decode(j.Progress)
+	if err != nil || st == nil {
+		return
+	}
+	m := &Measured{
+		Generation: st.Latest.Generation, LastReport: st.At, Epoch: st.Latest.Epoch, TotalEpochs: st.Latest.TotalEpochs,
+		Steps: st.Latest.Steps, Samples: st.Latest.Samples, Metrics: st.Latest.Metrics,
+	}
+	if n := st.Measured.Restarts; n > 0 {
+		m.RestartSeconds = st.Measured.RestartSeconds / float64(n)
+	}
+	c := collector.New()
+	c.SetJob(j.Name, "", st.Measured)
+	d := c.Detail(j.Name, "")
+	for _, p := range d.Placements {
+		m.Throughput = append(m.Throughput, Throughput{Workers: p.Workers, Nodes: p.Nodes, EpochsPerHour: p.Rate * 3600,
+			RelativeError: p.RateRelErr, Seconds: p.Seconds})
+	}
+	out.Measured = m
+	k := out.Workers
+	if out.RemainingSeconds == nil || k <= 0 || k >= len(out.Speedup) || out.Speedup[k] <= 0 {
+		return
+	}
+	left := *out.RemainingSeconds / out.Speedup[k]
+	finish := now.Add(time.Duration(left * float64(time.Second)))
+	out.EstimatedFinish = &finish
+	out.EstimatedFinishErrorSeconds = left * d.RemainingRelErr
 }

@@ -76,6 +76,47 @@ type Job struct {
 	// waiting.
 	QueuePosition  int        `json:"queuePosition,omitempty"`
 	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
+	// Speedup is the scheduler's speedup curve of the job: Speedup[k] is
+	// its speed on k workers over its speed on one; absent while the
+	// scheduler has none.
+	Speedup []float64 `json:"speedup,omitempty"`
+	// EstimatedFinish is when a running job should finish on its current
+	// workers, give or take EstimatedFinishErrorSeconds (from the spread
+	// of its measured throughput); absent when unknown.
+	EstimatedFinish             *time.Time `json:"estimatedFinish,omitempty"`
+	EstimatedFinishErrorSeconds float64    `json:"estimatedFinishErrorSeconds,omitempty"`
+	// Measured is what the job's progress reports say; absent until it
+	// sent one (docs/progress.md).
+	Measured *Measured `json:"measured,omitempty"`
+}
+
+// Measured is what a job's progress reports say.
+type Measured struct {
+	Generation  string             `json:"generation"`
+	LastReport  time.Time          `json:"lastReport"`
+	Epoch       float64            `json:"epoch"`
+	TotalEpochs float64            `json:"totalEpochs,omitempty"`
+	Steps       int64              `json:"steps"`
+	Samples     int64              `json:"samples,omitempty"`
+	Metrics     map[string]float64 `json:"metrics,omitempty"`
+	// Throughput is the speed measured on each placement the job ran on.
+	Throughput []Throughput `json:"throughput,omitempty"`
+	// RestartSeconds is the mean time from an allocation change to the
+	// first report of the job's new generation; absent if never measured.
+	RestartSeconds float64 `json:"restartSeconds,omitempty"`
+}
+
+// Throughput is a job's speed measured on one placement.
+type Throughput struct {
+	Workers int `json:"workers"`
+	// Nodes is absent when the reports did not say.
+	Nodes         int     `json:"nodes,omitempty"`
+	EpochsPerHour float64 `json:"epochsPerHour"`
+	// RelativeError is the standard error of the speed over the speed;
+	// absent with fewer than two measured intervals.
+	RelativeError float64 `json:"relativeError,omitempty"`
+	// Seconds is the time measured on the placement.
+	Seconds float64 `json:"seconds"`
 }
 
 // JobList is the answer to GET /api/v1/jobs.

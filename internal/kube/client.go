@@ -57,7 +57,10 @@ type Options struct {
 	// job whose manifest names another namespace is refused at its start.
 	JobNamespaces []string
 	Jobs          JobSource
-	Logger        *slog.Logger
+	// Progress is where jobs' pods report progress; the zero value gives
+	// them nothing to report with.
+	Progress Progress
+	Logger   *slog.Logger
 }
 
 // Client watches the cluster for every GPU type. Create it with

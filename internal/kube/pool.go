@@ -204,6 +204,7 @@ func (pool *Pool) start(ctx context.Context, name string, to model.JobPlacement)
 	if err != nil {
 		return err
 	}
+	pool.client.opts.Progress.inject(obj.Object, stored.Kind, obj.GetName())
 	ns := obj.GetNamespace()
 	if !slices.Contains(pool.client.opts.JobNamespaces, ns) {
 		return fmt.Errorf("namespace %s is not one of Voda's job namespaces (%s)", ns, strings.Join(pool.client.opts.JobNamespaces, ", "))

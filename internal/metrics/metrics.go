@@ -32,6 +32,12 @@ type Metrics struct {
 	GPUs          *prometheus.GaugeVec
 	GPUsInUse     *prometheus.GaugeVec
 
+	// Per live job that reported its progress, labelled gpu_type and job;
+	// a job's series go when it leaves the scheduler.
+	JobProgress         *prometheus.GaugeVec
+	JobRemainingSeconds *prometheus.GaugeVec
+	JobThroughput       *prometheus.GaugeVec
+
 	HTTPRequests *prometheus.CounterVec
 	HTTPDuration *prometheus.HistogramVec
 }
@@ -76,6 +82,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		GPUs:          gauge("gpus", "GPUs of the GPU type's nodes."),
 		GPUsInUse:     gauge("gpus_in_use", "GPUs held by jobs."),
 
+		JobProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_progress",
+			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job"}),
+		JobRemainingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_remaining_seconds",
+			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job"}),
+		JobThroughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_throughput_epochs_per_hour",
+			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job"}),
+
 		HTTPRequests: counter("http_requests_total", "API requests by route pattern and status code.", "route", "code"),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Name: "http_request_duration_seconds", Help: "API request latency by route pattern.",
@@ -87,6 +100,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
+		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput,
 		m.HTTPRequests, m.HTTPDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/auth/kubeauth"
+	"github.com/vodascheduler/voda/internal/kube"
 )
 
 // The authentication modes of AuthOptions.Mode.
@@ -119,12 +120,16 @@ func isLoopback(addr string) bool {
 type apiSecurity struct {
 	authn auth.Authenticator // nil: anonymous
 	authz auth.Authorizer
-	tls   *tls.Config // nil: plain HTTP
+	// reportAuthn and reportAuthz guard the progress route on Kubernetes:
+	// the job's own pods (nil: authn and authz).
+	reportAuthn auth.Authenticator
+	reportAuthz auth.Authorizer
+	tls         *tls.Config // nil: plain HTTP
 }
 
 // load reads the token file and the certificate, or connects to the
 // cluster of kubeconfig (see restConfig); errors name the flags.
-func (o *AuthOptions) load(addr, kubeconfig string, log *slog.Logger) (apiSecurity, error) {
+func (o *AuthOptions) load(addr, kubeconfig, progressAudience string, log *slog.Logger) (apiSecurity, error) {
 	var sec apiSecurity
 	switch o.mode() {
 	case AuthKubernetes:
@@ -133,7 +138,7 @@ func (o *AuthOptions) load(addr, kubeconfig string, log *slog.Logger) (apiSecuri
 			return sec, fmt.Errorf("--authentication %s: %w", AuthKubernetes, err)
 		}
 		ttl := cmp.Or(o.CacheTTL, DefaultAuthCacheTTL)
-		if sec.authn, sec.authz, err = kubeReviewers(cfg, ttl); err != nil {
+		if sec, err = kubeReviewers(cfg, ttl, cmp.Or(progressAudience, kube.DefaultProgressAudience)); err != nil {
 			return sec, fmt.Errorf("--authentication %s: %w", AuthKubernetes, err)
 		}
 		log.Info("API authenticates bearer tokens with TokenReviews and authorizes with SubjectAccessReviews", "apiServer", cfg.Host, "cacheTTL", ttl)
@@ -164,14 +169,19 @@ func (o *AuthOptions) load(addr, kubeconfig string, log *slog.Logger) (apiSecuri
 	return sec, nil
 }
 
-// kubeReviewers are the Authenticator and Authorizer of AuthKubernetes,
-// asking the API server of cfg and reusing answers for ttl.
-func kubeReviewers(cfg *rest.Config, ttl time.Duration) (auth.Authenticator, auth.Authorizer, error) {
+// kubeReviewers are the Authenticators and Authorizers of AuthKubernetes,
+// asking the API server of cfg and reusing answers for ttl: people's
+// tokens and RBAC for every route but the progress reports, which take
+// tokens of audience (the jobs' pods') and check the pod is the job's.
+func kubeReviewers(cfg *rest.Config, ttl time.Duration, audience string) (apiSecurity, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return apiSecurity{}, err
 	}
-	authn := kubeauth.NewTokenReviewer(cs.AuthenticationV1(), kubeauth.TokenReviewOptions{TTL: ttl})
-	authz := kubeauth.NewAccessReviewer(cs.AuthorizationV1(), kubeauth.AccessReviewOptions{AllowedTTL: ttl, DeniedTTL: ttl})
-	return authn, authz, nil
+	return apiSecurity{
+		authn:       kubeauth.NewTokenReviewer(cs.AuthenticationV1(), kubeauth.TokenReviewOptions{TTL: ttl}),
+		authz:       kubeauth.NewAccessReviewer(cs.AuthorizationV1(), kubeauth.AccessReviewOptions{AllowedTTL: ttl, DeniedTTL: ttl}),
+		reportAuthn: kubeauth.NewTokenReviewer(cs.AuthenticationV1(), kubeauth.TokenReviewOptions{TTL: ttl, Audiences: []string{audience}}),
+		reportAuthz: kubeauth.NewPodReports(cs.CoreV1(), kube.LabelJob, kubeauth.PodReportsOptions{TTL: ttl}),
+	}, nil
 }

@@ -33,6 +33,11 @@ type KubeOptions struct {
 	JobNamespaces []string
 	// LeaseNamespace holds the schedulers' leases (Namespace if empty).
 	LeaseNamespace string
+	// ProgressURL is Voda's API as jobs' pods reach it; when set, every
+	// job's pods get what they need to report their progress
+	// (docs/progress.md). ProgressAudience is the audience of their
+	// tokens (kube.DefaultProgressAudience if empty).
+	ProgressURL, ProgressAudience string
 	// LeaderElect elects one scheduler per GPU type with a Lease, so
 	// replicas can stand by; the durations pace the election.
 	LeaderElect                               bool
@@ -55,7 +60,8 @@ func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.L
 		j, err := st.GetJob(ctx, name)
 		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status}, err
 	}
-	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, JobNamespaces: o.JobNamespaces, Jobs: jobs, Logger: log})
+	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, JobNamespaces: o.JobNamespaces, Jobs: jobs, Logger: log,
+		Progress: kube.Progress{URL: o.ProgressURL, Audience: o.ProgressAudience}})
 	if err != nil {
 		return nil, err
 	}

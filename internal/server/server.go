@@ -203,7 +203,7 @@ type simReporter interface {
 
 // startAPI serves the REST API on Addr until ctx ends.
 func (s *server) startAPI(ctx context.Context) error {
-	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.cfg.Kube.Kubeconfig, s.log)
+	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.cfg.Kube.Kubeconfig, s.cfg.Kube.ProgressAudience, s.log)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		return fmt.Errorf("--addr: %w", err)
 	}
 	srv, err := api.New(api.Config{
-		Authenticator: sec.authn, Authorizer: sec.authz,
+		Authenticator: sec.authn, Authorizer: sec.authz, ReportAuthenticator: sec.reportAuthn, ReportAuthorizer: sec.reportAuthz,
 		Store: s.store, Queue: s.queue, GPUTypes: s.gpuTypes, Algorithms: s.algos,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
 		Models: s.cfg.Models, Clock: s.clock, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -76,6 +78,9 @@ func (s *Service) release(ctx context.Context, now time.Time, name string, statu
 	}
 	s.collector.Forget(name)
 	s.saveHistory(ctx, app)
+	for _, g := range []*prometheus.GaugeVec{s.cfg.Metrics.JobProgress, s.cfg.Metrics.JobRemainingSeconds, s.cfg.Metrics.JobThroughput} {
+		g.DeleteLabelValues(s.cfg.GPUType, name)
+	}
 	delete(s.jobs, name)
 	return job, true
 }
@@ -372,9 +377,31 @@ func (s *Service) estimate() {
 		if !ok {
 			continue
 		}
-		e := s.collector.Estimate(name, s.jobs[name].app, rem, min(j.Spec.MaxWorkers, gpus))
+		e := s.collector.Estimate(name, t.app, rem, min(j.Spec.MaxWorkers, gpus))
 		if err := s.core.SetEstimates(name, e); err != nil {
 			s.log.Warn("set estimates", "job", name, "err", err)
+		}
+		s.jobGauges(name, t, j.Spec.Epochs, j.State.GPUs, e)
+	}
+}
+
+// jobGauges sets a reporting job's Prometheus gauges: its progress, and
+// while it runs, its time left on its workers and its measured speed
+// there.
+func (s *Service) jobGauges(name string, t *tracked, epochs, gpus int, e model.Estimates) {
+	m, gt := s.cfg.Metrics, s.cfg.GPUType
+	if p, ok := t.progress.Progress(epochs); ok {
+		m.JobProgress.WithLabelValues(gt, name).Set(p)
+	}
+	if gpus <= 0 || gpus >= len(e.Speedup) || e.RemainingSeconds < 0 || e.Speedup[gpus] <= 0 {
+		m.JobRemainingSeconds.DeleteLabelValues(gt, name)
+		m.JobThroughput.DeleteLabelValues(gt, name)
+		return
+	}
+	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(e.RemainingSeconds / e.Speedup[gpus])
+	for _, p := range s.collector.Detail(name, t.app).Placements {
+		if p.Workers == gpus {
+			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)
 		}
 	}
 }

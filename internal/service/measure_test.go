@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -60,6 +62,17 @@ func TestReportsDriveEstimates(t *testing.T) {
 	if p := h.get("a").Status.Progress; p != 0.4 {
 		t.Errorf("stored progress %v, want 0.4 (4 of 10 epochs)", p)
 	}
+	// The job's gauges: 0.4 done; on 2 workers (speedup 2/1.05) the time
+	// left; the speed measured there, 1 epoch in 100 s.
+	if got := testutil.ToFloat64(h.m.JobProgress.WithLabelValues(gpuType, "a")); got != 0.4 {
+		t.Errorf("voda_job_progress %v, want 0.4", got)
+	}
+	if got, want := testutil.ToFloat64(h.m.JobRemainingSeconds.WithLabelValues(gpuType, "a")), want/(2/1.05); abs(got-want) > 1e-6*want {
+		t.Errorf("voda_job_remaining_seconds %v, want %v", got, want)
+	}
+	if got := testutil.ToFloat64(h.m.JobThroughput.WithLabelValues(gpuType, "a")); abs(got-36) > 1e-9 {
+		t.Errorf("voda_job_throughput_epochs_per_hour %v, want 36", got)
+	}
 
 	h.fake.finish("a", model.StatusCompleted)
 	h.waitStatus("a", model.StatusCompleted)
@@ -67,6 +80,9 @@ func TestReportsDriveEstimates(t *testing.T) {
 		hist, err := h.st.ListHistories(context.Background(), gpuType)
 		return err == nil && len(hist[""]) > 0
 	})
+	if n := testutil.CollectAndCount(h.m.JobProgress); n != 0 {
+		t.Errorf("%d voda_job_progress series after the job finished, want none", n)
+	}
 
 	// A new scheduler on the same store starts from the history: a new
 	// job of the application, never measured, gets its rate.

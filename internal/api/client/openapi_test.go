@@ -20,6 +20,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/progress"
 )
 
 // The tests below keep docs/openapi.yaml in step with internal/api's
@@ -162,17 +163,22 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 
 // wireTypes maps each schema of the document to the Go type it describes.
 var wireTypes = map[string]reflect.Type{
-	"Job":              reflect.TypeFor[api.Job](),
-	"JobList":          reflect.TypeFor[api.JobList](),
-	"Scheduler":        reflect.TypeFor[api.Scheduler](),
-	"SchedulerList":    reflect.TypeFor[api.SchedulerList](),
-	"Algorithm":        reflect.TypeFor[api.Algorithm](),
-	"AlgorithmList":    reflect.TypeFor[api.AlgorithmList](),
-	"Error":            reflect.TypeFor[api.Error](),
-	"ErrorDetail":      reflect.TypeFor[api.ErrorDetail](),
-	"PriorityRequest":  reflect.TypeFor[api.PriorityRequest](),
-	"AlgorithmRequest": reflect.TypeFor[api.AlgorithmRequest](),
-	"RateLimitRequest": reflect.TypeFor[api.RateLimitRequest](),
+	"Job":                reflect.TypeFor[api.Job](),
+	"JobList":            reflect.TypeFor[api.JobList](),
+	"Scheduler":          reflect.TypeFor[api.Scheduler](),
+	"SchedulerList":      reflect.TypeFor[api.SchedulerList](),
+	"Algorithm":          reflect.TypeFor[api.Algorithm](),
+	"AlgorithmList":      reflect.TypeFor[api.AlgorithmList](),
+	"Error":              reflect.TypeFor[api.Error](),
+	"ErrorDetail":        reflect.TypeFor[api.ErrorDetail](),
+	"PriorityRequest":    reflect.TypeFor[api.PriorityRequest](),
+	"AlgorithmRequest":   reflect.TypeFor[api.AlgorithmRequest](),
+	"RateLimitRequest":   reflect.TypeFor[api.RateLimitRequest](),
+	"ProgressReport":     reflect.TypeFor[progress.Wire](),
+	"ProgressReply":      reflect.TypeFor[progress.Reply](),
+	"ProgressAllocation": reflect.TypeFor[progress.ReplyWorkers](),
+	"Measured":           reflect.TypeFor[api.Measured](),
+	"Throughput":         reflect.TypeFor[api.Throughput](),
 }
 
 // jsonField is a struct field as encoding/json sees it.

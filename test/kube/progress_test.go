@@ -1,0 +1,157 @@
+package kube
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/vodascheduler/voda/internal/api/client"
+	"github.com/vodascheduler/voda/internal/kube"
+	"github.com/vodascheduler/voda/internal/progress"
+	"github.com/vodascheduler/voda/test/vodatest"
+)
+
+// podToken is a token the control plane issues for pod's ServiceAccount,
+// of audience, bound to pod (as the kubelet's projected volume holds);
+// with bound false, bound to nothing.
+func podToken(t *testing.T, pod corev1.Pod, audience string, bound bool) string {
+	t.Helper()
+	expiry := int64(600)
+	spec := authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &expiry}
+	if bound {
+		spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	sa := pod.Spec.ServiceAccountName
+	tr, err := env.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// postReport sends a progress report with a token and returns the status
+// and the reply.
+func postReport(t *testing.T, srv *vodatest.Server, job, token string, r map[string]any) (int, progress.Reply, string) {
+	t.Helper()
+	body, _ := json.Marshal(r)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL()+"/api/v1/jobs/"+job+"/progress", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var reply progress.Reply
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(b, &reply); err != nil {
+			t.Fatalf("reply %s: %v", b, err)
+		}
+	}
+	return resp.StatusCode, reply, string(b)
+}
+
+// TestProgressFromPods runs the binary with --authentication kubernetes
+// and --progress-url on the control plane: the job objects Voda creates
+// give every container the report URL, the job's name and a projected
+// token of Voda's audience; a worker pod's token (issued by the control
+// plane for that pod, as the kubelet's projected volume holds it; kwok runs
+// no containers, so the test sends the reports the pod's trainer would)
+// reports its job's progress, which the scheduler turns into the job's
+// progress and estimate. Another job's pod, a person's token, a token
+// bound to no pod and one of the API server's audience are refused.
+func TestProgressFromPods(t *testing.T) {
+	const gpuType = "progress-gpu"
+	ctx := t.Context()
+	c := newCluster(t, gpuType, 1, 4)
+	const progressURL = "http://voda.voda-system.svc:55587"
+	srv := c.start("--authentication", "kubernetes", "--progress-url", progressURL, "--authentication-cache-ttl", "1s")
+	vc := srv.Client(client.WithBearerToken(mustToken(t, "admin")))
+	a := submit(t, vc, mpiJob.manifest("a", gpuType, 2, 2, time.Hour))
+	b := submit(t, vc, mpiJob.manifest("b", gpuType, 2, 2, time.Hour))
+	c.waitPlaced(t, vc, mpiJob, a, 2)
+	c.waitPlaced(t, vc, mpiJob, b, 2)
+
+	obj, err := env.Dynamic.Resource(mpiJob.resource).Namespace(c.ns).Get(ctx, a, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "mpiReplicaSpecs", "Worker", "template", "spec", "containers")
+	envs, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+	if want := fmt.Sprintf(`map[name:%s value:%s/api/v1/jobs/%s/progress]`, kube.EnvProgressURL, progressURL, a); !strings.Contains(fmt.Sprint(envs), want) {
+		t.Errorf("worker env %v lacks %s", envs, want)
+	}
+	volumes, _, _ := unstructured.NestedSlice(obj.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "volumes")
+	if !strings.Contains(fmt.Sprint(volumes), "audience:"+kube.DefaultProgressAudience) {
+		t.Errorf("launcher volumes %v lack the projected token of audience %s", volumes, kube.DefaultProgressAudience)
+	}
+
+	podsA, err := workerPods(ctx, c.ns, a)
+	if err != nil || len(podsA) == 0 {
+		t.Fatalf("worker pods of %s: %v %v", a, podsA, err)
+	}
+	podsB, err := workerPods(ctx, c.ns, b)
+	if err != nil || len(podsB) == 0 {
+		t.Fatalf("worker pods of %s: %v %v", b, podsB, err)
+	}
+	tokA := podToken(t, podsA[0], kube.DefaultProgressAudience, true)
+	report := func(steps int, epoch float64) map[string]any {
+		return map[string]any{"generation": "g1", "workers": 2, "nodes": 1, "steps": steps, "epoch": epoch, "totalEpochs": 10}
+	}
+	for _, c := range []struct {
+		name, token string
+		code        int
+	}{
+		{"another job's pod", podToken(t, podsB[0], kube.DefaultProgressAudience, true), 403},
+		{"a person", mustToken(t, "admin"), 401},
+		{"a token bound to no pod", podToken(t, podsA[0], kube.DefaultProgressAudience, false), 403},
+		{"a pod's token for kube-apiserver", podToken(t, podsA[0], "https://kubernetes.default.svc.cluster.local", true), 401},
+	} {
+		code, _, body := postReport(t, srv, a, c.token, report(0, 0))
+		if code != c.code {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.code)
+		} else {
+			t.Logf("%s: %d %s", c.name, code, strings.TrimSpace(body))
+		}
+	}
+	// The job's own pod: the first report and the warm-up are kept, the
+	// next is measured.
+	for i, want := range []struct {
+		used   bool
+		reason string
+	}{{false, progress.ReasonFirst}, {false, progress.ReasonWarmUp}, {true, ""}} {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		code, reply, body := postReport(t, srv, a, tokA, report(100*(i+1), 2*float64(i+1)))
+		if code != 200 || reply.Used != want.used || reply.Reason != want.reason || reply.Allocation.Workers != 2 {
+			t.Fatalf("report %d from the job's pod: %d %s, want used %v reason %q on 2 workers", i, code, body, want.used, want.reason)
+		}
+	}
+	// The scheduler reads the reports at its next resync: 6 of 10 epochs
+	// done, and a remaining time from the measured rate.
+	vodatest.WaitFor(t, "the job's progress and estimate from its reports", 30*time.Second, func() (bool, error) {
+		j, err := vc.GetJob(ctx, a)
+		if err != nil {
+			return false, err
+		}
+		if j.Progress != 0.6 || j.RemainingSeconds == nil || *j.RemainingSeconds <= 0 {
+			return false, fmt.Errorf("progress %v, remaining %v", j.Progress, j.RemainingSeconds)
+		}
+		return true, nil
+	})
+}
