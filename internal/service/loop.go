@@ -292,6 +292,11 @@ func (s *Service) resync(ctx context.Context) error {
 		for _, j := range jobs {
 			listed[j.Name] = true
 			if !s.needsLook(j) {
+				// Reports change only a record's progress, which the
+				// list carries as fresh as a look would.
+				if t, held := s.jobs[j.Name]; held {
+					s.observeProgress(t, j)
+				}
 				continue
 			}
 			if err := s.look(ctx, now, j.Name); err != nil {
@@ -308,6 +313,7 @@ func (s *Service) resync(ctx context.Context) error {
 				s.log.Warn("resync job", "job", name, "err", err)
 			}
 		}
+		s.estimate()
 		s.persist(ctx, now, nil)
 	})
 }
