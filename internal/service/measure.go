@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
 
 	"github.com/vodascheduler/voda/internal/collector"
@@ -88,3 +89,22 @@ func (s *Service) gpusPerNode() {
 	}
 	s.collector.SetGPUsPerNode(most)
 }
+
+// application names what a job trains, so that jobs of one application
+// share what they measured: the simulated cluster's performance model,
+// else the name the user gave the job (its unique name without the
+// submission time the API appended: "bert-finetune-20261123-101500-2"
+// is "bert-finetune"), as the original Voda keyed its job-info database
+// by job category.
+func application(j store.Job) string {
+	if j.Model != "" {
+		return j.Model
+	}
+	if m := stampSuffix.FindStringIndex(j.Name); m != nil && m[0] > 0 {
+		return j.Name[:m[0]]
+	}
+	return j.Name
+}
+
+// stampSuffix is the API's "-YYYYMMDD-hhmmss" with its optional "-N".
+var stampSuffix = regexp.MustCompile(`-\d{8}-\d{6}(-\d+)?$`)

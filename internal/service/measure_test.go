@@ -10,6 +10,7 @@ import (
 	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
+	"github.com/vodascheduler/voda/internal/store"
 )
 
 // storeProgress writes a job's progress state as the API's ingester
@@ -78,7 +79,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	h.waitStatus("a", model.StatusCompleted)
 	waitFor(t, "the application's history", func() bool {
 		hist, err := h.st.ListHistories(context.Background(), gpuType)
-		return err == nil && len(hist[""]) > 0
+		return err == nil && len(hist["a"]) > 0
 	})
 	if n := testutil.CollectAndCount(h.m.JobProgress); n != 0 {
 		t.Errorf("%d voda_job_progress series after the job finished, want none", n)
@@ -94,7 +95,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	h2.backend = h2.fake
 	h2.run()
 	var d collector.Detail
-	h2.do(func() { d = h2.svc.collector.Detail("new", "") })
+	h2.do(func() { d = h2.svc.collector.Detail("new", "a") })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
 		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
 	}
@@ -105,4 +106,21 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+func TestApplication(t *testing.T) {
+	for _, c := range []struct {
+		job  store.Job
+		want string
+	}{
+		{store.Job{Name: "bert-finetune-20261123-101500", Model: "bert"}, "bert"},
+		{store.Job{Name: "bert-finetune-20261123-101500"}, "bert-finetune"},
+		{store.Job{Name: "bert-finetune-20261123-101500-12"}, "bert-finetune"},
+		{store.Job{Name: "plain"}, "plain"},
+		{store.Job{Name: "-20261123-101500"}, "-20261123-101500"},
+	} {
+		if got := application(c.job); got != c.want {
+			t.Errorf("application(%q) = %q, want %q", c.job.Name, got, c.want)
+		}
+	}
 }

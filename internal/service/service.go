@@ -121,7 +121,8 @@ type Service struct {
 
 // tracked is what the service keeps of a live job besides the core.
 type tracked struct {
-	// app is the performance model the cluster runs the job with.
+	// app is the job's application (see application): jobs of one share
+	// what they measured.
 	app string
 	// revision is the StatusRevision of the stored record, as last read or
 	// written: the next status write is conditional on it.
@@ -398,7 +399,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	s.jobs[name] = &tracked{app: j.Model, revision: j.StatusRevision}
+	s.jobs[name] = &tracked{app: application(j), revision: j.StatusRevision}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with

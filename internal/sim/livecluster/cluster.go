@@ -66,6 +66,10 @@ type SimPool struct {
 	nodes   []model.Node
 	nodeIdx map[string]int
 
+	// boot tells this process's generations from an earlier one's: a
+	// restarted cluster's jobs are new incarnations.
+	boot string
+
 	mu   sync.Mutex
 	jobs map[string]*job
 	wake chan struct{}
@@ -102,6 +106,7 @@ func New(opts Options) (*SimPool, error) {
 		nodeIdx: map[string]int{},
 		jobs:    map[string]*job{},
 		wake:    make(chan struct{}, 1),
+		boot:    strconv.FormatInt(opts.Clock.Now().UnixNano(), 36),
 	}
 	for _, m := range perfmodel.BuiltinParametric() {
 		c.models[m.App] = m
@@ -248,7 +253,7 @@ func (c *SimPool) Reports() []Report {
 		}
 		epoch := j.done / j.total * float64(j.epochs)
 		out = append(out, Report{Job: name, Report: progress.Report{
-			Generation: strconv.Itoa(j.gen), Workers: j.workers, Nodes: nodes,
+			Generation: c.boot + "-" + strconv.Itoa(j.gen), Workers: j.workers, Nodes: nodes,
 			Steps: int64(epoch * stepsPerEpoch), Epoch: epoch, TotalEpochs: float64(j.epochs),
 		}})
 	}

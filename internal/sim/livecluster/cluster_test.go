@@ -123,7 +123,7 @@ func TestReports(t *testing.T) {
 	}
 	clk.Step(90 * time.Second) // 60 s on 2 GPUs: 120 of 600, 2 of 10 epochs
 	reps := c.Reports()
-	want := progress.Report{Generation: "1", Workers: 2, Nodes: 1, Steps: 200, Epoch: 2, TotalEpochs: 10}
+	want := progress.Report{Generation: c.boot + "-1", Workers: 2, Nodes: 1, Steps: 200, Epoch: 2, TotalEpochs: 10}
 	if len(reps) != 1 || reps[0].Job != "a" || !near(reps[0].Report.Epoch, want.Epoch) || reps[0].Report.Steps != want.Steps ||
 		reps[0].Report.Generation != want.Generation || reps[0].Report.Workers != 2 || reps[0].Report.Nodes != 1 || reps[0].Report.TotalEpochs != 10 {
 		t.Fatalf("reports %+v, want a's %+v", reps, want)
@@ -133,7 +133,7 @@ func TestReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(31 * time.Second)
-	if reps := c.Reports(); len(reps) != 1 || reps[0].Report.Generation != "2" || reps[0].Report.Workers != 6 || reps[0].Report.Nodes != 2 {
+	if reps := c.Reports(); len(reps) != 1 || reps[0].Report.Generation != c.boot+"-2" || reps[0].Report.Workers != 6 || reps[0].Report.Nodes != 2 {
 		t.Fatalf("after a resize: %+v, want generation 2 on 6 workers, 2 nodes", reps)
 	}
 }
