@@ -155,3 +155,56 @@ func TestProgressFromPods(t *testing.T) {
 		return true, nil
 	})
 }
+
+// TestReportsReorderJobs: with an estimate-driven algorithm, what jobs
+// report decides who gets the GPUs. On 3 GPUs, ElasticSRJF gives each of
+// two jobs (1 to 2 workers) its minimum and the spare GPU to the one with
+// the shortest remaining time; with nothing measured that is the first
+// submitted. Then the first reports it has 99 of 100 epochs to go and the
+// second that it is nearly done, at the same speed: the spare GPU moves
+// to the second.
+func TestReportsReorderJobs(t *testing.T) {
+	const gpuType = "srjf-gpu"
+	ctx := t.Context()
+	c := newCluster(t, gpuType, 1, 3)
+	srv := c.start("--authentication", "kubernetes", "--progress-url", "http://voda.voda-system.svc:55587", "--algorithm", "ElasticSRJF")
+	vc := srv.Client(client.WithBearerToken(mustToken(t, "admin")))
+	long := submit(t, vc, mpiJob.manifest("long", gpuType, 1, 2, time.Hour))
+	short := submit(t, vc, mpiJob.manifest("short", gpuType, 1, 2, time.Hour))
+	c.waitPlaced(t, vc, mpiJob, long, 2)
+	c.waitPlaced(t, vc, mpiJob, short, 1)
+
+	send := func(job string, workers, i int, epoch float64) {
+		t.Helper()
+		pods, err := workerPods(ctx, c.ns, job)
+		if err != nil || len(pods) == 0 {
+			t.Fatalf("worker pods of %s: %v %v", job, pods, err)
+		}
+		r := map[string]any{"generation": "g1", "workers": workers, "nodes": 1, "steps": 100 * i, "epoch": epoch, "totalEpochs": 100}
+		if code, _, body := postReport(t, srv, job, podToken(t, pods[0], kube.DefaultProgressAudience, true), r); code != 200 {
+			t.Fatalf("report of %s: %d %s", job, code, body)
+		}
+	}
+	// Three reports each (the first and the warm-up are not measured), a
+	// tenth of an epoch per half second on the job's workers.
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		send(long, 2, i, 1+0.1*float64(i))
+		send(short, 1, i, 99+0.05*float64(i))
+	}
+	c.waitPlaced(t, vc, mpiJob, short, 2)
+	c.waitPlaced(t, vc, mpiJob, long, 1)
+	for _, name := range []string{long, short} {
+		j, err := vc.GetJob(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.RemainingSeconds == nil {
+			t.Errorf("%s has no remaining time", name)
+			continue
+		}
+		t.Logf("%s: %d workers, remaining %.0f s on one GPU", name, j.Workers, *j.RemainingSeconds)
+	}
+}
