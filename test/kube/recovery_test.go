@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/test/vodatest"
 )
@@ -68,6 +69,26 @@ func TestLeaderFailover(t *testing.T) {
 	c.waitPlaced(t, vc, mpiJob, a, 4)
 	jb := c.waitPlaced(t, vc, mpiJob, b, 4)
 	uids := objectUIDs(t, c.ns, a, b)
+	// Job a reports its progress (the replicas take reports from anyone
+	// on loopback), and the leader estimates from it.
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		r := map[string]any{"generation": "g1", "workers": 4, "nodes": 1, "steps": 10 * i, "epoch": 1 + 0.1*float64(i), "totalEpochs": 10}
+		if code, _, body := postReport(t, replicas[first], a, "", r); code != 200 {
+			t.Fatalf("report %d: %d %s", i, code, body)
+		}
+	}
+	var measured api.Job
+	vodatest.WaitFor(t, "the leader's estimate from the reports", 30*time.Second, func() (bool, error) {
+		var err error
+		measured, err = vc.GetJob(t.Context(), a)
+		if err != nil || measured.RemainingSeconds == nil || measured.Measured == nil || len(measured.Measured.Throughput) == 0 {
+			return false, fmt.Errorf("%v: remaining %v, measured %+v", err, measured.RemainingSeconds, measured.Measured)
+		}
+		return true, nil
+	})
 
 	replicas[first].Kill()
 	start := time.Now()
@@ -82,6 +103,12 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	if got := objectUIDs(t, c.ns, a, b); !slices.Equal(got, uids) {
 		t.Errorf("objects were recreated on failover: uids %v, then %v", uids, got)
+	}
+	// It has the old leader's measurements, and estimates the same.
+	if got, err := vc.GetJob(t.Context(), a); err != nil || got.Measured == nil || !slices.Equal(got.Measured.Throughput, measured.Measured.Throughput) ||
+		got.RemainingSeconds == nil || *got.RemainingSeconds != *measured.RemainingSeconds || !slices.Equal(got.Speedup, measured.Speedup) {
+		t.Errorf("job %s after failover: %v, measured %+v, remaining %v, speedup %v; before: measured %+v, remaining %v, speedup %v", a, err,
+			got.Measured, got.RemainingSeconds, got.Speedup, measured.Measured, *measured.RemainingSeconds, measured.Speedup)
 	}
 	// It schedules: a third job makes the others shrink.
 	d := submit(t, vc, mpiJob.manifest("after-failover", c.gpuType, 2, 4, time.Hour))
