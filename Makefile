@@ -7,7 +7,7 @@ SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 
-.PHONY: all build run simulate test test-deps sdk-test kube-test test-short bench load fuzz vet fmt fidelity compare-table placement-table clean
+.PHONY: all build run simulate test test-deps sdk-test kube-test test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
 
 all: vet test build
 
@@ -63,6 +63,10 @@ fuzz:
 ## fidelity: the artifact's Tiresias on Pollux workloads 1-8 (needs ../shared)
 fidelity:
 	$(GO) test ./internal/sim -run Fidelity -v -count=1
+
+## accuracy: the collector's predictions against the Pollux profiles, by application (needs ../shared; docs/progress.md)
+accuracy:
+	$(GO) test ./internal/sim/accuracy -run TestCollectorAccuracy -v -count=1
 
 ## compare-table: all eight algorithms on the 1.0x and 2.0x Pollux workloads
 compare-table: build
