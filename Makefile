@@ -53,7 +53,7 @@ bench:
 ## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments,
 ## and on a control plane without authentication and with --authentication kubernetes
 load: test-deps
-	$(GO) test ./test/e2e -run 'TestLoad|TestProgressLoad' -count=1 -v
+	VODA_PROGRESS_LOAD_JOBS=1000 $(GO) test ./test/e2e -run 'TestLoad|TestProgressLoad' -count=1 -v
 	$(GO) test ./test/kube -run 'TestLoadWithKubernetesAuth' -count=1 -v
 
 ## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target

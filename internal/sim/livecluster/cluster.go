@@ -310,7 +310,6 @@ func (c *SimPool) advance(j *job, now time.Time) {
 	work := j.rate * dt
 	if left := j.total - j.done; work >= left || left-work <= 1e-9*j.total {
 		work = left
-		dt = work / j.rate
 		j.finished = true
 	}
 	j.done += work
