@@ -111,9 +111,17 @@ func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
 func (s *Server) candidate(base string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if stamp := base[len(base)-len(nameStampLayout):]; stamp != s.stamp {
+	// Counters of the current and the previous second are kept: requests
+	// of a burst across a second's boundary arrive with both stamps
+	// interleaved, and a counter restarted at every flip would walk each
+	// request up through every name already taken, one store write each.
+	if stamp := base[len(base)-len(nameStampLayout):]; stamp > s.stamp {
+		for k := range s.next {
+			if k[len(k)-len(nameStampLayout):] < s.stamp {
+				delete(s.next, k)
+			}
+		}
 		s.stamp = stamp
-		clear(s.next)
 	}
 	n := s.next[base]
 	s.next[base] = n + 1
