@@ -3,22 +3,31 @@
 # needs beyond Go: rabbitmq-server (internal/queue/rabbittest starts its own
 # isolated broker from it), and for the Kubernetes test stack
 # (hack/cluster.sh) openssl for its keys and certificates, and socat,
-# unshare and ip to give mpi-operator a network namespace of its own. This
+# unshare and ip to give mpi-operator a network namespace of its own; and
+# python3-torch (Debian's CPU PyTorch with gloo and the elastic launcher)
+# for test/kube's TestRealTrainer, which trains a small model under it. This
 # script starts nothing; hack/tools.sh builds the Kubernetes components.
 # It is idempotent and prints one line per package it installs, nothing
 # when everything is already there.
 set -euo pipefail
 
-# Each entry: "<command that proves it is installed> <debian package>".
+# Each entry: "<proof it is installed> <debian package>". The proof is a
+# command on PATH (or in /usr/sbin or rabbitmq's bin), or python3:<module>,
+# a module Debian's /usr/bin/python3 imports.
 deps=(
 	"rabbitmq-server rabbitmq-server"
 	"openssl openssl"
 	"socat socat"
 	"unshare util-linux"
 	"ip iproute2"
+	"python3:torch python3-torch"
 )
 
 have() {
+	if [[ $1 == python3:* ]]; then
+		[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import ${1#python3:}" >/dev/null 2>&1
+		return
+	fi
 	command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" || -x "/usr/lib/rabbitmq/bin/$1" ]]
 }
 
