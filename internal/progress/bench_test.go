@@ -1,0 +1,58 @@
+package progress_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/progress"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+type fixedClock struct{ t atomic.Int64 }
+
+func (c *fixedClock) Now() time.Time { return time.Unix(0, c.t.Add(int64(time.Second))) }
+
+// BenchmarkIngest is the store's side of a progress report on the
+// embedded store: read the job, apply the report, write the state back,
+// from many jobs at once (the route adds decoding and the answer).
+func BenchmarkIngest(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "", b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close(ctx)
+	const jobs = 1000
+	manifest := []byte(`{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"x","namespace":"default"},"spec":{"mpiReplicaSpecs":{"Launcher":{"template":{"spec":{"containers":[{"name":"launcher","image":"horovod/horovod:0.28.1","env":[{"name":"MIN_NUM_PROC","value":"1"},{"name":"MAX_NUM_PROC","value":"4"},{"name":"EPOCHS","value":"100"}]}]}}},"Worker":{"replicas":2,"template":{"spec":{"nodeSelector":{"vodascheduler/accelerator":"v100"},"containers":[{"name":"worker","image":"horovod/horovod:0.28.1"}]}}}}}}`)
+	for i := range jobs {
+		name := fmt.Sprintf("job-%04d", i)
+		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default", Manifest: manifest,
+			Spec:   model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 100},
+			Status: store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2}}}
+		if err := st.CreateJob(ctx, j); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := &progress.Ingester{Store: st, Clock: &fixedClock{}}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(jobs / 2) // with GOMAXPROCS 2: a report in flight per job
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1) - 1
+		name := fmt.Sprintf("job-%04d", i%jobs)
+		var n int64
+		for pb.Next() {
+			n++
+			r := progress.Report{Generation: fmt.Sprint("g", i), Workers: 2, Nodes: 1, Steps: 100 * n, Epoch: float64(n) / 10, TotalEpochs: 100}
+			if _, err := in.Ingest(ctx, name, r); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
