@@ -189,7 +189,7 @@ func (s *server) startSim(ctx context.Context) error {
 			// ingestion, as real jobs' pods do over HTTP.
 			in := &progress.Ingester{Store: s.store, Clock: s.clock, Logger: s.log}
 			s.goRun(ctx, "progress reports "+g.GPUType, func(ctx context.Context) error {
-				return r.RunReports(ctx, progress.DefaultInterval*time.Second, in)
+				return r.RunReports(ctx, in)
 			})
 		}
 	}
@@ -198,7 +198,7 @@ func (s *server) startSim(ctx context.Context) error {
 
 // simReporter is a simulated cluster whose jobs report their progress.
 type simReporter interface {
-	RunReports(ctx context.Context, every time.Duration, in progress.Sink) error
+	RunReports(ctx context.Context, in progress.Sink) error
 }
 
 // startAPI serves the REST API on Addr until ctx ends.

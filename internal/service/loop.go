@@ -413,14 +413,17 @@ func (s *Service) jobGauges(name string, t *tracked, epochs, gpus int, e model.E
 }
 
 // progressOf is the fraction of a job's work done: as its reports say,
-// else as the cluster says.
+// or as the cluster says, whichever is further (a simulated cluster knows
+// more recent progress than the last report; Kubernetes knows none), so
+// that the progress shown never goes back.
 func (s *Service) progressOf(name string, epochs int) float64 {
+	p := s.cfg.Backend.Progress(name)
 	if t := s.jobs[name]; t != nil && t.progress != nil {
-		if p, ok := t.progress.Progress(epochs); ok {
-			return p
+		if r, ok := t.progress.Progress(epochs); ok {
+			p = max(p, r)
 		}
 	}
-	return s.cfg.Backend.Progress(name)
+	return p
 }
 
 // persist writes every job status that changed since it was last saved,

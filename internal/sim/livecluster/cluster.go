@@ -219,6 +219,12 @@ func (c *SimPool) Progress(name string) float64 {
 	return j.done / j.total
 }
 
+// ReportEvery is how often a simulated job reports its progress, in
+// simulated time: more often than a real job's 30 seconds, because the
+// first two reports of every placement are not measured and simulated
+// time may run 60 times faster than the scheduler's resync.
+const ReportEvery = 10 * time.Second
+
 // stepsPerEpoch is the optimizer steps a simulated epoch takes: the
 // reports carry steps, as real ones do, though the scheduler measures
 // epochs.
@@ -262,9 +268,10 @@ func (c *SimPool) Reports() []Report {
 
 // RunReports sends every training job's report to in (the API's
 // ingestion, so that simulated jobs are measured as real ones are) every
-// interval of the cluster's clock until ctx ends. A report refused is
+// ReportEvery of the cluster's clock until ctx ends. A report refused is
 // logged; a job that finished meanwhile is not an error.
-func (c *SimPool) RunReports(ctx context.Context, every time.Duration, in progress.Sink) error {
+func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
+	every := ReportEvery
 	t := c.clk.NewTimer(every)
 	defer t.Stop()
 	for {
