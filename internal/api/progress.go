@@ -41,7 +41,7 @@ func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reply, err := s.reports.Ingest(r.Context(), name, report)
+	reply, err := s.reports.IngestRead(r.Context(), name, report, &j)
 	var fe *progress.FieldError
 	switch {
 	case errors.As(err, &fe):

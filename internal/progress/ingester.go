@@ -66,10 +66,22 @@ type Ingester struct {
 // (no such job), ErrFinished, a *FieldError (the report contradicts what
 // the job reported before), or a store failure.
 func (in *Ingester) Ingest(ctx context.Context, name string, r Report) (Reply, error) {
+	return in.IngestRead(ctx, name, r, nil)
+}
+
+// IngestRead is Ingest for a caller that has just read the job (j, or nil
+// if it has not): its first try uses that copy instead of reading the
+// record again; a concurrent write makes it read afresh.
+func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read *store.Job) (Reply, error) {
 	for range maxConflicts {
-		j, err := in.Store.GetJob(ctx, name)
-		if err != nil {
-			return Reply{}, err
+		var j store.Job
+		if read != nil {
+			j, read = *read, nil
+		} else {
+			var err error
+			if j, err = in.Store.GetJob(ctx, name); err != nil {
+				return Reply{}, err
+			}
 		}
 		if j.Unreadable != "" || j.Status.State.Status.Done() {
 			return Reply{}, ErrFinished
