@@ -580,6 +580,12 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Priority", strconv.Itoa(j.Priority))
 	d.add("Priority queue", strconv.Itoa(j.PriorityQueue))
 	d.add("Epochs", epochs(j.Epochs))
+	if j.Application != "" {
+		d.add("Application", j.Application)
+	}
+	if j.ProgressLog != "" {
+		d.add("Progress from log", j.ProgressLog)
+	}
 	d.add("Scheduler", dash(j.Scheduler))
 	submit := j.SubmitTime
 	d.add("Submitted", at(&submit))

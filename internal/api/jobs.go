@@ -99,6 +99,7 @@ func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
 	js.SubmitTime = now
 	return store.Job{
 		Name: name, Kind: spec.Kind, Namespace: spec.Namespace, Manifest: manifest, Spec: js, Model: spec.Model,
+		Application: spec.Application, ProgressLog: spec.ProgressLog,
 		Status: store.JobStatus{
 			State:   model.JobState{Status: model.StatusSubmitted},
 			Est:     model.Estimates{RemainingSeconds: -1},
@@ -374,6 +375,7 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 		Status: string(statusOf(j)), DeleteRequested: j.DeleteRequested,
 		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
 		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,
+		Application: j.Application, ProgressLog: j.ProgressLog,
 		Scheduler: algo, SubmitTime: j.Spec.SubmitTime,
 		AttainedService: st.AttainedService, Restarts: st.Restarts, PriorityQueue: st.Queue,
 		Progress: j.Status.Progress, QueuePosition: j.Status.QueuePosition,

@@ -50,6 +50,10 @@ type Job struct {
 	RequestedWorkers int    `json:"requestedWorkers"`
 	Priority         int    `json:"priority"`
 	Epochs           int    `json:"epochs"`
+	// Application is the job's vodascheduler/application annotation, and
+	// ProgressLog its vodascheduler/progress-log pattern, if it has them.
+	Application string `json:"application,omitempty"`
+	ProgressLog string `json:"progressLog,omitempty"`
 	// Scheduler is the GPU type's current algorithm.
 	Scheduler string `json:"scheduler"`
 	// Placement maps node name to workers there.

@@ -36,7 +36,8 @@ const (
 	// runs the job with; a real cluster ignores it.
 	AnnotationSimModel = "vodascheduler/sim-model"
 
-	// annotationPrefix is reserved for the annotations above.
+	// annotationPrefix is reserved for the annotations above and those
+	// in measure.go.
 	annotationPrefix = "vodascheduler/"
 )
 
@@ -152,6 +153,12 @@ type Spec struct {
 	JobSpec model.JobSpec
 	// Model is the vodascheduler/sim-model annotation, empty if absent.
 	Model string
+	// Application is the vodascheduler/application annotation, empty if
+	// absent.
+	Application string
+	// ProgressLog is the vodascheduler/progress-log annotation (checked
+	// with CompileProgressLog), empty if absent.
+	ProgressLog string
 	// WorkerGPUContainer is the index, in the Worker pod template's
 	// containers, of the container that gets the worker's one GPU: the
 	// one that asks for nvidia.com/gpu (with 1), or 0 when the template's

@@ -89,6 +89,10 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
+	app, progressLog, err := measureAnnotations(meta.annotations)
+	if err != nil {
+		return nil, err
+	}
 	js.Name = meta.name
 	if verr := js.Validate(); verr != nil {
 		return nil, l.validateError(verr)
@@ -103,6 +107,8 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 		Namespace:          meta.namespace,
 		JobSpec:            js,
 		Model:              simModel,
+		Application:        app,
+		ProgressLog:        progressLog,
 		Manifest:           root,
 		WorkerGPUContainer: l.workerGPUContainer,
 	}, nil
@@ -164,11 +170,13 @@ type metadata struct {
 
 // knownAnnotations is sorted, for messages.
 var knownAnnotations = []string{
+	AnnotationApplication,
 	AnnotationEpochs,
 	AnnotationGPUType,
 	AnnotationMaxWorkers,
 	AnnotationMinWorkers,
 	AnnotationPriority,
+	AnnotationProgressLog,
 	AnnotationSimModel,
 	AnnotationWorkers,
 }

@@ -78,6 +78,14 @@ func TestParseAccepts(t *testing.T) {
 			want: &Spec{Kind: KindMPIJob, APIVersion: APIVersionV2Beta1, Name: "bert", Namespace: "team-a", Model: "amdahl",
 				JobSpec: model.JobSpec{Name: "bert", GPUType: v100, MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4, Priority: 10, Epochs: 6}},
 		},
+		"application and progress log": {
+			input: annotate(baseMPIJob, AnnotationApplication, "bert-large", AnnotationProgressLog, `'Epoch (?P<epoch>[0-9.]+)/(?P<total>[0-9]+)'`),
+			want: func() *Spec {
+				s := mpi(mnist)
+				s.Application, s.ProgressLog = "bert-large", "Epoch (?P<epoch>[0-9.]+)/(?P<total>[0-9]+)"
+				return s
+			}(),
+		},
 		"name of MaxNameLength": {
 			input: edit(baseMPIJob, "name: mnist", "name: "+strings.Repeat("a", 40)),
 			want:  mpi(with(mnist, func(js *model.JobSpec) { js.Name = strings.Repeat("a", 40) })),
@@ -223,6 +231,13 @@ func TestParseRejectsMore(t *testing.T) {
 		"GPU type annotation unknown":   {input: annotate(dropLine(baseMPIJob, "vodascheduler/accelerator"), AnnotationGPUType, "tpu"), opts: Options{GPUTypes: testGPUTypes}, field: "metadata.annotations[vodascheduler/gpu-type]", reason: `unknown GPU type "tpu"`},
 		"GPU type 64 characters":        {input: edit(baseMPIJob, "accelerator: nvidia-tesla-v100", "accelerator: "+strings.Repeat("g", 64)), field: workerSel, reason: "label value"},
 		"sim-model empty":               {input: annotate(baseMPIJob, AnnotationSimModel, `""`), field: "metadata.annotations[vodascheduler/sim-model]", reason: "must not be empty"},
+		"application empty":             {input: annotate(baseMPIJob, AnnotationApplication, `""`), field: "metadata.annotations[vodascheduler/application]", reason: "must be a Kubernetes label value"},
+		"application with a slash":      {input: annotate(baseMPIJob, AnnotationApplication, "team/bert"), field: "metadata.annotations[vodascheduler/application]", reason: "must be a Kubernetes label value"},
+		"progress log empty":            {input: annotate(baseMPIJob, AnnotationProgressLog, `""`), field: "metadata.annotations[vodascheduler/progress-log]", reason: "must not be empty"},
+		"progress log not RE2":          {input: annotate(baseMPIJob, AnnotationProgressLog, `'(?P<epoch>\d+)(?=x)'`), field: "metadata.annotations[vodascheduler/progress-log]", reason: "is not a regular expression (RE2 syntax)"},
+		"progress log without epoch":    {input: annotate(baseMPIJob, AnnotationProgressLog, `'Epoch (\d+)'`), field: "metadata.annotations[vodascheduler/progress-log]", reason: "needs a named group (?P<epoch>...)"},
+		"progress log misspelt group":   {input: annotate(baseMPIJob, AnnotationProgressLog, `'(?P<epoch>\d+)/(?P<totl>\d+)'`), field: "metadata.annotations[vodascheduler/progress-log]", reason: `has the named group "totl"`},
+		"progress log too long":         {input: annotate(baseMPIJob, AnnotationProgressLog, "'(?P<epoch>x)"+strings.Repeat("y", 600)+"'"), field: "metadata.annotations[vodascheduler/progress-log]", reason: "at most 512"},
 		"PyTorchJob no replica specs":   {input: edit(basePyTorchJob, "pytorchReplicaSpecs:", "replicaSpecs:"), field: "spec.pytorchReplicaSpecs", reason: "required"},
 		"PyTorchJob no Worker":          {input: edit(basePyTorchJob, "    Worker:", "    worker:"), field: "spec.pytorchReplicaSpecs.Worker", reason: "required"},
 		"PyTorchJob elasticPolicy list": {input: edit(basePyTorchJob, "  elasticPolicy:\n    rdzvBackend: c10d\n    minReplicas: 1\n    maxReplicas: 4\n", "  elasticPolicy: [1, 4]\n"), field: "spec.elasticPolicy", reason: "must be an object"},

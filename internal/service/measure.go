@@ -91,12 +91,16 @@ func (s *Service) gpusPerNode() {
 }
 
 // application names what a job trains, so that jobs of one application
-// share what they measured: the simulated cluster's performance model,
-// else the name the user gave the job (its unique name without the
+// share what they measured: the vodascheduler/application annotation,
+// else the simulated cluster's performance model, else the name the user
+// gave the job (its unique name without the
 // submission time the API appended: "bert-finetune-20261123-101500-2"
 // is "bert-finetune"), as the original Voda keyed its job-info database
 // by job category.
 func application(j store.Job) string {
+	if j.Application != "" {
+		return j.Application
+	}
 	if j.Model != "" {
 		return j.Model
 	}

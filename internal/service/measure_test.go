@@ -113,6 +113,8 @@ func TestApplication(t *testing.T) {
 		job  store.Job
 		want string
 	}{
+		{store.Job{Name: "bert-finetune-20261123-101500", Model: "bert", Application: "bert-large"}, "bert-large"},
+		{store.Job{Name: "bert-finetune-20261123-101500", Application: "bert-large"}, "bert-large"},
 		{store.Job{Name: "bert-finetune-20261123-101500", Model: "bert"}, "bert"},
 		{store.Job{Name: "bert-finetune-20261123-101500"}, "bert-finetune"},
 		{store.Job{Name: "bert-finetune-20261123-101500-12"}, "bert-finetune"},

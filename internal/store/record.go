@@ -40,6 +40,8 @@ type jobRecord struct {
 	Manifest        []byte       `json:"manifest" bson:"manifest"`
 	Spec            specRecord   `json:"spec" bson:"spec"`
 	Model           string       `json:"model" bson:"model"`
+	Application     string       `json:"application,omitempty" bson:"application,omitempty"`
+	ProgressLog     string       `json:"progressLog,omitempty" bson:"progressLog,omitempty"`
 	DeleteRequested bool         `json:"deleteRequested" bson:"deleteRequested"`
 	Status          statusRecord `json:"status" bson:"status"`
 	StatusRevision  int64        `json:"statusRev" bson:"statusRev"`
@@ -263,6 +265,8 @@ func encodeJob(j Job) (jobRecord, error) {
 		Manifest:         nilIfEmpty(j.Manifest),
 		Spec:             e.spec(j.Spec),
 		Model:            j.Model,
+		Application:      j.Application,
+		ProgressLog:      j.ProgressLog,
 		DeleteRequested:  j.DeleteRequested,
 		Status:           e.status(j.Status),
 		StatusRevision:   j.StatusRevision,
@@ -288,6 +292,8 @@ func decodeJob(r jobRecord) Job {
 		Manifest:         nilIfEmpty(r.Manifest),
 		Spec:             decodeSpec(r.Spec),
 		Model:            r.Model,
+		Application:      r.Application,
+		ProgressLog:      r.ProgressLog,
 		DeleteRequested:  r.DeleteRequested,
 		Status:           decodeStatus(r.Status),
 		StatusRevision:   r.StatusRevision,

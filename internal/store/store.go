@@ -50,6 +50,12 @@ type Job struct {
 	// Model names the performance model the simulated cluster runs the job
 	// with; empty means the cluster's default.
 	Model string
+	// Application names what the job trains (its vodascheduler/application
+	// annotation); empty when the user named none.
+	Application string
+	// ProgressLog is the job's vodascheduler/progress-log pattern, which
+	// finds its progress in its launcher's log; empty for none.
+	ProgressLog string
 	// DeleteRequested is set when a user deleted the job; the scheduler
 	// then halts it and records it Canceled.
 	DeleteRequested bool

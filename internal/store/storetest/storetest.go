@@ -185,6 +185,8 @@ func fullJob(name string) store.Job {
 			Priority: 3, Epochs: 90, SubmitTime: base,
 		},
 		Model:           "resnet50",
+		Application:     "resnet50-imagenet",
+		ProgressLog:     `Epoch (?P<epoch>[0-9]+)`,
 		DeleteRequested: true,
 		Status: store.JobStatus{
 			State: model.JobState{
