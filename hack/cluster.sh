@@ -491,12 +491,29 @@ EOF
 		--bind-address 127.0.0.1 --secure-port "$sched_port" --cert-dir "$dir/pki/scheduler" \
 		--kube-api-qps 200 --kube-api-burst 400 \
 		--leader-elect=false --profiling=false
+	# kwok also plays the nodes' kubelet for pods/log: the nodes' address is
+	# 127.0.0.1 and their kubelet port kwok's, which serves HTTPS (a test
+	# certificate; kube-apiserver has no --kubelet-certificate-authority and
+	# so does not verify it) and plain HTTP on the one port. Every pod's log
+	# is the file pod.log below, in the CRI log format (see Env.PodLogFile).
+	mkdir -p "$dir/kwok"
+	: >"$dir/kwok/pod.log"
+	cat >"$dir/kwok/logs.yaml" <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: every-pod
+spec:
+  logs:
+  - logsFile: $dir/kwok/pod.log
+    follow: false
+EOF
 	launch kwok -- "$bin/kwok" \
 		--kubeconfig "$kubeconfig" \
 		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-		--node-ip 127.61.0.1 --cidr 127.62.0.0/16 \
+		--node-ip 127.0.0.1 --node-port "$kwok_port" --cidr 127.62.0.0/16 \
 		--server-address "127.0.0.1:$kwok_port" \
-		--config "$root/hack/kwok/stages.yaml"
+		--config "$root/hack/kwok/stages.yaml" --config "$dir/kwok/logs.yaml"
 
 	# CRDs (from the module cache, where hack/tools.sh's build put them) and
 	# the objects the operators expect.

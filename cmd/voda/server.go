@@ -165,6 +165,8 @@ func addKubeFlags(cmd *cobra.Command, k *server.KubeOptions) {
 	f.StringVar(&k.ProgressURL, "progress-url", "",
 		"Voda's API as jobs' pods reach it (e.g. http://voda.voda-system.svc:55587): every job's pods then get "+kube.EnvProgressURL+", "+kube.EnvJobName+
 			" and a projected token ("+kube.EnvTokenFile+") to report their progress with (docs/progress.md); empty: jobs are not measured (--cluster kubernetes)")
+	f.DurationVar(&k.LogInterval, "progress-log-interval", kube.DefaultLogInterval,
+		"how often Voda reads the launcher log of a job that names a vodascheduler/progress-log pattern (jobs that cannot report themselves; docs/progress.md), between 1s and 1h")
 	f.StringVar(&k.ProgressAudience, "progress-audience", kube.DefaultProgressAudience,
 		"audience of the pods' tokens for reporting progress: tokens for Voda are no use against kube-apiserver, and the reverse")
 	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (--cluster kubernetes, --authentication kubernetes; default $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")

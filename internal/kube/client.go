@@ -39,6 +39,8 @@ type Job struct {
 	Manifest []byte
 	// Status is the stored status; a terminal one refuses the start.
 	Status model.Status
+	// ProgressLog is the job's vodascheduler/progress-log pattern, if any.
+	ProgressLog string
 }
 
 // JobSource reads the stored job Voda starts. Its error is wrapped into
@@ -60,7 +62,14 @@ type Options struct {
 	// Progress is where jobs' pods report progress; the zero value gives
 	// them nothing to report with.
 	Progress Progress
-	Logger   *slog.Logger
+	// LogProgress takes the progress read from the logs of jobs that name
+	// a vodascheduler/progress-log pattern (the server gives it to the
+	// same ingestion as the jobs' own reports); nil reads no logs.
+	LogProgress func(ctx context.Context, job string, r LogReport) error
+	// LogInterval is how often each such job's log is read
+	// (DefaultLogInterval if zero).
+	LogInterval time.Duration
+	Logger      *slog.Logger
 }
 
 // Client watches the cluster for every GPU type. Create it with

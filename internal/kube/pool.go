@@ -42,6 +42,8 @@ type trackedJob struct {
 	reported bool
 	// hosts is the running workers the launcher was last told of (MPIJob).
 	hosts string
+	// log is set when the job's progress is read from its log.
+	log *logReading
 }
 
 // Pool is one GPU type's view of the Kubernetes cluster for one
@@ -176,6 +178,9 @@ func (pool *Pool) setWant(name string, to model.JobPlacement) {
 	pool.mu.Lock()
 	if j, ok := pool.jobs[name]; ok {
 		j.want = to.Clone()
+		if j.log != nil {
+			j.log.placements++
+		}
 	}
 	pool.mu.Unlock()
 }
@@ -235,6 +240,7 @@ func (pool *Pool) start(ctx context.Context, name string, to model.JobPlacement)
 	if j, ok := pool.jobs[name]; ok {
 		j.kind, j.namespace, j.uid = stored.Kind, ns, created.GetUID()
 		j.want, j.halting, j.gone = to.Clone(), false, false
+		pool.setLogPattern(j, name, stored.ProgressLog)
 	}
 	pool.mu.Unlock()
 	return nil
@@ -323,7 +329,17 @@ func (pool *Pool) Run(ctx context.Context, onDone func(name string, status model
 		<-ctx.Done()
 		pool.queue.ShutDown()
 	}()
-	go pool.resyncEvery(ctx)
+	go every(ctx, resyncPeriod, func() {
+		pool.enqueueAll()
+		pool.nodesChanged()
+	})
+	if sink := pool.client.opts.LogProgress; sink != nil {
+		interval := pool.client.opts.LogInterval
+		if interval <= 0 {
+			interval = DefaultLogInterval
+		}
+		go every(ctx, interval, func() { pool.readLogs(ctx, sink) })
+	}
 	pool.enqueueAll()
 	for {
 		name, quit := pool.queue.Get()
@@ -355,16 +371,16 @@ func (pool *Pool) enqueueAll() {
 	}
 }
 
-func (pool *Pool) resyncEvery(ctx context.Context) {
-	t := time.NewTicker(resyncPeriod)
+// every calls f every period until ctx ends.
+func every(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			pool.enqueueAll()
-			pool.nodesChanged()
+			f()
 		}
 	}
 }

@@ -125,6 +125,9 @@ func (c *Config) validate() error {
 		if !c.Schedulers && len(c.GPUTypes) == 0 {
 			return errors.New("--gpu-types: an API without schedulers on Kubernetes needs the GPU types it accepts")
 		}
+		if d := c.Kube.LogInterval; d != 0 && (d < time.Second || d > time.Hour) {
+			return fmt.Errorf("--progress-log-interval: %v must be between 1s and 1h", d)
+		}
 	default:
 		return fmt.Errorf("--cluster: %q is not sim or kubernetes", c.Cluster)
 	}

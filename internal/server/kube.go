@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vodascheduler/voda/internal/kube"
+	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
 )
 
@@ -38,6 +39,10 @@ type KubeOptions struct {
 	// (docs/progress.md). ProgressAudience is the audience of their
 	// tokens (kube.DefaultProgressAudience if empty).
 	ProgressURL, ProgressAudience string
+	// LogInterval is how often the log of a job with a
+	// vodascheduler/progress-log pattern is read (kube.DefaultLogInterval
+	// by the flag's default).
+	LogInterval time.Duration
 	// LeaderElect elects one scheduler per GPU type with a Lease, so
 	// replicas can stand by; the durations pace the election.
 	LeaderElect                               bool
@@ -50,7 +55,7 @@ var errNoGPUTypes = errors.New("no node is labelled vodascheduler/accelerator=<g
 
 // connectKube builds and starts the Kubernetes client: the kubeconfig
 // flag, else $KUBECONFIG or ~/.kube/config, else the in-cluster account.
-func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.Logger) (*kube.Client, error) {
+func connectKube(ctx context.Context, o KubeOptions, st store.Store, in progress.Sink, log *slog.Logger) (*kube.Client, error) {
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -58,10 +63,17 @@ func connectKube(ctx context.Context, o KubeOptions, st store.Store, log *slog.L
 	// kube does not import the store: it reads only what a start needs.
 	jobs := func(ctx context.Context, name string) (kube.Job, error) {
 		j, err := st.GetJob(ctx, name)
-		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status}, err
+		return kube.Job{Kind: j.Kind, Manifest: j.Manifest, Status: j.Status.State.Status, ProgressLog: j.ProgressLog}, err
+	}
+	// Progress read from logs goes the way of the jobs' own reports.
+	logProgress := func(ctx context.Context, job string, r kube.LogReport) error {
+		_, err := in.Ingest(ctx, job, progress.Report{Generation: r.Generation, Workers: r.Workers, Nodes: r.Nodes,
+			Epoch: r.Epoch, TotalEpochs: r.TotalEpochs})
+		return err
 	}
 	client, err := kube.NewClient(kube.Options{Config: cfg, Namespace: o.Namespace, JobNamespaces: o.JobNamespaces, Jobs: jobs, Logger: log,
-		Progress: kube.Progress{URL: o.ProgressURL, Audience: o.ProgressAudience}})
+		Progress:    kube.Progress{URL: o.ProgressURL, Audience: o.ProgressAudience},
+		LogProgress: logProgress, LogInterval: o.LogInterval})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +97,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // startKube starts one scheduler per GPU type on Kubernetes.
 func (s *server) startKube(ctx context.Context) error {
-	client, err := connectKube(ctx, s.cfg.Kube, s.store, s.log)
+	in := &progress.Ingester{Store: s.store, Clock: s.clock, Logger: s.log}
+	client, err := connectKube(ctx, s.cfg.Kube, s.store, in, s.log)
 	if err != nil {
 		return err
 	}

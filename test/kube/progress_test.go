@@ -2,10 +2,12 @@ package kube
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/api/client"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -206,5 +209,92 @@ func TestReportsReorderJobs(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %d workers, remaining %.0f s on one GPU", name, j.Workers, *j.RemainingSeconds)
+	}
+}
+
+// TestProgressFromLogs: a job whose code cannot report names a pattern
+// (vodascheduler/progress-log) and Voda reads its launcher's log through
+// the pods/log API, as the leader's ServiceAccount (deploy/rbac.yaml), at
+// the interval asked (1 s here; a minute by default). kwok plays the
+// kubelet that serves the log: every pod's log is the stack's pod.log,
+// which the test writes as the trainer would, one epoch every few seconds.
+// The epochs read become the job's progress, its measured throughput on
+// its placement and its remaining time; a line that does not match, or
+// says nothing new, changes nothing. The log read is the MPIJob's
+// launcher's, the PyTorchJob's worker 0's.
+func TestProgressFromLogs(t *testing.T) {
+	for _, k := range []kind{mpiJob, pyTorchJob} {
+		t.Run(k.name, func(t *testing.T) { progressFromLogs(t, k) })
+	}
+}
+
+func progressFromLogs(t *testing.T, k kind) {
+	gpuType := "logs-" + strings.ToLower(k.name)
+	ctx := t.Context()
+	c := newCluster(t, gpuType, 1, 4)
+	srv := c.start("--progress-log-interval", "1s")
+	vc := srv.Client()
+	const pattern = `Epoch (?P<epoch>[0-9.]+)/(?P<total>[0-9]+)`
+	manifest := strings.Replace(string(k.manifest("logs", gpuType, 2, 2, time.Hour)),
+		"    vodascheduler/gpu-type: "+gpuType+"\n",
+		"    vodascheduler/gpu-type: "+gpuType+"\n    vodascheduler/progress-log: '"+pattern+"'\n", 1)
+	// Every pod's log is the one file: a new job's log starts empty, and
+	// the job is deleted at the end, so that it does not read the next's.
+	if err := os.Truncate(env.PodLogFile(), 0); err != nil {
+		t.Fatal(err)
+	}
+	job := submit(t, vc, []byte(manifest))
+	defer func() {
+		if _, err := vc.DeleteJob(context.Background(), job); err != nil {
+			t.Errorf("delete %s: %v", job, err)
+		}
+	}()
+	c.waitPlaced(t, vc, k, job, 2)
+
+	logFile, err := os.OpenFile(env.PodLogFile(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logLine := func(text string) {
+		t.Helper()
+		// The CRI log format kwok reads: time, stream, tag (F: full line).
+		if _, err := fmt.Fprintf(logFile, "%s stdout F %s\n", time.Now().UTC().Format(time.RFC3339Nano), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logLine("loading data")
+	// One epoch every 3 s: the first reading opens the generation, the
+	// next is its warm-up, the rest are measured.
+	const perEpoch = 3 * time.Second
+	for epoch := 1; epoch <= 6; epoch++ {
+		logLine(fmt.Sprintf("Epoch %d/20 loss %.2f", epoch, 3.0/float64(epoch)))
+		logLine("validating")
+		time.Sleep(perEpoch)
+	}
+	var got api.Job
+	vodatest.WaitFor(t, "the job's progress, throughput and estimate from its log", 30*time.Second, func() (bool, error) {
+		j, err := vc.GetJob(ctx, job)
+		if err != nil {
+			return false, err
+		}
+		got = j
+		if j.ProgressLog != pattern || j.Measured == nil || j.Measured.Epoch != 6 || j.Measured.TotalEpochs != 20 ||
+			len(j.Measured.Throughput) == 0 || j.Progress != 0.3 || j.RemainingSeconds == nil || *j.RemainingSeconds <= 0 {
+			return false, fmt.Errorf("progress log %q, measured %+v, progress %v, remaining %v", j.ProgressLog, j.Measured, j.Progress, j.RemainingSeconds)
+		}
+		return true, nil
+	})
+	tp := got.Measured.Throughput[0]
+	want := float64(time.Hour / perEpoch)
+	t.Logf("read from the log: epoch %v of %v, %d workers on %d node(s): %.0f epochs/h over %.1f s (written at %.0f/h); remaining %.0f s at one GPU",
+		got.Measured.Epoch, got.Measured.TotalEpochs, tp.Workers, tp.Nodes, tp.EpochsPerHour, tp.Seconds, want, *got.RemainingSeconds)
+	if tp.Workers != 2 || tp.Nodes != 1 {
+		t.Errorf("throughput measured on %d workers, %d nodes; the job runs on 2 workers on 1 node", tp.Workers, tp.Nodes)
+	}
+	// Readings land on the 1 s reading ticks, so an interval measures 3 s
+	// of writing as 2 to 4 s; over several the rate is near the truth.
+	if tp.EpochsPerHour < want/2 || tp.EpochsPerHour > want*2 {
+		t.Errorf("measured %.0f epochs/h; the log was written at %.0f", tp.EpochsPerHour, want)
 	}
 }

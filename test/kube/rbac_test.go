@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -38,6 +39,9 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		}
 	}
 	checks = append(checks,
+		check{"get", "", "pods/log", jobs, true},
+		check{"get", "", "pods/log", other, false},
+		check{"create", "", "pods/exec", jobs, false},
 		check{"get", "", "configmaps", jobs, true},
 		check{"get", "", "configmaps", other, false},
 		check{"list", "", "configmaps", jobs, false},
@@ -69,11 +73,12 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	const sa = "system:serviceaccount:" + leaseNamespace + ":voda-scheduler"
 	for _, c := range checks {
 		t.Run(fmt.Sprintf("%s %s.%s in %q", c.verb, c.resource, c.group, c.ns), func(t *testing.T) {
+			resource, subresource, _ := strings.Cut(c.resource, "/")
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   sa,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + leaseNamespace, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.ns,
+					Verb: c.verb, Group: c.group, Resource: resource, Subresource: subresource, Namespace: c.ns,
 				},
 			}}
 			got, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})

@@ -413,6 +413,13 @@ func (e *Env) LogPath(component string) string {
 	return filepath.Join(e.Dir, "logs", component+".log")
 }
 
+// PodLogFile is the file kwok serves as every pod's log (pods/log):
+// hack/cluster.sh's kwok reads it in the CRI log format, one line per
+// entry: "<RFC 3339 time> stdout F <text>". A test appends to it.
+func (e *Env) PodLogFile() string {
+	return filepath.Join(e.Dir, "kwok", "pod.log")
+}
+
 // CreateNamespace creates a namespace and waits until its default
 // ServiceAccount exists (pods are rejected before that).
 func (e *Env) CreateNamespace(ctx context.Context, name string) error {
