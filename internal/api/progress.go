@@ -73,7 +73,7 @@ func cmpMaxWorkers(n int) int {
 // measured fills what a job's progress reports say into its view, and its
 // estimated finish on its current workers: the remaining time on one GPU
 // over the speedup at that count, give or take the spread of its measured
-// throughput.
+// throughput, after what is left of a restart under way.
 func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 	st, err := progress.Decode(j.Progress)
 	if err != nil || st == nil {
@@ -99,7 +99,7 @@ func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 		return
 	}
 	left := *out.RemainingSeconds / out.Speedup[k]
-	finish := now.Add(time.Duration(left * float64(time.Second)))
+	finish := now.Add(time.Duration(left*float64(time.Second)) + j.Status.Est.PendingRestart(j.Status.State.LastChange, now))
 	out.EstimatedFinish = &finish
 	out.EstimatedFinishErrorSeconds = left * d.RemainingRelErr
 }

@@ -294,5 +294,6 @@ func (c *Collector) Estimate(job, app string, remainingWork float64, maxWorkers 
 	for k := 1; k <= maxWorkers; k++ {
 		est.Speedup[k] = float64(k) / f.cost(k, c.nodesFor(k))
 	}
+	est.RestartSeconds, _ = c.RestartSeconds(job, app)
 	return est
 }

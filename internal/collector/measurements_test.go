@@ -304,3 +304,25 @@ func checkEstimates(t *testing.T, c *Collector, job string) {
 		}
 	}
 }
+
+// The estimates carry the restart time measured: the job's own, else its
+// application's, else none.
+func TestEstimateRestartSeconds(t *testing.T) {
+	c := New()
+	if e := c.Estimate("a", "app", 10, 4); e.RestartSeconds != 0 {
+		t.Errorf("nothing measured: restart %v, want 0", e.RestartSeconds)
+	}
+	var app Measurements
+	app.AddRestart(60)
+	c.SetApp("app", app)
+	if e := c.Estimate("a", "app", 10, 4); e.RestartSeconds != 60 {
+		t.Errorf("the application's: restart %v, want 60", e.RestartSeconds)
+	}
+	var own Measurements
+	own.AddRestart(20)
+	own.AddRestart(40)
+	c.SetJob("a", "app", own)
+	if e := c.Estimate("a", "app", 10, 4); e.RestartSeconds != 30 {
+		t.Errorf("the job's own: restart %v, want 30", e.RestartSeconds)
+	}
+}

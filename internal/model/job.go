@@ -110,6 +110,20 @@ type Estimates struct {
 	// means unknown, taken as linear. Beyond the end of the curve the
 	// speedup stays at its last value.
 	Speedup []float64
+	// RestartSeconds is what a new placement costs the job before it
+	// progresses again (its measured restart time); 0 when unknown.
+	RestartSeconds float64
+}
+
+// PendingRestart is what is left, at now, of the restart a job whose
+// placement last changed at lastChange is paying: RestartSeconds after the
+// change, nothing once that has passed (or with no change or no measure).
+func (e Estimates) PendingRestart(lastChange, now time.Time) time.Duration {
+	if lastChange.IsZero() || !(e.RestartSeconds > 0) {
+		return 0
+	}
+	left := time.Duration(e.RestartSeconds*float64(time.Second)) - now.Sub(lastChange)
+	return max(left, 0)
 }
 
 // SpeedupAt returns S(k).

@@ -42,7 +42,8 @@ func Forecasts(snap *model.Snapshot, order []string) map[string]Forecast {
 		free -= j.State.GPUs
 		if rem := j.Est.RemainingSeconds; rem >= 0 {
 			secs := rem / max(j.Est.SpeedupAt(j.State.GPUs), 1e-9)
-			releases = append(releases, release{snap.Now.Add(time.Duration(secs * float64(time.Second))), j.State.GPUs, j.Spec.Name})
+			at := snap.Now.Add(time.Duration(secs*float64(time.Second)) + j.Est.PendingRestart(j.State.LastChange, snap.Now))
+			releases = append(releases, release{at, j.State.GPUs, j.Spec.Name})
 		}
 	}
 	sort.Slice(releases, func(a, b int) bool {

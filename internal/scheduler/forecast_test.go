@@ -47,3 +47,38 @@ func TestForecasts(t *testing.T) {
 		t.Errorf("run-b forecast = %+v, want position 1 starting now", f)
 	}
 }
+
+// A running job that is paying its measured restart releases its GPUs
+// that much later: what is left of the restart comes before its work.
+func TestForecastsAfterRestart(t *testing.T) {
+	t0 := time.Unix(1000, 0).UTC()
+	for _, c := range []struct {
+		name       string
+		restart    float64
+		changedAgo time.Duration
+		start      time.Duration
+	}{
+		{"no restart measured", 0, 10 * time.Second, 100 * time.Second},
+		{"restart under way", 30, 10 * time.Second, 120 * time.Second},
+		{"restart over", 30, time.Minute, 100 * time.Second},
+		{"never placed", 30, 0, 100 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := model.Job{
+				Spec:  model.JobSpec{Name: "run", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 4, SubmitTime: t0},
+				State: model.JobState{GPUs: 4},
+				Est:   model.Estimates{RemainingSeconds: 400, RestartSeconds: c.restart},
+			}
+			if c.changedAgo > 0 {
+				run.State.LastChange = t0.Add(-c.changedAgo)
+			}
+			wait := model.Job{Spec: model.JobSpec{Name: "wait", MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, SubmitTime: t0},
+				Est: model.Estimates{RemainingSeconds: 100}}
+			snap := &model.Snapshot{Now: t0, Nodes: []model.Node{{Name: "n0", GPUs: 4}}, Jobs: []model.Job{run, wait}}
+			got := Forecasts(snap, nil)["wait"]
+			if want := t0.Add(c.start); !got.Start.Equal(want) {
+				t.Errorf("wait starts at %v, want %v", got.Start.Sub(t0), c.start)
+			}
+		})
+	}
+}

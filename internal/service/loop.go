@@ -387,14 +387,15 @@ func (s *Service) estimate() {
 		if err := s.core.SetEstimates(name, e); err != nil {
 			s.log.Warn("set estimates", "job", name, "err", err)
 		}
-		s.jobGauges(name, t, j.Spec.Epochs, j.State.GPUs, e)
+		s.jobGauges(name, t, j.Spec.Epochs, j.State, e)
 	}
 }
 
 // jobGauges sets a reporting job's Prometheus gauges: its progress, and
-// while it runs, its time left on its workers and its measured speed
-// there.
-func (s *Service) jobGauges(name string, t *tracked, epochs, gpus int, e model.Estimates) {
+// while it runs, its time left on its workers (after what is left of a
+// restart under way) and its measured speed there.
+func (s *Service) jobGauges(name string, t *tracked, epochs int, st model.JobState, e model.Estimates) {
+	gpus := st.GPUs
 	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	if p, ok := t.progress.Progress(epochs); ok {
 		m.JobProgress.WithLabelValues(gt, name).Set(p)
@@ -404,7 +405,8 @@ func (s *Service) jobGauges(name string, t *tracked, epochs, gpus int, e model.E
 		m.JobThroughput.DeleteLabelValues(gt, name)
 		return
 	}
-	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(e.RemainingSeconds / e.Speedup[gpus])
+	restart := e.PendingRestart(st.LastChange, s.cfg.Clock.Now()).Seconds()
+	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(e.RemainingSeconds/e.Speedup[gpus] + restart)
 	for _, p := range s.collector.Detail(name, t.app).Placements {
 		if p.Workers == gpus {
 			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)

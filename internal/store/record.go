@@ -108,6 +108,7 @@ type nodeWorkersRecord struct {
 type estimatesRecord struct {
 	RemainingSeconds storedFloat   `json:"remainingSeconds" bson:"remainingSeconds"`
 	Speedup          []storedFloat `json:"speedup" bson:"speedup"`
+	RestartSeconds   storedFloat   `json:"restartSeconds,omitempty" bson:"restartSeconds,omitempty"`
 }
 
 // schedulerRecord is a Scheduler as stored. Settings and Status are
@@ -549,7 +550,7 @@ func decodePlacement(r []nodeWorkersRecord) model.JobPlacement {
 }
 
 func encodeEstimates(est model.Estimates) estimatesRecord {
-	r := estimatesRecord{RemainingSeconds: storedFloat(est.RemainingSeconds)}
+	r := estimatesRecord{RemainingSeconds: storedFloat(est.RemainingSeconds), RestartSeconds: storedFloat(est.RestartSeconds)}
 	if len(est.Speedup) > 0 {
 		r.Speedup = make([]storedFloat, len(est.Speedup))
 		for i, v := range est.Speedup {
@@ -560,7 +561,7 @@ func encodeEstimates(est model.Estimates) estimatesRecord {
 }
 
 func decodeEstimates(r estimatesRecord) model.Estimates {
-	est := model.Estimates{RemainingSeconds: float64(r.RemainingSeconds)}
+	est := model.Estimates{RemainingSeconds: float64(r.RemainingSeconds), RestartSeconds: float64(r.RestartSeconds)}
 	if len(r.Speedup) > 0 {
 		est.Speedup = make([]float64, len(r.Speedup))
 		for i, v := range r.Speedup {
