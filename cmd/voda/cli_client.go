@@ -31,8 +31,13 @@ const (
 type clientOptions struct {
 	server, token, caFile string
 	// kubeconfig and context choose the kubeconfig context whose token
-	// is sent when neither --token nor $VODA_TOKEN is given.
+	// is sent when neither --token nor $VODA_TOKEN is given, and whose
+	// Voda API (vodaExtension) is the server when neither --server nor
+	// $VODA_SERVER is given.
 	kubeconfig, context string
+	// plugin: the commands run as `kubectl voda`, whose namespace is the
+	// context's unless -n or -A says otherwise.
+	plugin bool
 
 	// sent describes the credential the last client sends, for the
 	// error of a 401.
@@ -60,7 +65,11 @@ type sentCredential struct {
 // --certificate-authority, --kubeconfig and --context. A 401 of the server
 // is explained with the credential that was sent (explainUnauthorized).
 func newClientCommands() []*cobra.Command {
-	o := &clientOptions{}
+	return newClientCommandsFor(&clientOptions{})
+}
+
+// newClientCommandsFor returns the client commands sharing o.
+func newClientCommandsFor(o *clientOptions) []*cobra.Command {
 	cmds := []*cobra.Command{
 		newCreateCommand(o),
 		newGetCommand(o),
@@ -71,7 +80,7 @@ func newClientCommands() []*cobra.Command {
 	for _, c := range cmds {
 		f := c.PersistentFlags()
 		f.StringVar(&o.server, "server", "",
-			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else "+api.DefaultServerAddr+")")
+			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else the kubeconfig context's (see 'kubectl voda config set-server'), else "+api.DefaultServerAddr+")")
 		f.StringVar(&o.token, "token", "", "bearer token for the server (default $"+tokenEnv+", else the current kubeconfig context's token)")
 		f.StringVar(&o.caFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+caEnv+", else the system's roots)")
 		f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to take the token from when neither --token nor $"+tokenEnv+" is given: the context user's token, tokenFile or exec plugin, sent only to an https or loopback server (default $KUBECONFIG, else ~/.kube/config)")
@@ -123,26 +132,64 @@ func (s sentCredential) explain() string {
 	return fmt.Sprintf("The request carried no token: give one with --token or $%s, or use a kubeconfig context that has one (--kubeconfig, --context).", tokenEnv)
 }
 
-// serverAddr is the server to talk to: --server, else $VODA_SERVER,
-// else the default address of `voda server`.
-func (o *clientOptions) serverAddr() string {
+// serverAddr is the server to talk to: --server, else $VODA_SERVER, else
+// the kubeconfig context's Voda API (vodaExtension), else the default
+// address of `voda server`. ca is the context's certificate authority
+// when the server is the context's; source names where addr came from.
+func (o *clientOptions) serverAddr() (addr, ca, source string, err error) {
 	if o.server != "" {
-		return o.server
+		return o.server, "", "--server", nil
 	}
 	if s := strings.TrimSpace(os.Getenv(serverEnv)); s != "" {
-		return s
+		return s, "", "$" + serverEnv, nil
 	}
-	return "http://" + api.DefaultServerAddr
+	_, name, kctx, err := loadKubeContext(o.kubeconfig, o.context)
+	if err != nil {
+		return "", "", "", err
+	}
+	if kctx != nil {
+		ext, err := contextVoda(name, kctx)
+		if err != nil {
+			return "", "", "", err
+		}
+		if ext.Server != "" {
+			return ext.Server, ext.CertificateAuthority, fmt.Sprintf("kubeconfig context %q", name), nil
+		}
+		if o.plugin {
+			return "", "", "", fmt.Errorf("kubeconfig context %q does not say where its Voda API is: run 'kubectl voda config set-server URL', or give --server or $%s", name, serverEnv)
+		}
+	}
+	return "http://" + api.DefaultServerAddr, "", "the default server", nil
+}
+
+// namespace is the namespace a command works in when -n is not given:
+// none (every one) for voda; as kubectl voda, the kubeconfig context's,
+// else "default", as kubectl does.
+func (o *clientOptions) namespace() (string, error) {
+	if !o.plugin {
+		return "", nil
+	}
+	_, _, kctx, err := loadKubeContext(o.kubeconfig, o.context)
+	if err != nil {
+		return "", err
+	}
+	if kctx != nil && kctx.Namespace != "" {
+		return kctx.Namespace, nil
+	}
+	return "default", nil
 }
 
 // client returns a client of the chosen server, with the token and the
 // certificate authority of the flags or the environment. Without --token
 // and $VODA_TOKEN the token is the kubeconfig context's (kubeconfigOption).
 func (o *clientOptions) client() (*client.Client, error) {
-	addr := o.serverAddr()
+	addr, contextCA, source, err := o.serverAddr()
+	if err != nil {
+		return nil, err
+	}
 	probe, err := client.New(addr, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--server or $%s: %w", serverEnv, err)
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	var opts []client.Option
 	o.sent = sentCredential{}
@@ -162,6 +209,8 @@ func (o *clientOptions) client() (*client.Client, error) {
 	}
 	if caFile := cmp.Or(o.caFile, strings.TrimSpace(os.Getenv(caEnv))); caFile != "" {
 		opts = append(opts, from("--certificate-authority or $"+caEnv, client.WithCAFile(caFile)))
+	} else if contextCA != "" {
+		opts = append(opts, from(source+"'s certificate-authority", client.WithCAFile(contextCA)))
 	}
 	return client.New(addr, nil, opts...)
 }

@@ -40,34 +40,9 @@ type kubeCredential struct {
 // does not parse, a missing --kubeconfig and a --context that the
 // kubeconfig does not have are errors.
 func loadKubeCredential(path, context string) (*kubeCredential, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
-		// clientcmd finds ~ when the program starts; look it up now.
-		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
-	}
-	rules.ExplicitPath = path
-	rules.MigrationRules = nil // never write a file
-	rules.WarnIfAllMissing = false
-	raw, err := rules.Load()
-	if err != nil {
-		if path != "" {
-			return nil, fmt.Errorf("--kubeconfig: %w", err)
-		}
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	name := context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	if name == "" {
-		return nil, nil
-	}
-	kctx := raw.Contexts[name]
-	if kctx == nil {
-		if context != "" {
-			return nil, fmt.Errorf("--context %q: the kubeconfig (%s) has no such context", context, kubeconfigFiles(rules))
-		}
-		return nil, nil // a dangling current-context: kubectl fails too, but Voda may not need a token
+	raw, name, kctx, err := loadKubeContext(path, context)
+	if err != nil || kctx == nil {
+		return nil, err
 	}
 	user := raw.AuthInfos[kctx.AuthInfo]
 	if user == nil || (user.Token == "" && user.TokenFile == "" && user.Exec == nil) {
@@ -86,6 +61,50 @@ func loadKubeCredential(path, context string) (*kubeCredential, error) {
 		cfg.Clusters["cluster"] = cl
 	}
 	return &kubeCredential{context: name, config: *cfg}, nil
+}
+
+// kubeconfigRules are the rules kubectl loads a kubeconfig by: path
+// (--kubeconfig) when given, else the files of $KUBECONFIG, else
+// ~/.kube/config.
+func kubeconfigRules(path string) *clientcmd.ClientConfigLoadingRules {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		// clientcmd finds ~ when the program starts; look it up now.
+		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
+	rules.ExplicitPath = path
+	rules.MigrationRules = nil // never write a file
+	rules.WarnIfAllMissing = false
+	return rules
+}
+
+// loadKubeContext reads the kubeconfig (kubeconfigRules) and returns it
+// with the context named context, else the current one. No kubeconfig, no
+// current context or a dangling current context is a nil context and no
+// error (kubectl fails on the last, but Voda may not need one); a
+// kubeconfig that does not parse, a missing --kubeconfig and a --context
+// the kubeconfig does not have are errors.
+func loadKubeContext(path, context string) (*clientcmdapi.Config, string, *clientcmdapi.Context, error) {
+	rules := kubeconfigRules(path)
+	raw, err := rules.Load()
+	if err != nil {
+		if path != "" {
+			return nil, "", nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return nil, "", nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	name := context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if name == "" {
+		return raw, "", nil, nil
+	}
+	kctx := raw.Contexts[name]
+	if kctx == nil && context != "" {
+		return nil, "", nil, fmt.Errorf("--context %q: the kubeconfig (%s) has no such context", context, kubeconfigFiles(rules))
+	}
+	return raw, name, kctx, nil
 }
 
 // kubeconfigFiles names the files loadKubeCredential read, for errors.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -174,7 +175,7 @@ func TestServerUnreachable(t *testing.T) {
 	wantError(t, []string{"get", "jobs", "--server", addr},
 		"cannot reach the voda server at http://"+addr+": ",
 		"is `voda server` running? set --server or VODA_SERVER")
-	wantError(t, []string{"get", "jobs", "--server", "ftp://x"}, `--server or $VODA_SERVER: server address "ftp://x": scheme "ftp" is not http or https`)
+	wantError(t, []string{"get", "jobs", "--server", "ftp://x"}, `--server: server address "ftp://x": scheme "ftp" is not http or https`)
 }
 
 // The server flag and environment variable tests change the environment,
@@ -197,18 +198,26 @@ func TestServerFlagWinsOverEnv(t *testing.T) {
 }
 
 func TestServerDefault(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	addr := func(o *clientOptions) string {
+		t.Helper()
+		a, _, _, err := o.serverAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
 	for _, env := range []string{"", "  "} {
 		t.Setenv(serverEnv, env)
-		o := &clientOptions{}
-		if got, want := o.serverAddr(), "http://"+api.DefaultServerAddr; got != want {
+		if got, want := addr(&clientOptions{}), "http://"+api.DefaultServerAddr; got != want {
 			t.Errorf("serverAddr with $%s=%q = %q, want %q", serverEnv, env, got, want)
 		}
 	}
 	t.Setenv(serverEnv, "voda.example.com:80")
-	if got := (&clientOptions{}).serverAddr(); got != "voda.example.com:80" {
+	if got := addr(&clientOptions{}); got != "voda.example.com:80" {
 		t.Errorf("serverAddr = %q, want $%s", got, serverEnv)
 	}
-	if got := (&clientOptions{server: "h:1"}).serverAddr(); got != "h:1" {
+	if got := addr(&clientOptions{server: "h:1"}); got != "h:1" {
 		t.Errorf("serverAddr = %q, want the flag", got)
 	}
 }

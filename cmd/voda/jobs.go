@@ -32,8 +32,9 @@ func finished(status string) bool {
 // ---- create ----
 
 type createFlags struct {
-	files  []string
-	output string
+	files     []string
+	output    string
+	namespace string
 }
 
 func newCreateCommand(o *clientOptions) *cobra.Command {
@@ -76,6 +77,7 @@ they are printed, and the command exits non-zero.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCreate(cmd, o, f) },
 	}
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file to submit, '-' for standard input (repeatable)")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace of the manifests that name none (default: the server's --namespace; as kubectl voda, the kubeconfig context's namespace)")
 	_ = cmd.MarkFlagRequired("filename")
 	addOutputFlag(cmd, &f.output, outJSON, outYAML, outName)
 	return cmd
@@ -94,6 +96,15 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 	manifests, err := readManifests(cmd.InOrStdin(), f.files)
 	if err != nil {
 		return err
+	}
+	ns := f.namespace
+	if ns == "" {
+		if ns, err = o.namespace(); err != nil {
+			return err
+		}
+	}
+	for i := range manifests {
+		manifests[i].body = withNamespace(manifests[i].body, ns)
 	}
 	c, err := o.client()
 	if err != nil {
@@ -258,11 +269,12 @@ Voda server, as a table or, with -o, as JSON, YAML or bare names.`,
 }
 
 type getJobsFlags struct {
-	output    string
-	gpuType   string
-	status    string
-	live      bool
-	namespace string
+	output        string
+	gpuType       string
+	status        string
+	live          bool
+	namespace     string
+	allNamespaces bool
 }
 
 func newGetJobsCommand(o *clientOptions) *cobra.Command {
@@ -300,7 +312,8 @@ scheduler has halted it.`,
 	fl.StringVar(&f.gpuType, "gpu-type", "", "only the jobs of this GPU type")
 	fl.StringVar(&f.status, "status", "", "only the jobs in this status: "+orList(jobStatuses))
 	fl.BoolVar(&f.live, "live", false, "only the jobs that have not finished")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "only the jobs of this namespace (default: those of every namespace the caller may see)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "only the jobs of this namespace (default: those of every namespace the caller may see; as kubectl voda, the kubeconfig context's namespace)")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "the jobs of every namespace the caller may see (the default of voda; as kubectl voda, instead of the context's namespace)")
 	return cmd
 }
 
@@ -315,6 +328,15 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	if err != nil {
 		return err
 	}
+	ns := f.namespace
+	switch {
+	case ns != "" && f.allNamespaces:
+		return errors.New("--namespace and --all-namespaces cannot be combined")
+	case ns == "" && !f.allNamespaces && len(names) == 0:
+		if ns, err = o.namespace(); err != nil {
+			return err
+		}
+	}
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -323,7 +345,7 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	var jobs []api.Job
 	var errs []error
 	if len(names) == 0 {
-		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live, Namespace: f.namespace})
+		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live, Namespace: ns})
 	} else {
 		jobs, errs, err = getEach(ctx, "job", names, c.GetJob)
 	}

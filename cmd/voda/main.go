@@ -8,12 +8,23 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+	root := newRootCommand()
+	if plugin, complete := programMode(os.Args[0]); plugin {
+		root = newPluginCommand()
+		if complete {
+			// kubectl asks its plugins' completion helper with the words
+			// after "kubectl voda"; cobra answers its hidden __complete.
+			root.SetArgs(append([]string{cobra.ShellCompRequestCmd}, os.Args[1:]...))
+		}
+	}
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}

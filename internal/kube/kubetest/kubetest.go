@@ -229,13 +229,17 @@ func run(m *testing.M, env **Env) int {
 // Kubectl runs the built kubectl with the admin kubeconfig and returns its
 // combined output. The error includes the output.
 func (e *Env) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
-	kubectl := filepath.Join(toolsBin(e.Root), "kubectl")
-	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, e.ToolPath("kubectl"), append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// ToolPath is the path of a binary hack/tools.sh built (kubectl, ...).
+func (e *Env) ToolPath(name string) string {
+	return filepath.Join(toolsBin(e.Root), name)
 }
 
 // Apply applies a manifest file or folder (kubectl apply --server-side).
