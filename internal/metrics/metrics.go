@@ -97,13 +97,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		GPUsInUse:     gauge("gpus_in_use", "GPUs held by jobs."),
 
 		JobProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_progress",
-			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job"}),
+			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job_name"}),
 		JobRemainingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_remaining_seconds",
-			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job"}),
+			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job_name"}),
 		JobThroughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_throughput_epochs_per_hour",
-			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job"}),
+			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job_name"}),
 		JobWaitingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_waiting_seconds",
-			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, []string{"gpu_type", "job"}),
+			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, []string{"gpu_type", "job_name"}),
 
 		LastReschedule:   gauge("last_reschedule_timestamp_seconds", "Wall time (Unix seconds) of the last scheduling cycle this process ran; its scheduler's start until the first."),
 		StoreWriteErrors: counter("store_write_errors_total", "Scheduler writes to the store (job and scheduler statuses) that failed.", gt...),
@@ -148,9 +148,19 @@ func (m *Metrics) Lead(gpuType string, leading bool) {
 	}
 }
 
-// StandBy makes gpuType's leader gauge (0) and terms counter exist before
-// this process first leads it, so that a replica standing by shows it.
+// StandBy makes gpuType's leader gauge (0) and counters exist before this
+// process first leads it, so that a replica standing by shows it.
 func (m *Metrics) StandBy(gpuType string) {
 	m.SchedulerLeader.WithLabelValues(gpuType).Set(0)
-	m.LeaderTerms.WithLabelValues(gpuType)
+	m.Zero(gpuType)
+}
+
+// Zero makes gpuType's counters exist, at 0 until they count: a counter
+// born at 1 hides its first increase from increase() and rate(), and an
+// alert on the first failure or set-aside job would never fire.
+func (m *Metrics) Zero(gpuType string) {
+	for _, c := range []*prometheus.CounterVec{m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside,
+		m.Reschedules, m.WorkersMigrated, m.LaunchersRestarted, m.StoreWriteErrors, m.LeaderTerms} {
+		c.WithLabelValues(gpuType)
+	}
 }

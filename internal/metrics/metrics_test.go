@@ -17,8 +17,10 @@ func TestLead(t *testing.T) {
 	if got := testutil.ToFloat64(m.SchedulerLeader.WithLabelValues("v100")); got != 0 {
 		t.Fatalf("standing by: leader %v, want 0", got)
 	}
-	if got := testutil.CollectAndCount(m.LeaderTerms); got != 2 {
-		t.Fatalf("standing by: %d terms series, want 2 (at 0)", got)
+	for _, c := range []*prometheus.CounterVec{m.LeaderTerms, m.JobsSetAside, m.StoreWriteErrors} {
+		if got := testutil.CollectAndCount(c); got != 2 {
+			t.Fatalf("standing by: %d series of a counter, want 2 (at 0)", got)
+		}
 	}
 	for _, gt := range []string{"v100", "a100"} {
 		m.Lead(gt, true)

@@ -220,9 +220,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	algo, jobs := s.core.Allocator().Name(), s.core.Len()
-	// The counter exists from the start (at 0), and the last cycle is
-	// the start until the first, so that alerts see both.
-	s.cfg.Metrics.StoreWriteErrors.WithLabelValues(s.cfg.GPUType)
+	// The counters exist from the start (at 0), and the last cycle is the
+	// start until the first, so that alerts see them.
+	s.cfg.Metrics.Zero(s.cfg.GPUType)
 	s.cfg.Metrics.LastReschedule.WithLabelValues(s.cfg.GPUType).Set(unixSeconds(s.cfg.WallClock.Now()))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
