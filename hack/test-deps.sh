@@ -5,7 +5,9 @@
 # (hack/cluster.sh) openssl for its keys and certificates, and socat,
 # unshare and ip to give mpi-operator a network namespace of its own; and
 # python3-torch (Debian's CPU PyTorch with gloo and the elastic launcher)
-# for test/kube's TestRealTrainer, which trains a small model under it. This
+# for test/kube's TestRealTrainer, which trains a small model under it; and
+# prometheus (Prometheus and promtool) for test/e2e's TestMonitoring, which
+# checks the alert rules and dashboards' queries against a real one. This
 # script starts nothing; hack/tools.sh builds the Kubernetes components.
 # It is idempotent and prints one line per package it installs, nothing
 # when everything is already there.
@@ -21,6 +23,7 @@ deps=(
 	"unshare util-linux"
 	"ip iproute2"
 	"python3:torch python3-torch"
+	"promtool prometheus"
 )
 
 have() {

@@ -37,6 +37,20 @@ type Metrics struct {
 	JobProgress         *prometheus.GaugeVec
 	JobRemainingSeconds *prometheus.GaugeVec
 	JobThroughput       *prometheus.GaugeVec
+	// JobWaitingSeconds is, per live job holding no GPU, the scheduler
+	// time since it last lost (or never had) its GPUs.
+	JobWaitingSeconds *prometheus.GaugeVec
+
+	// LastReschedule is the wall time of the GPU type's last scheduling
+	// cycle in this process (its scheduler's start until the first).
+	LastReschedule *prometheus.GaugeVec
+	// StoreWriteErrors counts the scheduler's failed store writes.
+	StoreWriteErrors *prometheus.CounterVec
+	// SchedulerLeader is 1 while this process runs the GPU type's
+	// scheduler (leads it), 0 while it stands by; LeaderTerms counts the
+	// terms it began.
+	SchedulerLeader *prometheus.GaugeVec
+	LeaderTerms     *prometheus.CounterVec
 
 	HTTPRequests *prometheus.CounterVec
 	HTTPDuration *prometheus.HistogramVec
@@ -83,11 +97,18 @@ func New(reg prometheus.Registerer) *Metrics {
 		GPUsInUse:     gauge("gpus_in_use", "GPUs held by jobs."),
 
 		JobProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_progress",
-			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job"}),
+			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job_name"}),
 		JobRemainingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_remaining_seconds",
-			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job"}),
+			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job_name"}),
 		JobThroughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_throughput_epochs_per_hour",
-			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job"}),
+			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job_name"}),
+		JobWaitingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_waiting_seconds",
+			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, []string{"gpu_type", "job_name"}),
+
+		LastReschedule:   gauge("last_reschedule_timestamp_seconds", "Wall time (Unix seconds) of the last scheduling cycle this process ran; its scheduler's start until the first."),
+		StoreWriteErrors: counter("store_write_errors_total", "Scheduler writes to the store (job and scheduler statuses) that failed.", gt...),
+		SchedulerLeader:  gauge("scheduler_leader", "1 while this process runs the GPU type's scheduler (it holds the lease, or leader election is off), 0 while it stands by."),
+		LeaderTerms:      counter("scheduler_leader_terms_total", "Terms this process began as the GPU type's scheduler (leadership acquired).", gt...),
 
 		HTTPRequests: counter("http_requests_total", "API requests by route pattern and status code.", "route", "code"),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -100,9 +121,46 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
-		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput,
+		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
+		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
 		m.HTTPRequests, m.HTTPDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// Lead records that this process began (leading true) or ended a term as
+// gpuType's scheduler. When a term ends, the GPU type's gauges of state
+// (jobs, GPUs, per-job gauges, the last cycle) are deleted: the replica
+// that leads next exports them, and a standby replica exporting the last
+// values it saw would contradict it. Counters stay.
+func (m *Metrics) Lead(gpuType string, leading bool) {
+	if leading {
+		m.LeaderTerms.WithLabelValues(gpuType).Inc()
+		m.SchedulerLeader.WithLabelValues(gpuType).Set(1)
+		return
+	}
+	m.SchedulerLeader.WithLabelValues(gpuType).Set(0)
+	gt := prometheus.Labels{"gpu_type": gpuType}
+	for _, g := range []*prometheus.GaugeVec{m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
+		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds, m.LastReschedule} {
+		g.DeletePartialMatch(gt)
+	}
+}
+
+// StandBy makes gpuType's leader gauge (0) and counters exist before this
+// process first leads it, so that a replica standing by shows it.
+func (m *Metrics) StandBy(gpuType string) {
+	m.SchedulerLeader.WithLabelValues(gpuType).Set(0)
+	m.Zero(gpuType)
+}
+
+// Zero makes gpuType's counters exist, at 0 until they count: a counter
+// born at 1 hides its first increase from increase() and rate(), and an
+// alert on the first failure or set-aside job would never fire.
+func (m *Metrics) Zero(gpuType string) {
+	for _, c := range []*prometheus.CounterVec{m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside,
+		m.Reschedules, m.WorkersMigrated, m.LaunchersRestarted, m.StoreWriteErrors, m.LeaderTerms} {
+		c.WithLabelValues(gpuType)
+	}
 }

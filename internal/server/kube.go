@@ -110,6 +110,7 @@ func (s *server) startKube(ctx context.Context) error {
 	}
 	s.applyParallelism = kubeApplyParallelism
 	for _, t := range s.gpuTypes {
+		s.metrics.StandBy(t)
 		s.goRun(ctx, "scheduler "+t, func(ctx context.Context) error { return s.lead(ctx, client, t) })
 	}
 	return nil

@@ -80,9 +80,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
 	s := &server{cfg: cfg, log: log, store: st, queue: q, clock: clk, algos: algorithm.Builtin(), placer: placer,
-		registry: reg, metrics: metrics.New(reg), gpuTypes: cfg.gpuTypes(), applyParallelism: 1,
-		running: schedulers{current: map[string]*service.Service{}}, errc: make(chan error, 1)}
+		registry: reg, metrics: m, gpuTypes: cfg.gpuTypes(), applyParallelism: 1,
+		running: schedulers{current: map[string]*service.Service{}, metrics: m}, errc: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	err = s.start(ctx)
 	if err == nil {
@@ -251,10 +252,12 @@ func (s *server) startAPI(ctx context.Context) error {
 }
 
 // schedulers are the scheduler services running in this process, by GPU
-// type; on Kubernetes a GPU type led by another replica has none.
+// type; on Kubernetes a GPU type led by another replica has none. Each
+// start and end of one is a leadership term on metrics.
 type schedulers struct {
 	mu      sync.Mutex
 	current map[string]*service.Service
+	metrics *metrics.Metrics
 }
 
 // Ready is nil when every GPU type either runs here and is healthy
@@ -274,6 +277,7 @@ func (r *schedulers) Ready() error {
 func (r *schedulers) set(gpuType string, s *service.Service) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.metrics.Lead(gpuType, s != nil)
 	if s == nil {
 		delete(r.current, gpuType)
 		return

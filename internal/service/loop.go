@@ -78,7 +78,8 @@ func (s *Service) release(ctx context.Context, now time.Time, name string, statu
 	}
 	s.collector.Forget(name)
 	s.saveHistory(ctx, app)
-	for _, g := range []*prometheus.GaugeVec{s.cfg.Metrics.JobProgress, s.cfg.Metrics.JobRemainingSeconds, s.cfg.Metrics.JobThroughput} {
+	m := s.cfg.Metrics
+	for _, g := range []*prometheus.GaugeVec{m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds} {
 		g.DeleteLabelValues(s.cfg.GPUType, name)
 	}
 	delete(s.jobs, name)
@@ -342,6 +343,7 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 	s.cycles++
 	s.lastCycle = rep.Time
 	m.Reschedules.WithLabelValues(gt).Inc()
+	m.LastReschedule.WithLabelValues(gt).Set(unixSeconds(s.cfg.WallClock.Now()))
 	m.RescheduleDuration.WithLabelValues(gt).Observe(rep.Duration.Seconds())
 	m.AllocatorDuration.WithLabelValues(gt, rep.Algorithm).Observe(rep.AllocateDuration.Seconds())
 	m.PlacementDuration.WithLabelValues(gt).Observe(rep.PlaceDuration.Seconds())
@@ -441,8 +443,14 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	maps.Copy(writes, s.final)
 	st := store.SchedulerStatus{Now: now, LastCycle: s.lastCycle, Cycles: s.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs()}
 	cross := 0
+	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	for _, j := range snap.Jobs {
 		name := j.Spec.Name
+		if j.State.GPUs > 0 || j.State.WaitingSince.IsZero() {
+			m.JobWaitingSeconds.DeleteLabelValues(gt, name)
+		} else {
+			m.JobWaitingSeconds.WithLabelValues(gt, name).Set(max(now.Sub(j.State.WaitingSince).Seconds(), 0))
+		}
 		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.progressOf(name, j.Spec.Epochs)}
 		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
@@ -483,8 +491,6 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	if err != nil {
 		s.log.Error("save scheduler status", "err", err)
 	}
-	gt := s.cfg.GPUType
-	m := s.cfg.Metrics
 	m.JobsReady.WithLabelValues(gt).Set(float64(len(snap.Jobs)))
 	m.JobsWaiting.WithLabelValues(gt).Set(float64(st.Waiting))
 	m.JobsRunning.WithLabelValues(gt).Set(float64(st.Running))

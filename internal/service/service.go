@@ -207,6 +207,7 @@ func (s *Service) storeWrote(err error) {
 		s.storeErr.Store(nil)
 		return
 	}
+	s.cfg.Metrics.StoreWriteErrors.WithLabelValues(s.cfg.GPUType).Inc()
 	if s.storeErr.Load() == nil {
 		s.storeErr.Store(&storeFailure{since: s.cfg.WallClock.Now(), err: err})
 	}
@@ -219,6 +220,10 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	algo, jobs := s.core.Allocator().Name(), s.core.Len()
+	// The counters exist from the start (at 0), and the last cycle is the
+	// start until the first, so that alerts see them.
+	s.cfg.Metrics.Zero(s.cfg.GPUType)
+	s.cfg.Metrics.LastReschedule.WithLabelValues(s.cfg.GPUType).Set(unixSeconds(s.cfg.WallClock.Now()))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := []func(context.Context) error{
@@ -439,3 +444,6 @@ func (s *Service) setAside(ctx context.Context, now time.Time, name, why string)
 	s.cfg.Metrics.JobsSetAside.WithLabelValues(s.cfg.GPUType).Inc()
 	s.log.Error("job record set aside as Failed: it cannot be restored", "job", name, "reason", why)
 }
+
+// unixSeconds is t as fractional Unix seconds, as Prometheus timestamps are.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

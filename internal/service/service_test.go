@@ -405,6 +405,9 @@ func TestTerminalStatusRetriedUntilStored(t *testing.T) {
 	if err := h.svc.Health(); err == nil || !strings.Contains(err.Error(), "store writes failing") {
 		t.Fatalf("Health with failing writes = %v", err)
 	}
+	if n := h.counter(h.m.StoreWriteErrors); n < 1 {
+		t.Fatalf("store write errors counter %d, want at least 1", n)
+	}
 	if st := h.get("a").Status.State.Status; st != model.StatusRunning {
 		t.Fatalf("a is %s in the store, want still Running (the write failed)", st)
 	}
@@ -737,5 +740,36 @@ func TestDamagedSettingsRecordUsesDefaults(t *testing.T) {
 	h.do(func() { algo = h.svc.core.Allocator().Name() })
 	if algo != algorithm.DefaultName {
 		t.Fatalf("algorithm %s, want the default %s", algo, algorithm.DefaultName)
+	}
+}
+
+// A waiting job's voda_job_waiting_seconds is the scheduler time since it
+// last lost (or never had) GPUs, set at every persist; it goes when the
+// job starts. The last cycle's wall time is exported from the start.
+func TestWaitingSecondsGauge(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.create("a", 4, 4)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	if v := testutil.ToFloat64(h.m.LastReschedule.WithLabelValues(gpuType)); v != unixSeconds(t0) {
+		t.Fatalf("last reschedule %v, want the wall clock's %v", v, unixSeconds(t0))
+	}
+	h.create("b", 4, 4)
+	h.notify("b")
+	waitFor(t, "b admitted", func() bool { return h.held("b") })
+	h.clk.Step(90 * time.Second)
+	if err := h.svc.resync(context.Background()); err != nil { // persists
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(h.m.JobWaitingSeconds); n != 1 {
+		t.Fatalf("%d waiting-time series, want b's alone", n)
+	}
+	if v := testutil.ToFloat64(h.m.JobWaitingSeconds.WithLabelValues(gpuType, "b")); v != 90 {
+		t.Fatalf("b waited %v s, want 90", v)
+	}
+	h.fake.finish("a", model.StatusCompleted)
+	h.waitStatus("b", model.StatusRunning)
+	if n := testutil.CollectAndCount(h.m.JobWaitingSeconds); n != 0 {
+		t.Fatalf("%d waiting-time series once b runs, want none", n)
 	}
 }
