@@ -6,8 +6,10 @@ BIN       := bin/voda
 SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
+# The Kubernetes tests that make compat runs against another mpi-operator.
+COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build run simulate test test-deps sdk-test kube-test test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
+.PHONY: all build run simulate test test-deps sdk-test kube-test compat test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
 
 all: vet test build
 
@@ -28,6 +30,11 @@ simulate:
 test: vet test-deps sdk-test
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/test/kube$$')
 	$(GO) test -race -count=1 -timeout 40m -v ./test/kube
+	$(MAKE) compat
+
+## compat: the MPIJob tests again, against mpi-operator v0.8.0 (the newest release the Go module proxy serves; the stack runs v0.6.0 otherwise)
+compat: test-deps
+	VODA_MPI_OPERATOR=v0.8.0 $(GO) test -race -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' ./test/kube
 
 ## sdk-test: the job-side Python library's tests (sdk/python; python3 and its standard library only)
 sdk-test:

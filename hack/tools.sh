@@ -7,7 +7,8 @@
 # A group is rebuilt only when its go.mod/go.sum or the Go version change, so
 # the first run takes about ten minutes on two cores and later runs a second.
 #
-# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training (default all)
+# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training (the
+# default), mpi-v0.8 (mpi-operator v0.8.0, for VODA_MPI_OPERATOR=v0.8.0)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -69,12 +70,15 @@ for g in "${groups[@]}"; do
 	mpi)
 		build mpi -ldflags "-s -w" -o "$bin/mpi-operator" github.com/kubeflow/mpi-operator/cmd/mpi-operator
 		;;
+	mpi-v0.8)
+		build mpi-v0.8 -ldflags "-s -w" -o "$bin/mpi-operator-v0.8" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+		;;
 	training)
 		build training -ldflags "-s -w" -o "$bin/training-operator" \
 			github.com/kubeflow/training-operator/cmd/training-operator.v1
 		;;
 	*)
-		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi training)" >&2
+		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi mpi-v0.8 training)" >&2
 		exit 2
 		;;
 	esac
