@@ -130,16 +130,22 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool 
 // and a key that is not exactly a field's JSON name: encoding/json would
 // take the last of duplicates and match {"PRIORITY": 1} to "priority".
 //
-// It reads the body once, checking each token and storing it into v as
-// encoding/json would (see assign); only a type it does not store itself
-// (an interface, a json.Unmarshaler, an embedded struct) makes it decode
-// the body a second time with encoding/json.
+// It checks the body's syntax with json.Valid, then reads it once,
+// checking each token and storing it into v as encoding/json would (see
+// walker); only a type it does not store itself (an interface, a
+// json.Unmarshaler, an embedded struct) makes it decode the body a second
+// time with encoding/json. A body that is not valid JSON is read with
+// json.Decoder instead, whose errors say where and why.
 func decodeStrict(data []byte, v any) *jobspec.FieldError {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &jobspec.FieldError{Field: "body", Reason: "is empty; expected a JSON object"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	var dec tokens = &validTokens{data: data}
+	if !json.Valid(data) {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		dec = d
+	}
 	rv := reflect.ValueOf(v).Elem()
 	w := &walker{dec: dec, store: isAssignable(rv.Type())}
 	target := rv
@@ -155,9 +161,9 @@ func decodeStrict(data []byte, v any) *jobspec.FieldError {
 	if w.store {
 		return w.typeErr
 	}
-	dec = json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" { // e.g. a number too large for its field
 			return &jobspec.FieldError{Field: te.Field, Reason: fmt.Sprintf("cannot hold the JSON %s", te.Value)}
@@ -219,7 +225,7 @@ func assignable(t reflect.Type) bool {
 // walker reads one JSON value token by token, checking it against the
 // type it decodes into and, when store is set, storing it there.
 type walker struct {
-	dec   *json.Decoder
+	dec   tokens
 	store bool
 	// typeErr is the first value the target cannot hold (a number out of
 	// its field's range), reported as encoding/json would, but only once
