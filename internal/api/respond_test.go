@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/progress"
 )
 
 func intPtr(i int) *int { return &i }
@@ -36,22 +38,27 @@ func TestDecodeStrict(t *testing.T) {
 		{name: "cut short", body: `{"priority": 1`, field: "body", error: "body: not valid JSON: the body ends early"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got PriorityRequest
-			err := decodeStrict([]byte(tc.body), &got)
-			var field, msg string
-			if err != nil {
-				field, msg = err.Field, err.Error()
-			}
-			if field != tc.field || msg != tc.error {
-				t.Errorf("error: field %q %q, want %q %q", field, msg, tc.field, tc.error)
-			}
-			if err == nil {
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("decoded (-want,+got):\n%s", diff)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkDecode(t, tc.body, tc.want, tc.field, tc.error) })
+	}
+}
+
+// checkDecode decodes body into a new T with decodeStrict and compares
+// the error's field and message, or the value when there is no error.
+func checkDecode[T any](t *testing.T, body string, want T, wantField, wantError string) {
+	t.Helper()
+	var got T
+	err := decodeStrict([]byte(body), &got)
+	var field, msg string
+	if err != nil {
+		field, msg = err.Field, err.Error()
+	}
+	if field != wantField || msg != wantError {
+		t.Errorf("error: field %q %q, want %q %q", field, msg, wantField, wantError)
+	}
+	if err == nil {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("decoded (-want,+got):\n%s", diff)
+		}
 	}
 }
 
@@ -76,10 +83,58 @@ func TestDecodeStrictNested(t *testing.T) {
 	}
 }
 
+// TestDecodeStrictReport: a progress report is stored in one pass as
+// encoding/json would store it; a number its field cannot hold is named
+// as encoding/json names it, but only once the whole body has passed the
+// checks; a type decodeStrict does not store itself (an interface) is
+// decoded by encoding/json after the checks.
+func TestDecodeStrictReport(t *testing.T) {
+	t.Parallel()
+	one, big := 1.5, int64(1)<<62
+	tests := []struct {
+		name, body   string
+		want         progress.Wire
+		field, error string
+	}{
+		{name: "report", body: `{"generation": "g", "workers": 4611686018427387904, "nodes": 2, "epoch": 1.5, "metrics": {"loss": 1.5, "acc": null}, "final": true}`,
+			want: progress.Wire{Generation: new("g"), Workers: &big, Nodes: 2, Epoch: &one, Metrics: map[string]float64{"loss": 1.5, "acc": 0}, Final: true}},
+		{name: "nulls", body: `{"generation": null, "metrics": null, "nodes": null}`},
+		{name: "empty metrics", body: `{"metrics": {}}`, want: progress.Wire{Metrics: map[string]float64{}}},
+		{name: "float out of range", body: `{"epoch": 1e400}`, field: "epoch", error: "epoch: cannot hold the JSON number 1e400"},
+		{name: "metric out of range", body: `{"metrics": {"loss": -1e309}}`, field: "metrics", error: "metrics: cannot hold the JSON number -1e309"},
+		{name: "first of two out of range", body: `{"epoch": 1e400, "stepSeconds": 2e400}`, field: "epoch", error: "epoch: cannot hold the JSON number 1e400"},
+		{name: "checks before range", body: `{"epoch": 1e400, "Steps": 1}`, field: "Steps", error: `Steps: unknown field; did you mean "steps"? (names are case-sensitive)`},
+		{name: "trailing before range", body: `{"epoch": 1e400} 1`, field: "body", error: "body: trailing data after the JSON object"},
+		{name: "integer past int64", body: `{"steps": 9223372036854775808}`, field: "steps", error: "steps: must be an integer, not the number 9223372036854775808"},
+		{name: "duplicate metric", body: `{"metrics": {"a": 1, "a": 2}}`, field: "metrics.a", error: "metrics.a: is given twice; give it once"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { checkDecode(t, tc.body, tc.want, tc.field, tc.error) })
+	}
+	t.Run("interface", func(t *testing.T) {
+		var got struct {
+			Any any `json:"any"`
+		}
+		if err := decodeStrict([]byte(`{"any": {"a": [1, "b"]}}`), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"a": []any{1.0, "b"}}
+		if diff := cmp.Diff(want, got.Any); diff != "" {
+			t.Errorf("decoded %+v (-want,+got):\n%s", got, diff)
+		}
+		if err := decodeStrict([]byte(`{"any": {"a": 1, "a": 2}}`), &got); err == nil || err.Field != "any.a" {
+			t.Errorf("duplicate under an interface: %v, want a duplicate any.a", err)
+		}
+	})
+}
+
 // FuzzDecodeStrict: decodeStrict never panics, and what it accepts is a
-// JSON object that encoding/json decodes to the same value.
+// JSON object that encoding/json decodes to the same value, for a
+// scheduler's settings and for a progress report.
 func FuzzDecodeStrict(f *testing.F) {
 	for _, s := range []string{
+		`{"generation": "g", "workers": 2, "steps": 10, "epoch": 1e308, "metrics": {"loss": 0.5}}`,
+		`{"workers": 1e3, "nodes": -0, "metrics": {"a": null}, "epoch": 1e400}`,
 		`{"algorithm": "Tiresias", "params": {"threshold": "3600"}}`,
 		`{"algorithm": "x", "algorithm": "y"}`, `{"ALGORITHM": "x"}`, `{"params": {"a": "1", "a": "2"}}`,
 		`{"params": [1, {"a": 1, "a": 2}]}`, `[]`, `null`, ``, `{"algorithm": 1}`, `{} {}`, `{"a":`,
@@ -103,6 +158,16 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 		if diff := cmp.Diff(loose, strict); diff != "" {
 			t.Fatalf("%q decodes differently (-encoding/json,+strict):\n%s", data, diff)
+		}
+		var report, looseReport progress.Wire
+		if err := decodeStrict(data, &report); err != nil {
+			return
+		}
+		if err := json.Unmarshal(data, &looseReport); err != nil {
+			t.Fatalf("accepted %q as a report, which encoding/json rejects: %v", data, err)
+		}
+		if diff := cmp.Diff(looseReport, report); diff != "" {
+			t.Fatalf("%q decodes differently as a report (-encoding/json,+strict):\n%s", data, diff)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,11 +26,14 @@ const boltFile = "voda.db"
 const boltLockTimeout = time.Second
 
 // Buckets: jobs by name, schedulers by GPU type, each value a JSON record;
-// histories by historyKey, each value the history's bytes as given.
+// histories by historyKey, each value the history's bytes as given;
+// progress by job name, each value a job's ProgressRevision (8 bytes, big
+// endian) then its Progress as given (see progressEntry).
 var (
 	jobsBucket       = []byte("jobs")
 	schedulersBucket = []byte("schedulers")
 	historiesBucket  = []byte("histories")
+	progressBucket   = []byte("progress")
 )
 
 // boltStore is the embedded, file-backed Store. Every write goes through
@@ -70,7 +74,7 @@ func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket} {
+		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket, progressBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
@@ -96,6 +100,8 @@ func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
 	if err != nil {
 		return fmt.Errorf("store: create job %s: %w", j.Name, err)
 	}
+	// The progress goes in its own bucket, as SaveProgress writes it.
+	rec.Progress, rec.ProgressRevision = nil, 0
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("store: create job %s: %w", j.Name, err)
@@ -107,7 +113,10 @@ func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
 		if exists {
 			return nil
 		}
-		return b.Put([]byte(j.Name), val)
+		if err := b.Put([]byte(j.Name), val); err != nil {
+			return err
+		}
+		return putProgress(tx, j.Name, j.ProgressRevision, j.Progress)
 	})
 	if err != nil {
 		return fmt.Errorf("store: create job %s: %w", j.Name, err)
@@ -128,7 +137,7 @@ func (s *boltStore) GetJob(ctx context.Context, name string) (Job, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(jobsBucket).Get([]byte(name))
 		if found = v != nil; found {
-			j = readBoltJob(name, v)
+			j = readBoltJob(tx, name, v)
 		}
 		return nil
 	})
@@ -151,7 +160,7 @@ func (s *boltStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, erro
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
-			if j := readBoltJob(string(k), v); opts.matches(j) {
+			if j := readBoltJob(tx, string(k), v); opts.matches(j) {
 				jobs = append(jobs, j)
 			}
 			return nil
@@ -178,14 +187,53 @@ func decodeBoltJob(name string, v []byte) (jobRecord, error) {
 	return rec, nil
 }
 
-// readBoltJob returns the job stored under name, or, when its record does
-// not decode, what can still be read of it (see Job.Unreadable).
-func readBoltJob(name string, v []byte) Job {
+// readBoltJob returns the job stored under name, record v, with its
+// progress, or, when its record does not decode, what can still be read
+// of it (see Job.Unreadable).
+func readBoltJob(tx *bolt.Tx, name string, v []byte) Job {
 	rec, err := decodeBoltJob(name, v)
 	if err != nil {
 		return partialBoltJob(name, v, err).job()
 	}
-	return decodeJob(rec)
+	j := decodeJob(rec)
+	e, err := getProgress(tx, name)
+	switch {
+	case err != nil:
+		p := partialJob{Name: name, Why: err.Error(), GPUType: j.Spec.GPUType, Status: j.Status.State.Status}
+		return p.job()
+	case e.found:
+		// A copy: the entry is valid only inside the transaction.
+		j.Progress, j.ProgressRevision = bytes.Clone(e.data), e.revision
+	}
+	return j
+}
+
+// progressEntry is a job's entry in the progress bucket. A job without
+// one (created before the bucket existed and given no report since) has
+// its progress in its record, as the store kept it then.
+type progressEntry struct {
+	found    bool
+	revision int64
+	data     []byte // valid only inside the transaction
+}
+
+// getProgress reads job name's progress entry; an entry too short to hold
+// a revision is an error.
+func getProgress(tx *bolt.Tx, name string) (progressEntry, error) {
+	v := tx.Bucket(progressBucket).Get([]byte(name))
+	if v == nil {
+		return progressEntry{}, nil
+	}
+	if len(v) < 8 {
+		return progressEntry{}, fmt.Errorf("decode progress: an entry of %d bytes, shorter than its revision", len(v))
+	}
+	return progressEntry{found: true, revision: int64(binary.BigEndian.Uint64(v)), data: nilIfEmpty(v[8:])}, nil
+}
+
+// putProgress stores job name's progress entry.
+func putProgress(tx *bolt.Tx, name string, revision int64, data []byte) error {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(data)), uint64(revision))
+	return tx.Bucket(progressBucket).Put([]byte(name), append(v, data...))
 }
 
 // partialBoltJob reads what it can of an undecodable record, each field on
@@ -286,7 +334,10 @@ func modifyJob(b *bolt.Bucket, name string, change func(*jobRecord) bool) (bool,
 // SaveProgress goes through db.Batch like every write, so the reports of
 // many jobs arriving together share one commit and one fsync; the
 // revision check and the write are in one transaction, which bbolt
-// serialises with every other write.
+// serialises with every other write. It writes only the job's progress
+// entry: the record is decoded (an unreadable one refuses the write, as
+// SetPriority does) but not rewritten, unless it still holds progress
+// from before the progress bucket, which it then drops.
 func (s *boltStore) SaveProgress(ctx context.Context, name string, data []byte, revision int64) (int64, error) {
 	if err := s.gate.enter(ctx); err != nil {
 		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
@@ -297,17 +348,35 @@ func (s *boltStore) SaveProgress(ctx context.Context, name string, data []byte, 
 	}
 	var found, conflict bool
 	err := s.db.Batch(func(tx *bolt.Tx) error {
-		var err error
-		found, err = modifyJob(tx.Bucket(jobsBucket), name, func(r *jobRecord) bool {
-			// Set on every run: Batch may run this function again.
-			if conflict = r.ProgressRevision != revision; conflict {
-				return false
+		// Set on every run: Batch may run this function again.
+		found, conflict = false, false
+		b := tx.Bucket(jobsBucket)
+		v := b.Get([]byte(name))
+		if found = v != nil; !found {
+			return nil
+		}
+		rec, err := decodeBoltJob(name, v)
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		e, err := getProgress(tx, name)
+		if err != nil {
+			return err
+		}
+		stored := rec.ProgressRevision
+		if e.found {
+			stored = e.revision
+		}
+		if conflict = stored != revision; conflict {
+			return nil
+		}
+		if rec.Progress != nil || rec.ProgressRevision != 0 {
+			rec.Progress, rec.ProgressRevision = nil, 0
+			if err := putJob(b, rec); err != nil {
+				return err
 			}
-			r.Progress = nilIfEmpty(data)
-			r.ProgressRevision = revision + 1
-			return true
-		})
-		return err
+		}
+		return putProgress(tx, name, revision+1, data)
 	})
 	switch {
 	case err != nil:
@@ -400,16 +469,31 @@ func (s *boltStore) SetAside(ctx context.Context, name, reason string, now time.
 				return nil
 			}
 			rec.setAside(reason, at)
+			if _, err := getProgress(tx, name); err != nil {
+				// A damaged entry is replaced by an empty one at the
+				// record's revision.
+				if err := putProgress(tx, name, rec.ProgressRevision, nil); err != nil {
+					return err
+				}
+			}
 			return putJob(b, rec)
 		}
 		p := partialBoltJob(name, v, err)
 		if p.Status.Done() {
 			return nil
 		}
+		// The progress is dropped, its revision kept (see asideRecord);
+		// a damaged entry is replaced by an empty one at the record's.
+		if e, err := getProgress(tx, name); err == nil && e.found {
+			p.ProgressRevision = e.revision
+		}
 		rec = p.asideRecord(reason, at)
 		// A copy: v is valid only inside the transaction.
 		rec.Original = bytes.Clone(v)
-		return putJob(b, rec)
+		if err := putJob(b, rec); err != nil {
+			return err
+		}
+		return putProgress(tx, name, p.ProgressRevision, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("store: set aside job %s: %w", name, err)
@@ -430,6 +514,9 @@ func (s *boltStore) DeleteJob(ctx context.Context, name string) error {
 		b := tx.Bucket(jobsBucket)
 		if found = b.Get([]byte(name)) != nil; !found {
 			return nil
+		}
+		if err := tx.Bucket(progressBucket).Delete([]byte(name)); err != nil {
+			return err
 		}
 		return b.Delete([]byte(name))
 	})

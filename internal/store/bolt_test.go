@@ -166,30 +166,8 @@ func TestBoltDamagedSchedulerRecord(t *testing.T) {
 func TestBoltRecordWithoutProgress(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A record as the store wrote it before: every field but progress.
-	old := `{"name":"old","kind":"MPIJob","manifest":null,` +
-		`"spec":{"name":"old","gpuType":"v100","minWorkers":1,"maxWorkers":2,"requestedWorkers":1,"priority":0,"epochs":0,"submitTime":1000},` +
-		`"model":"","deleteRequested":false,` +
-		`"status":{"state":{"status":"Running","gpus":1,"placement":null,"attainedService":0,"firstStart":null,"lastChange":null,` +
-		`"queue":0,"runSeconds":0,"queueSince":null,"queueService":0,"queueRunSeconds":0,"waitingSince":null,"restarts":0},` +
-		`"est":{"remainingSeconds":0,"speedup":null},"progress":0.5,"queuePosition":0,"estimatedStart":null,"finishTime":null,"updated":null},` +
-		`"statusRev":4}`
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range []string{"jobs", "schedulers"} {
-			if _, err := tx.CreateBucket([]byte(name)); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket([]byte("jobs")).Put([]byte("old"), []byte(old))
-	})
-	if err = errors.Join(err, db.Close()); err != nil {
-		t.Fatal(err)
-	}
-
+	writeOldFile(t, dir, []string{"jobs", "schedulers"}, "old", oldRecord("old", ""))
 	s, err := store.Open(ctx, "", dir)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -212,5 +190,137 @@ func TestBoltRecordWithoutProgress(t *testing.T) {
 	}
 	if err := s.SaveHistory(ctx, "v100", "app", []byte(`{}`)); err != nil {
 		t.Errorf("SaveHistory in a file that had no histories: %v", err)
+	}
+}
+
+// oldRecord is a job record as the store wrote it before the progress
+// bucket, with progress, the rest of a record's fields, when not empty.
+func oldRecord(name, progress string) string {
+	return `{"name":"` + name + `","kind":"MPIJob","manifest":null,` +
+		`"spec":{"name":"` + name + `","gpuType":"v100","minWorkers":1,"maxWorkers":2,"requestedWorkers":1,"priority":0,"epochs":0,"submitTime":1000},` +
+		`"model":"","deleteRequested":false,` +
+		`"status":{"state":{"status":"Running","gpus":1,"placement":null,"attainedService":0,"firstStart":null,"lastChange":null,` +
+		`"queue":0,"runSeconds":0,"queueSince":null,"queueService":0,"queueRunSeconds":0,"waitingSince":null,"restarts":0},` +
+		`"est":{"remainingSeconds":0,"speedup":null},"progress":0.5,"queuePosition":0,"estimatedStart":null,"finishTime":null,"updated":null},` +
+		`"statusRev":4` + progress + `}`
+}
+
+// writeOldFile writes a store file in dir with buckets and one job
+// record, as an earlier version of the store could have left it.
+func writeOldFile(t *testing.T, dir string, buckets []string, name, record string) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range buckets {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("jobs")).Put([]byte(name), []byte(record))
+	})
+	if err = errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBoltRecordWithProgress opens a file written when a job's progress
+// was kept in its record: the job reads with that progress and revision,
+// takes progress writes over that revision only, and after one the
+// progress read is the new one, through reopening and later record
+// writes; a deleted and created again job starts with none.
+func TestBoltRecordWithProgress(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	// {"steps":7} in base64, at revision 3.
+	writeOldFile(t, dir, []string{"jobs", "schedulers", "histories"}, "old", oldRecord("old", `,"progress":"eyJzdGVwcyI6N30=","progressRev":3`))
+	s, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	check := func(when, progress string, rev int64) {
+		t.Helper()
+		got, err := s.GetJob(ctx, "old")
+		if err != nil || got.Unreadable != "" || string(got.Progress) != progress || got.ProgressRevision != rev || got.StatusRevision != 4 {
+			t.Fatalf("GetJob %s = %+v, %v; want progress %s at revision %d", when, got, err, progress, rev)
+		}
+		list, err := s.ListJobs(ctx, store.ListOptions{})
+		if err != nil || len(list) != 1 || string(list[0].Progress) != progress || list[0].ProgressRevision != rev {
+			t.Fatalf("ListJobs %s = %+v, %v; want progress %s at revision %d", when, list, err, progress, rev)
+		}
+	}
+	check("as stored", `{"steps":7}`, 3)
+	for _, rev := range []int64{0, 2, 4} {
+		if _, err := s.SaveProgress(ctx, "old", []byte(`{}`), rev); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("SaveProgress at revision %d: %v, want ErrConflict", rev, err)
+		}
+	}
+	if rev, err := s.SaveProgress(ctx, "old", []byte(`{"steps":8}`), 3); err != nil || rev != 4 {
+		t.Fatalf("SaveProgress at revision 3 = %d, %v; want 4", rev, err)
+	}
+	check("after SaveProgress", `{"steps":8}`, 4)
+	if err := s.SetPriority(ctx, "old", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = store.Open(ctx, "", dir); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	check("after SetPriority and reopening", `{"steps":8}`, 4)
+	if _, err := s.SaveProgress(ctx, "old", nil, 3); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("SaveProgress at the record's old revision 3: %v, want ErrConflict", err)
+	}
+	if err := s.DeleteJob(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateJob(ctx, store.Job{Name: "old", Kind: "MPIJob"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetJob(ctx, "old"); err != nil || got.Progress != nil || got.ProgressRevision != 0 {
+		t.Errorf("GetJob after deleting and creating again = %+v, %v; want no progress at revision 0", got, err)
+	}
+}
+
+// TestBoltDamagedProgressEntry: a progress entry too short to hold its
+// revision makes its job unreadable and refuses progress writes, and
+// SetAside replaces it with an empty one.
+func TestBoltDamagedProgressEntry(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	writeOldFile(t, dir, []string{"jobs", "schedulers", "histories", "progress"}, "job", oldRecord("job", ""))
+	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("progress")).Put([]byte("job"), []byte{1, 2, 3}) })
+	if err = errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	got, err := s.GetJob(ctx, "job")
+	if err != nil || !strings.Contains(got.Unreadable, "3 bytes") || got.Spec.GPUType != "v100" || got.Status.State.Status != "Running" {
+		t.Fatalf("GetJob = %+v, %v; want it unreadable for its progress, with its GPU type and status", got, err)
+	}
+	if _, err := s.SaveProgress(ctx, "job", nil, 0); err == nil || errors.Is(err, store.ErrConflict) {
+		t.Errorf("SaveProgress over a damaged entry: %v, want a failure", err)
+	}
+	if err := s.SetAside(ctx, "job", "damaged", time.Unix(5, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetJob(ctx, "job")
+	if err != nil || got.Unreadable != "" || got.Status.State.Status != "Failed" || got.Progress != nil || got.ProgressRevision != 0 {
+		t.Fatalf("GetJob after SetAside = %+v, %v; want it Failed, readable, with no progress", got, err)
+	}
+	if rev, err := s.SaveProgress(ctx, "job", []byte(`{}`), 0); err != nil || rev != 1 {
+		t.Errorf("SaveProgress after SetAside = %d, %v; want 1", rev, err)
 	}
 }

@@ -47,7 +47,10 @@ type jobRecord struct {
 	StatusRevision  int64        `json:"statusRev" bson:"statusRev"`
 	// Progress and ProgressRevision are absent from records stored before
 	// they existed, which therefore read as nil and revision 0. Empty
-	// Progress is stored as null (omitted in bolt).
+	// Progress is stored as null (omitted in bolt). bolt now keeps them in
+	// its progress bucket instead, and writes them here only from a set
+	// aside record's revision; a bolt record holding them is from before,
+	// read as they are until SaveProgress moves them.
 	Progress         []byte `json:"progress,omitempty" bson:"progress"`
 	ProgressRevision int64  `json:"progressRev,omitempty" bson:"progressRev"`
 	// Live mirrors !Status.State.Status.Done() so Mongo can filter and

@@ -22,7 +22,8 @@ type ReportRun struct {
 	// Wall is the time from the first report to the last answer of the
 	// last round (probes excluded).
 	Wall time.Duration
-	// Latencies holds each report's time to its answer, sorted.
+	// Latencies holds each report's time to its answer (in PaceReports,
+	// from when it was due), sorted.
 	Latencies []time.Duration
 	// Interleaved counts the jobs whose probe found another generation
 	// stored (the simulated cluster reported in between) and so was
@@ -48,6 +49,58 @@ func progressBody(round int64, steps int64) []byte {
 		s, s*32, float64(s)/1000, 1/float64(round+1))
 }
 
+// reporter posts progress reports to the server at baseURL, for jobs
+// jobs at once, each on a keep-alive connection of its own.
+type reporter struct {
+	hc      *http.Client
+	baseURL string
+}
+
+func newReporter(baseURL string, jobs int) *reporter {
+	return &reporter{hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: jobs}, Timeout: 60 * time.Second}, baseURL: baseURL}
+}
+
+// post sends body as job name's report and returns the answer's status
+// and body.
+func (r *reporter) post(name string, body []byte) (int, []byte, error) {
+	resp, err := r.hc.Post(r.baseURL+strings.Replace(api.RouteJobProgress, "{name}", name, 1), "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// report sends job name's report number round and fails unless it is
+// answered 200.
+func (r *reporter) report(name string, round, steps int64) error {
+	code, reply, err := r.post(name, progressBody(round, steps))
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("job %s, report %d: %d %v %.200s", name, round, code, err, reply)
+	}
+	return nil
+}
+
+// probe checks that job name's stored state holds its report number
+// round: steps 0 in the same generation is a decrease, refused naming the
+// steps stored, which must be that round's. A 200 (interleaved) means the
+// stored generation is another: the simulated cluster's report came after
+// the round.
+func (r *reporter) probe(name string, round, steps int64) (interleaved bool, err error) {
+	code, reply, err := r.post(name, []byte(`{"generation":"load","workers":1,"steps":0,"epoch":0}`))
+	want := fmt.Sprintf("steps: 0 is below %d, reported earlier", round*steps)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("job %s, probe: %w", name, err)
+	case code == http.StatusOK:
+		return true, nil
+	case code != http.StatusBadRequest || !bytes.Contains(reply, []byte(want)):
+		return false, fmt.Errorf("job %s does not hold its last round: the probe was answered %d %.300s, want 400 %q", name, code, reply, want)
+	}
+	return false, nil
+}
+
 // FireReports has every job in names (running on one worker each) send
 // rounds progress reports in a row, steps steps apart, to the server at
 // baseURL: one goroutine per job, all at once, on keep-alive connections.
@@ -57,56 +110,82 @@ func progressBody(round int64, steps int64) []byte {
 // generation).
 func FireReports(t *testing.T, baseURL string, names []string, rounds int, steps int64) ReportRun {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: len(names)}, Timeout: 60 * time.Second}
-	defer hc.CloseIdleConnections()
-	post := func(name string, body []byte) (int, []byte, error) {
-		resp, err := hc.Post(baseURL+strings.Replace(api.RouteJobProgress, "{name}", name, 1), "application/json", bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, err
-	}
-
+	rep := newReporter(baseURL, len(names))
+	defer rep.hc.CloseIdleConnections()
 	latencies := make([][]time.Duration, len(names))
+	return runReporters(t, rep, names, steps, latencies, func(i int, name string, _ time.Time) (int64, error) {
+		for r := range rounds {
+			t0 := time.Now()
+			err := rep.report(name, int64(r+1), steps)
+			latencies[i] = append(latencies[i], time.Since(t0))
+			if err != nil {
+				return 0, err
+			}
+		}
+		return int64(rounds), nil
+	})
+}
+
+// PaceReports has every job in names (running on one worker each, having
+// sent rounds reports before) report at a fixed offered rate, rate
+// reports a second in all, for d: each job every len(names)/rate
+// seconds, the jobs' schedules spread evenly over that interval, as jobs
+// reporting on their own clocks are. Each report's latency is measured
+// from the time it was due, not from when it was sent, so that a report
+// held up behind its job's previous one counts the wait: an open loop,
+// in which a slow server does not lower the offered rate. Wall is from
+// the first report due to the last answer. It checks the answers and the
+// stored states as FireReports does.
+func PaceReports(t *testing.T, baseURL string, names []string, rounds int, steps int64, rate float64, d time.Duration) ReportRun {
+	t.Helper()
+	rep := newReporter(baseURL, len(names))
+	defer rep.hc.CloseIdleConnections()
+	every := time.Duration(float64(len(names)) / rate * float64(time.Second))
+	latencies := make([][]time.Duration, len(names))
+	return runReporters(t, rep, names, steps, latencies, func(i int, name string, began time.Time) (int64, error) {
+		round := int64(rounds)
+		for due := began.Add(time.Duration(float64(i) / rate * float64(time.Second))); due.Sub(began) < d; due = due.Add(every) {
+			time.Sleep(time.Until(due))
+			round++
+			err := rep.report(name, round, steps)
+			latencies[i] = append(latencies[i], time.Since(due))
+			if err != nil {
+				return 0, err
+			}
+		}
+		return round, nil
+	})
+}
+
+// runReporters runs send for every job in names at once, each in a
+// goroutine of its own, all started at the same time (began), and then
+// probes each job for the last round send returns. It fails t on any
+// error, and returns the run: the latencies send recorded, a slice a job,
+// and the time from began to the last send's end.
+func runReporters(t *testing.T, rep *reporter, names []string, steps int64, latencies [][]time.Duration,
+	send func(i int, name string, began time.Time) (last int64, err error)) ReportRun {
+	t.Helper()
 	ends := make([]time.Time, len(names))
-	probed := make([]int, len(names)) // http status of each job's probe
+	interleaved := make([]bool, len(names))
 	errs := make(chan error, len(names))
 	start := make(chan struct{})
+	var began time.Time
 	var wg sync.WaitGroup
 	for i, name := range names {
-		latencies[i] = make([]time.Duration, rounds)
 		wg.Go(func() {
 			<-start
-			for r := range rounds {
-				body := progressBody(int64(r+1), steps)
-				t0 := time.Now()
-				code, reply, err := post(name, body)
-				latencies[i][r] = time.Since(t0)
-				if err != nil || code != http.StatusOK {
-					errs <- fmt.Errorf("job %s, report %d: %d %v %.200s", name, r+1, code, err, reply)
-					return
-				}
+			last, err := send(i, name, began)
+			if err != nil {
+				errs <- err
+				return
 			}
 			ends[i] = time.Now()
-			// The probe: steps 0 in the same generation is a decrease,
-			// refused naming the steps stored, which must be the last
-			// round's. A 200 means the stored generation is another:
-			// the simulated cluster's report came after the last round.
-			code, reply, err := post(name, []byte(`{"generation":"load","workers":1,"steps":0,"epoch":0}`))
-			probed[i] = code
-			want := fmt.Sprintf("steps: 0 is below %d, reported earlier", int64(rounds)*steps)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("job %s, probe: %v", name, err)
-			case code == http.StatusOK:
-			case code != http.StatusBadRequest || !bytes.Contains(reply, []byte(want)):
-				errs <- fmt.Errorf("job %s does not hold its last round: the probe was answered %d %.300s, want 400 %q", name, code, reply, want)
+			if interleaved[i], err = rep.probe(name, last, steps); err != nil {
+				errs <- err
 			}
 		})
 	}
-	began := time.Now()
+	began = time.Now()
 	close(start)
 	wg.Wait()
 	close(errs)
@@ -119,8 +198,8 @@ func FireReports(t *testing.T, baseURL string, names []string, rounds int, steps
 	run := ReportRun{Latencies: slices.Concat(latencies...)}
 	slices.Sort(run.Latencies)
 	run.Wall = slices.MaxFunc(ends, time.Time.Compare).Sub(began)
-	for _, code := range probed {
-		if code == http.StatusOK {
+	for _, in := range interleaved {
+		if in {
 			run.Interleaved++
 		}
 	}
