@@ -309,6 +309,20 @@ func TestRender(t *testing.T) {
 			wantField(t, svc, "api", "spec", "selector", "app.kubernetes.io/component")
 			r.get("PodDisruptionBudget", "voda-api")
 			r.get("PodDisruptionBudget", "voda-scheduler")
+			// The API's pods have their own ServiceAccount, granted only
+			// the reviews; the schedulers' is not granted those.
+			wantField(t, r.get("Deployment", "voda-api").Object, "voda-api", "spec", "template", "spec", "serviceAccountName")
+			wantField(t, r.get("Deployment", "voda-scheduler").Object, "voda-scheduler", "spec", "template", "spec", "serviceAccountName")
+			r.get("ServiceAccount", "voda-api")
+			r.get("ServiceAccount", "voda-scheduler")
+			if got := subjects(r.get("ClusterRoleBinding", "voda-scheduler-auth-delegator")); !slices.Equal(got, []string{"ServiceAccount:voda-system/voda-api"}) {
+				t.Errorf("auth-delegator subjects %v, want the API's ServiceAccount alone", got)
+			}
+			for _, b := range append(r.all("RoleBinding"), r.all("ClusterRoleBinding")...) {
+				if b.GetName() != "voda-scheduler-auth-delegator" && !slices.Equal(subjects(b), []string{sa}) {
+					t.Errorf("%s %s subjects %v, want the schedulers' alone", b.GetKind(), b.GetName(), subjects(b))
+				}
+			}
 			r.checkRestricted("voda-api")
 			r.checkRestricted("voda-scheduler")
 		},

@@ -39,6 +39,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-scheduler" (include "voda.fullname" .)) .Values.serviceAccount.name }}
 {{- end }}
 
+{{/* The ServiceAccount of the API's pods: with components split a
+separate one, <fullname>-api, that is granted nothing but the reviews of
+authentication kubernetes; else the scheduler's. */}}
+{{- define "voda.apiServiceAccountName" -}}
+{{- if and (eq .Values.components "split") .Values.serviceAccount.create }}
+{{- printf "%s-api" (include "voda.fullname" .) }}
+{{- else }}
+{{- include "voda.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
 {{/* The prefix of the RBAC objects' names: <fullname>-scheduler, as in
 deploy/rbac.yaml. */}}
 {{- define "voda.rbacName" -}}
