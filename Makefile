@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build run simulate test test-deps sdk-test kube-test compat test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
+.PHONY: all build run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
 
 all: vet test build
 
@@ -50,6 +50,13 @@ kube-test: test-deps
 
 test-short:
 	$(GO) test -short ./...
+
+## chart: lint and render the Helm chart (deploy/helm/voda) with its test value sets and check that
+## deploy/rbac.yaml and deploy/roles.yaml are its rendering (helm comes from hack/tools.sh)
+chart:
+	./hack/tools.sh helm
+	$(LINTBIN)/helm lint --strict deploy/helm/voda
+	$(GO) test -count=1 ./test/chart
 
 ## bench: the allocation, placement and simulator speed benchmarks
 bench:

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real components the Kubernetes integration tests run against:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok,
-# mpi-operator and training-operator. Each group is its own Go module under
+# mpi-operator and training-operator; and helm, which renders deploy/helm/voda
+# for the chart's tests (test/chart) and `make chart`. Each group is its own Go module under
 # hack/tools/ (they pin different k8s.io versions), built from the Go module
 # proxy into $VODA_TOOLS/bin (default .cache/tools/bin, ignored by git).
 # A group is rebuilt only when its go.mod/go.sum or the Go version change, so
 # the first run takes about ten minutes on two cores and later runs a second.
 #
-# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training (the
+# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training helm (the
 # default), mpi-v0.8 (mpi-operator v0.8.0, for VODA_MPI_OPERATOR=v0.8.0)
 set -euo pipefail
 
@@ -17,6 +18,7 @@ bin="$tools/bin"
 mkdir -p "$bin"
 
 k8s_version=v1.34.4
+helm_version=v3.22.0 # keep in step with hack/tools/helm/go.mod
 
 build() {
 	local group=$1
@@ -48,9 +50,24 @@ k8s_ldflags() {
 	echo "-s -w$f"
 }
 
+# helm's version, and the Kubernetes version `helm template` and `helm
+# lint` assume without a cluster: that of its client-go (v0.N.x is
+# Kubernetes 1.N), as helm's own Makefile sets them.
+helm_ldflags() {
+	local cg
+	cg=$(awk '$1 == "k8s.io/client-go" {print $2}' "$root/hack/tools/helm/go.mod")
+	local minor=${cg#v0.}
+	minor=${minor%%.*}
+	local f="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+	for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+		f+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+	done
+	echo "$f"
+}
+
 groups=("$@")
 if [[ ${#groups[@]} -eq 0 ]]; then
-	groups=(etcd k8s kwok mpi training)
+	groups=(etcd k8s kwok mpi training helm)
 fi
 for g in "${groups[@]}"; do
 	case $g in
@@ -77,8 +94,11 @@ for g in "${groups[@]}"; do
 		build training -ldflags "-s -w" -o "$bin/training-operator" \
 			github.com/kubeflow/training-operator/cmd/training-operator.v1
 		;;
+	helm)
+		build helm -ldflags "$(helm_ldflags)" -o "$bin/helm" helm.sh/helm/v3/cmd/helm
+		;;
 	*)
-		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi mpi-v0.8 training)" >&2
+		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi mpi-v0.8 training helm)" >&2
 		exit 2
 		;;
 	esac

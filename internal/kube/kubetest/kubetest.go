@@ -121,6 +121,21 @@ func toolsBin(root string) string {
 	return filepath.Join(root, ".cache", "tools", "bin")
 }
 
+// ToolPath returns the path of a binary hack/tools.sh builds (kubectl,
+// helm, ...) in $VODA_TOOLS/bin or <root>/.cache/tools/bin, or an error
+// naming the command that builds it when it is not there.
+func ToolPath(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(toolsBin(root), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("kubetest: %s not built (run hack/tools.sh): %w", name, err)
+	}
+	return p, nil
+}
+
 // Start starts a stack in a new temporary folder with hack/cluster.sh (whose
 // progress, including a first-time build of the tools, goes to os.Stderr)
 // and connects to it. Call Stop when done. The stack is also stopped by a
