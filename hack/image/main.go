@@ -7,10 +7,10 @@
 // sorted, owners and modes fixed, the binary has no build paths, and the
 // image's created time is that same time.
 //
-// Usage (from the repository, `make image` runs it):
+// Usage (`make image` runs the first):
 //
-//	go run ./hack/image --out bin/image            # linux/amd64
-//	go run ./hack/image --out bin/image --platform linux/arm64
+//	cd hack/image && go run . --out ../../bin/image        # linux/amd64
+//	cd hack/image && go run . --out ../../bin/image --platform linux/arm64
 //
 // It lives in its own module so that go-containerregistry stays out of
 // Voda's go.mod.
@@ -61,10 +61,8 @@ func run() error {
 		return err
 	}
 	rel := func(p string) string {
-		if wd, err := os.Getwd(); err == nil {
-			if r, err := filepath.Rel(wd, p); err == nil {
-				return r
-			}
+		if r, err := filepath.Rel(o.root, p); err == nil && filepath.IsLocal(r) {
+			return r
 		}
 		return p
 	}
