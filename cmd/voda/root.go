@@ -17,8 +17,10 @@ applies the difference. The same scheduling core runs in a trace-driven
 simulator, so you can compare algorithms on your own workload first.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
-	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand(), newServerCommand())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand(), newServerCommand(), newVersionCommand())
 	root.AddCommand(newClientCommands()...)
 	return root
 }

@@ -32,7 +32,7 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/voda once and returns its path.
+// Binary builds cmd/voda once, static and trimmed, and returns its path.
 func Binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -42,7 +42,12 @@ func Binary(t *testing.T) string {
 			return
 		}
 		vodaBin = filepath.Join(dir, "voda")
-		out, err := exec.Command("go", "build", "-o", vodaBin, "github.com/vodascheduler/voda/cmd/voda").CombinedOutput()
+		// Built as the container image's binary is (hack/image): static
+		// and without build paths, so that the image's build in
+		// test/kube finds every package compiled already and only links.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", vodaBin, "github.com/vodascheduler/voda/cmd/voda")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -84,6 +89,9 @@ type Server struct {
 	// caFile, when set, is the certificate authority of a server that
 	// serves HTTPS (StartServerTLS).
 	caFile string
+	// bin, when set, is the voda binary to run instead of Binary's
+	// (StartServerBinary).
+	bin string
 }
 
 // FreeAddr returns a free 127.0.0.1 port.
@@ -113,6 +121,13 @@ func StartServerTLS(t *testing.T, caFile string, args ...string) *Server {
 	return start(&Server{t: t, Addr: FreeAddr(t), Args: args, caFile: caFile})
 }
 
+// StartServerBinary is StartServer running the voda binary at bin, such
+// as the one of the container image, instead of the one Binary builds.
+func StartServerBinary(t *testing.T, bin string, args ...string) *Server {
+	t.Helper()
+	return start(&Server{t: t, Addr: FreeAddr(t), Args: args, bin: bin})
+}
+
 func start(s *Server) *Server {
 	t := s.t
 	t.Helper()
@@ -131,7 +146,11 @@ func start(s *Server) *Server {
 func (s *Server) Start() {
 	s.t.Helper()
 	s.logs = &syncBuffer{}
-	s.cmd = exec.Command(Binary(s.t), append([]string{"server", "--addr", s.Addr}, s.Args...)...)
+	bin := s.bin
+	if bin == "" {
+		bin = Binary(s.t)
+	}
+	s.cmd = exec.Command(bin, append([]string{"server", "--addr", s.Addr}, s.Args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
