@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -188,14 +190,28 @@ func installMonitoringCRDs(t *testing.T) {
 	}
 }
 
-// TestChartServerArgs runs the binary with the arguments the chart gives
-// its container (default values, but this test's namespace and GPU type)
-// and the chart's RBAC (deploy/rbac.yaml is its rendering): the server
+// TestChartDeploymentFromImage runs Voda as the chart deploys it: the
+// voda binary taken out of the container image (hack/image, as make image
+// builds it), with the arguments and environment the chart gives its
+// container (default values, but this test's namespace and GPU type, and
+// an extra variable) and the chart's RBAC (deploy/rbac.yaml is its
+// rendering), authenticated as the chart's ServiceAccount: the server
 // starts, leads its GPU type, and a job a user of voda-user submits is
-// placed. Only what a
-// pod has and a test process has not is replaced: the API's address, the
-// data folder and the in-cluster credentials (--kubeconfig).
-func TestChartServerArgs(t *testing.T) {
+// placed. Only what a pod has and a test process has not is replaced: the
+// API's address, the data folder and the in-cluster credentials
+// (--kubeconfig, the chart's ServiceAccount's token).
+func TestChartDeploymentFromImage(t *testing.T) {
+	bin := imageBinary(t)
+	revision, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "(revision "+strings.TrimSpace(string(revision))+",") {
+		t.Errorf("the image's voda version: %v\n%s\nwant revision %s", err, out, revision)
+	}
+	t.Logf("the image's %s", bytes.TrimSpace(out))
+
 	const gpuType = "chart-gpu"
 	c := newCluster(t, gpuType, 1, 2)
 	applyRoles(t)
@@ -206,22 +222,24 @@ func TestChartServerArgs(t *testing.T) {
 		// rate limit so the test does not wait 30 s for a cycle.
 		"scheduler": map[string]any{"gpuTypes": []string{gpuType}, "rateLimit": "1s"},
 		"log":       map[string]any{"level": "debug"},
+		"extraEnv":  []map[string]any{{"name": "GOMAXPROCS", "value": "2"}},
 	}
-	out, err := chart.Render(t.Context(), values, nil, "--show-only", "templates/deployment.yaml")
+	rendered, err := chart.Render(t.Context(), values, nil, "--show-only", "templates/deployment.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := chart.Decode(out)
+	objs, err := chart.Decode(rendered)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("the Deployment: %d objects, %v", len(objs), err)
 	}
 	cs, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
-	rendered, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
-	if len(rendered) == 0 || rendered[0] != "server" {
-		t.Fatalf("args %q", rendered)
+	container := cs[0].(map[string]any)
+	renderedArgs, _, _ := unstructured.NestedStringSlice(container, "args")
+	if len(renderedArgs) == 0 || renderedArgs[0] != "server" {
+		t.Fatalf("args %q", renderedArgs)
 	}
 	var args []string
-	for _, a := range rendered[1:] {
+	for _, a := range renderedArgs[1:] {
 		switch {
 		case strings.HasPrefix(a, "--addr="): // vodatest gives a free loopback port
 		case strings.HasPrefix(a, "--data-dir="):
@@ -231,8 +249,21 @@ func TestChartServerArgs(t *testing.T) {
 		}
 	}
 	args = append(args, "--kubeconfig", schedulerKubeconfig(t))
-	t.Logf("voda server %s", strings.Join(args, " "))
-	srv := vodatest.StartServer(t, args...)
+	envs, _, _ := unstructured.NestedSlice(container, "env")
+	var environ []string
+	for _, e := range envs {
+		m := e.(map[string]any)
+		v, ok := m["value"].(string)
+		if !ok {
+			t.Fatalf("env %v: only plain values can be given to a test process", m)
+		}
+		environ = append(environ, fmt.Sprintf("%s=%s", m["name"], v))
+	}
+	if len(environ) != 1 || environ[0] != "GOMAXPROCS=2" {
+		t.Errorf("the container's environment %q, want the extra variable", environ)
+	}
+	t.Logf("%s voda server %s", strings.Join(environ, " "), strings.Join(args, " "))
+	srv := vodatest.StartServerBinary(t, bin, environ, args...)
 	tok, err := env.UserToken("bob")
 	if err != nil {
 		t.Fatal(err)

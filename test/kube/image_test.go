@@ -16,32 +16,6 @@ import (
 	"github.com/vodascheduler/voda/test/vodatest"
 )
 
-// TestImage runs Voda from its container image on the control plane: it
-// builds the image with hack/image (go-containerregistry, in its own
-// module), takes voda out of the image's OCI layout, runs that binary as
-// the scheduler with the ServiceAccount of deploy/rbac.yaml, and submits
-// an MPIJob through it.
-func TestImage(t *testing.T) {
-	bin := imageBinary(t)
-	revision, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatalf("git rev-parse HEAD: %v", err)
-	}
-	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "(revision "+strings.TrimSpace(string(revision))+",") {
-		t.Errorf("the image's voda version: %v\n%s\nwant revision %s", err, out, revision)
-	}
-	t.Logf("%s", out)
-
-	c := newCluster(t, "image-gpu", 1, 4)
-	srv := vodatest.StartServerBinary(t, bin, c.serverArgs("--data-dir", t.TempDir())...)
-	vc := srv.Client()
-	start := time.Now()
-	job := submit(t, vc, mpiJob.manifest("from-image", "image-gpu", 1, 4, time.Hour))
-	c.waitPlaced(t, vc, mpiJob, job, 4)
-	t.Logf("%s: submit to 4 workers bound and running: %v", job, time.Since(start).Round(time.Millisecond))
-}
-
 // imageBinary builds the image into a temporary directory as `make image`
 // does and returns the path of the voda it holds, taken from the OCI
 // layout by hand (index.json, the manifest, its one gzipped tar layer).

@@ -89,9 +89,10 @@ type Server struct {
 	// caFile, when set, is the certificate authority of a server that
 	// serves HTTPS (StartServerTLS).
 	caFile string
-	// bin, when set, is the voda binary to run instead of Binary's
-	// (StartServerBinary).
+	// bin, when set, is the voda binary to run instead of Binary's, and
+	// env what its environment adds to the test's (StartServerBinary).
 	bin string
+	env []string
 }
 
 // FreeAddr returns a free 127.0.0.1 port.
@@ -122,10 +123,11 @@ func StartServerTLS(t *testing.T, caFile string, args ...string) *Server {
 }
 
 // StartServerBinary is StartServer running the voda binary at bin, such
-// as the one of the container image, instead of the one Binary builds.
-func StartServerBinary(t *testing.T, bin string, args ...string) *Server {
+// as the one of the container image, instead of the one Binary builds,
+// with env (KEY=VALUE) added to its environment.
+func StartServerBinary(t *testing.T, bin string, env []string, args ...string) *Server {
 	t.Helper()
-	return start(&Server{t: t, Addr: FreeAddr(t), Args: args, bin: bin})
+	return start(&Server{t: t, Addr: FreeAddr(t), Args: args, bin: bin, env: env})
 }
 
 func start(s *Server) *Server {
@@ -152,6 +154,9 @@ func (s *Server) Start() {
 	}
 	s.cmd = exec.Command(bin, append([]string{"server", "--addr", s.Addr}, s.Args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
