@@ -64,11 +64,13 @@ func Builtin() *Registry {
 // never exceeded, every job with GPUs either placed with exactly its count
 // or reported unplaced, workers only on known nodes.
 func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
-	capacity := make(map[string]int, len(snap.Nodes))
-	for _, n := range snap.Nodes {
-		capacity[n.Name] = n.GPUs
+	// Workers are counted per node name: index maps a name to a slot of
+	// used (the last node of that name, should a name repeat).
+	index := make(map[string]int, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		index[n.Name] = i
 	}
-	used := map[string]int{}
+	used := make([]int, len(snap.Nodes))
 	unplaced := map[string]bool{}
 	for _, u := range res.Unplaced {
 		unplaced[u.Job] = true
@@ -76,18 +78,21 @@ func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 	// Every job with GPUs and every job placed, not only the ordered ones:
 	// a job left out of the order must not escape the capacity check.
 	names := jobOrder(snap, alloc)
-	listed := make(map[string]bool, len(names))
-	for _, name := range names {
-		listed[name] = true
-	}
-	var extra []string
-	for name := range res.Placement {
-		if !listed[name] {
-			extra = append(extra, name)
+	if placedListed(names, res.Placement) < len(res.Placement) {
+		listed := make(map[string]bool, len(names))
+		for _, name := range names {
+			listed[name] = true
 		}
+		var extra []string
+		for name := range res.Placement {
+			if !listed[name] {
+				extra = append(extra, name)
+			}
+		}
+		sort.Strings(extra)
+		names = append(names, extra...)
 	}
-	sort.Strings(extra)
-	for _, name := range append(names, extra...) {
+	for _, name := range names {
 		g := alloc.GPUs[name]
 		p, placed := res.Placement[name]
 		switch {
@@ -101,21 +106,35 @@ func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 			return fmt.Errorf("job %s: placed %d workers, allocated %d", name, p.Workers(), g)
 		}
 		for _, nw := range p {
-			if _, ok := capacity[nw.Node]; !ok {
+			i, ok := index[nw.Node]
+			if !ok {
 				return fmt.Errorf("job %s: unknown node %s", name, nw.Node)
 			}
 			if nw.Workers <= 0 {
 				return fmt.Errorf("job %s: %d workers on node %s", name, nw.Workers, nw.Node)
 			}
-			used[nw.Node] += nw.Workers
+			used[i] += nw.Workers
 		}
 	}
 	for _, n := range snap.Nodes {
-		if used[n.Name] > n.GPUs {
-			return fmt.Errorf("node %s: %d workers on %d GPUs", n.Name, used[n.Name], n.GPUs)
+		if u := used[index[n.Name]]; u > n.GPUs {
+			return fmt.Errorf("node %s: %d workers on %d GPUs", n.Name, u, n.GPUs)
 		}
 	}
 	return nil
+}
+
+// placedListed counts the jobs of p that names lists; names has no
+// repeats, so p has a job names leaves out exactly when the count is
+// below len(p).
+func placedListed(names []string, p model.Placement) int {
+	n := 0
+	for _, name := range names {
+		if _, ok := p[name]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // jobOrder lists the jobs a placer must consider, each once: alloc.Order,

@@ -1,11 +1,12 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -145,10 +146,13 @@ type jobEntry struct {
 // Core is one GPU type's scheduler state and cycle. It is not safe for
 // concurrent use; Loop serialises access for the live system.
 type Core struct {
-	cfg       Config
-	log       *slog.Logger
-	jobs      map[string]*jobEntry
-	nodes     map[string]model.Node
+	cfg   Config
+	log   *slog.Logger
+	jobs  map[string]*jobEntry
+	nodes map[string]model.Node
+	// byIndex is nodes sorted by index, built on demand and dropped on
+	// every change of nodes: a cycle copies it instead of sorting again.
+	byIndex   []model.Node
 	nextIndex int
 	dirty     bool
 	cycled    bool
@@ -363,6 +367,7 @@ func (c *Core) AddNode(now time.Time, n model.Node) error {
 		c.nextIndex++
 	}
 	c.nodes[n.Name] = n
+	c.byIndex = nil
 	c.dirty = true
 	return nil
 }
@@ -375,6 +380,7 @@ func (c *Core) RemoveNode(now time.Time, name string) error {
 		return fmt.Errorf("remove node %s: unknown node", name)
 	}
 	delete(c.nodes, name)
+	c.byIndex = nil
 	for _, e := range c.sortedJobs() {
 		st := &e.job.State
 		var kept model.JobPlacement
@@ -417,7 +423,17 @@ func (c *Core) sortedJobs() []*jobEntry {
 	for _, e := range c.jobs {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return model.Before(&out[i].job, &out[j].job) })
+	// Names are unique, so Before is a total order and any sort gives the
+	// same result.
+	slices.SortFunc(out, func(a, b *jobEntry) int {
+		switch {
+		case model.Before(&a.job, &b.job):
+			return -1
+		case model.Before(&b.job, &a.job):
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
@@ -425,11 +441,7 @@ func (c *Core) sortedJobs() []*jobEntry {
 func (c *Core) Snapshot(now time.Time) *model.Snapshot {
 	c.Advance(now)
 	snap := &model.Snapshot{Now: now, GPUType: c.cfg.GPUType}
-	snap.Nodes = make([]model.Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		snap.Nodes = append(snap.Nodes, n)
-	}
-	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Index < snap.Nodes[j].Index })
+	snap.Nodes = c.Nodes()
 	entries := c.sortedJobs()
 	cordonedCapacity(snap.Nodes, entries)
 	snap.Jobs = make([]model.Job, len(entries))
@@ -679,6 +691,9 @@ func moved(from, to model.JobPlacement) int {
 // cordonedCapacity shrinks every cordoned node to the GPUs its workers
 // use, so that jobs keep their workers there and no new ones arrive.
 func cordonedCapacity(nodes []model.Node, jobs []*jobEntry) {
+	if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.Cordoned }) {
+		return
+	}
 	used := map[string]int{}
 	for _, e := range jobs {
 		for _, nw := range e.job.State.Placement {
@@ -695,10 +710,12 @@ func cordonedCapacity(nodes []model.Node, jobs []*jobEntry) {
 // Nodes returns the nodes as added (cordoned ones with all their GPUs),
 // sorted by index.
 func (c *Core) Nodes() []model.Node {
-	out := make([]model.Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		out = append(out, n)
+	if c.byIndex == nil {
+		c.byIndex = make([]model.Node, 0, len(c.nodes))
+		for _, n := range c.nodes {
+			c.byIndex = append(c.byIndex, n)
+		}
+		slices.SortFunc(c.byIndex, func(a, b model.Node) int { return cmp.Compare(a.Index, b.Index) })
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out
+	return slices.Clone(c.byIndex)
 }

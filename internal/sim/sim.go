@@ -69,15 +69,13 @@ func (o Options) restartCost() time.Duration {
 }
 
 type simJob struct {
-	w         workload.Job
-	m         perfmodel.Model
-	batch     int
-	epochs    int
-	perEpoch  float64 // progress per epoch for duration jobs; 0 = model's
-	cat       string  // estimate category, see category
-	submitted bool
-	done      bool
-	dropped   bool
+	w        workload.Job
+	m        perfmodel.Model
+	batch    int
+	epochs   int
+	perEpoch float64 // progress per epoch for duration jobs; 0 = model's
+	cat      string  // estimate category, see category
+	done     bool
 
 	epoch    int
 	progress float64
@@ -343,10 +341,14 @@ func packed(k, perNode int) []int {
 }
 
 type engine struct {
-	opts  Options
-	core  *scheduler.Core
-	port  *replayPort
-	jobs  []*simJob // in workload order
+	opts Options
+	core *scheduler.Core
+	port *replayPort
+	jobs []*simJob // in workload order
+	// live holds the jobs submitted and not yet handed back to the core
+	// as finished, in workload order: the hot loops visit only these, so
+	// an event costs what is running and waiting, not the whole workload.
+	live  []*simJob
 	col   *collector.Collector
 	round bool
 	// oracleCache holds true speedup curves for --oracle.
@@ -380,8 +382,8 @@ func (e *engine) advance(t float64) error {
 	if dt < 0 {
 		return fmt.Errorf("simulate: time went backwards from %g to %g", e.now, t)
 	}
-	for _, j := range e.jobs {
-		if j.submitted && !j.done && !j.dropped {
+	for _, j := range e.live {
+		if !j.done {
 			if err := j.step(e.now, dt, e.round); err != nil {
 				return fmt.Errorf("simulate: %w", err)
 			}
@@ -395,21 +397,25 @@ func (e *engine) advance(t float64) error {
 // deliver tells the core about completions and arrivals up to now.
 func (e *engine) deliver() error {
 	now := at(e.now)
-	for _, j := range e.jobs {
-		if j.submitted && j.done && !j.dropped {
-			j.dropped = true
-			e.finished++
-			if _, err := e.core.Finish(now, j.w.Name, model.StatusCompleted); err != nil {
-				return err
-			}
-			e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
-			e.col.Forget(j.w.Name)
+	kept := e.live[:0]
+	for _, j := range e.live {
+		if !j.done {
+			kept = append(kept, j)
+			continue
 		}
+		e.finished++
+		if _, err := e.core.Finish(now, j.w.Name, model.StatusCompleted); err != nil {
+			return err
+		}
+		e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
+		e.col.Forget(j.w.Name)
 	}
+	clear(e.live[len(kept):])
+	e.live = kept
 	for e.next < len(e.jobs) && e.jobs[e.next].w.Submit <= e.now {
 		j := e.jobs[e.next]
 		e.next++
-		j.submitted = true
+		e.live = append(e.live, j)
 		if err := e.core.Submit(now, e.spec(j)); err != nil {
 			return fmt.Errorf("simulate: %w", err)
 		}
@@ -422,10 +428,7 @@ func (e *engine) deliver() error {
 
 // estimate hands every live job's estimates to the core.
 func (e *engine) estimate() error {
-	for _, j := range e.jobs {
-		if !j.submitted || j.dropped {
-			continue
-		}
+	for _, j := range e.live {
 		remaining := j.epochProgress(j.epochs) - j.progress
 		var est model.Estimates
 		if e.opts.Oracle {
@@ -514,8 +517,8 @@ func (e *engine) stuck() bool {
 	if e.next < len(e.jobs) {
 		return false
 	}
-	for _, j := range e.jobs {
-		if j.submitted && !j.dropped && j.workers() > 0 {
+	for _, j := range e.live {
+		if j.workers() > 0 {
 			return false
 		}
 	}
@@ -558,8 +561,8 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 		if e.next < len(e.jobs) {
 			next = e.jobs[e.next].w.Submit
 		}
-		for _, j := range e.jobs {
-			if j.submitted && !j.dropped && j.workers() > 0 {
+		for _, j := range e.live {
+			if j.workers() > 0 {
 				d, err := j.finishIn()
 				if err != nil {
 					return fmt.Errorf("simulate: %w", err)
@@ -577,8 +580,8 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 			return err
 		}
 		// A completion predicted for now may miss by rounding error.
-		for _, j := range e.jobs {
-			if j.submitted && !j.done && j.workers() > 0 && j.rescale <= 0 {
+		for _, j := range e.live {
+			if !j.done && j.workers() > 0 && j.rescale <= 0 {
 				if left := j.epochProgress(j.epochs) - j.progress; left <= 1e-9*math.Max(1, j.epochProgress(j.epochs)) {
 					j.done, j.end = true, e.now
 				}
@@ -610,8 +613,8 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 // cluster has.
 func (e *engine) noneCanRun() bool {
 	total := e.opts.Nodes * e.opts.GPUsPerNode
-	for _, j := range e.jobs {
-		if j.submitted && !j.dropped && j.w.MinWorkers <= total {
+	for _, j := range e.live {
+		if j.w.MinWorkers <= total {
 			return false
 		}
 	}

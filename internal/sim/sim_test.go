@@ -293,6 +293,27 @@ func BenchmarkSimulateGenerated(b *testing.B) {
 	}
 }
 
+// BenchmarkSimulateGeneratedSizes is the simulator's cost table
+// (docs/simulator.md): generated workloads of growing size on 128 nodes
+// of 4 GPUs, event-driven, the default algorithm and placer. Cost should
+// grow about linearly with the jobs.
+func BenchmarkSimulateGeneratedSizes(b *testing.B) {
+	models := parametricSet(b)
+	for _, n := range []int{2500, 5000, 10000, 20000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			jobs := workload.Generate(workload.GenOptions{Jobs: n, Seed: 1})
+			pl, err := placement.Builtin().New(placement.DefaultName, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				run(b, jobs, Options{Nodes: 128, GPUsPerNode: 4, Allocator: newAlloc(b, algorithm.DefaultName), Placer: pl, Models: models})
+			}
+		})
+	}
+}
+
 // A workload row with max_workers 2^31-1 made the simulator allocate a
 // speedup curve of 2^31 floats (16 GiB) and die. Curves stop at the
 // cluster's GPUs, online and oracle alike.
