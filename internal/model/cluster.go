@@ -107,6 +107,10 @@ type Allocation struct {
 	GPUs map[string]int
 	// Order lists the snapshot's jobs, highest priority first.
 	Order []string
+	// Batch maps a job to the global batch size the algorithm chose with
+	// its GPUs; only goodput-aware algorithms fill it, and a job missing
+	// keeps the batch size it runs.
+	Batch map[string]int
 }
 
 // Total returns the number of GPUs handed out.

@@ -113,6 +113,20 @@ type Estimates struct {
 	// RestartSeconds is what a new placement costs the job before it
 	// progresses again (its measured restart time); 0 when unknown.
 	RestartSeconds float64
+	// Batch[k] is the global batch size the job would run on k GPUs, the
+	// one Speedup[k] assumes (Batch[0] = 0). Nil for a job whose batch
+	// size is fixed or unknown; beyond the end of the slice the last entry
+	// holds.
+	Batch []int
+}
+
+// BatchAt returns the batch size the estimates assume on k GPUs, 0 when
+// the job's batch is fixed or unknown.
+func (e Estimates) BatchAt(k int) int {
+	if k <= 0 || len(e.Batch) < 2 {
+		return 0
+	}
+	return e.Batch[min(k, len(e.Batch)-1)]
 }
 
 // PendingRestart is what is left, at now, of the restart a job whose

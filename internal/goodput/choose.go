@@ -1,0 +1,173 @@
+package goodput
+
+import (
+	"fmt"
+	"math"
+)
+
+// Candidates is how many batch sizes Best tries between a job's bounds,
+// spaced geometrically, as the Pollux artifact does.
+const Candidates = 50
+
+// MaxReplicas bounds the replicas a curve describes.
+const MaxReplicas = 1 << 12
+
+// Bounds are what a job lets the scheduler choose.
+type Bounds struct {
+	// InitBatch is the global batch size the job's hyperparameters were
+	// tuned for; it is never run below.
+	InitBatch int
+	// MaxBatch is the largest global batch size that still trains well.
+	// MaxBatch ≤ InitBatch fixes the batch at InitBatch.
+	MaxBatch int
+	// MinLocal is the least per-replica batch worth a replica (adaptive
+	// jobs never run fewer samples per replica); 0 is 1.
+	MinLocal int
+	// MaxLocal is the most samples one replica's step holds (memory);
+	// more takes gradient accumulation. 0 is no limit.
+	MaxLocal int
+	// Split, if set, says how a global batch runs on replicas: the
+	// per-replica batch of one step and the extra accumulation steps. The
+	// default is DefaultSplit.
+	Split func(batch, replicas int) (atomic, accum int)
+}
+
+// Check reports the first bound that makes no sense.
+func (b Bounds) Check() error {
+	switch {
+	case b.InitBatch < 1:
+		return fmt.Errorf("initial batch size %d: must be at least 1", b.InitBatch)
+	case b.MaxBatch < 0:
+		return fmt.Errorf("maximum batch size %d: must not be negative", b.MaxBatch)
+	case b.MinLocal < 0 || b.MaxLocal < 0:
+		return fmt.Errorf("local batch bounds [%d, %d]: must not be negative", b.MinLocal, b.MaxLocal)
+	case b.MaxLocal > 0 && b.MinLocal > b.MaxLocal:
+		return fmt.Errorf("local batch bounds [%d, %d]: minimum above maximum", b.MinLocal, b.MaxLocal)
+	}
+	return nil
+}
+
+// Adaptive reports whether the batch size may change.
+func (b Bounds) Adaptive() bool { return b.MaxBatch > b.InitBatch }
+
+// MaxReplicas is the most replicas an adaptive job can use: each needs
+// MinLocal samples of the largest batch. A fixed batch has no such limit
+// here (its caller bounds the workers).
+func (b Bounds) MaxReplicas() int {
+	if !b.Adaptive() {
+		return MaxReplicas
+	}
+	return max(1, min(b.MaxBatch/max(b.MinLocal, 1), MaxReplicas))
+}
+
+// DefaultSplit runs a global batch on replicas replicas with the fewest
+// accumulation steps that keep a step within MaxLocal, never exceeding
+// MaxBatch in total when the batch is adaptive.
+func (b Bounds) DefaultSplit(batch, replicas int) (atomic, accum int) {
+	replicas = max(replicas, 1)
+	local := ceilDiv(batch, replicas)
+	if b.MaxLocal > 0 {
+		accum = ceilDiv(local, b.MaxLocal) - 1
+	}
+	atomic = ceilDiv(local, accum+1)
+	if b.Adaptive() {
+		atomic = min(atomic, b.MaxBatch/(replicas*(accum+1)))
+	}
+	return max(atomic, 1), accum
+}
+
+func (b Bounds) split(batch, replicas int) (atomic, accum int) {
+	if b.Split != nil {
+		return b.Split(batch, replicas)
+	}
+	return b.DefaultSplit(batch, replicas)
+}
+
+func ceilDiv(a, b int) int {
+	if b <= 0 {
+		return a
+	}
+	return (a + b - 1) / b
+}
+
+// Choice is a batch size and how it runs on a placement.
+type Choice struct {
+	// Batch is the global batch size: Replicas·(Accum+1)·Atomic.
+	Batch  int
+	Atomic int
+	Accum  int
+	// Gain is the statistical efficiency gain over the initial batch.
+	Gain float64
+	// Iteration is the predicted seconds per optimizer step.
+	Iteration float64
+	// Rate is the predicted progress per second, Gain/Iteration: progress
+	// counted in steps of the initial batch.
+	Rate float64
+}
+
+// Evaluate predicts the goodput of running batch on the placement.
+func Evaluate(p Params, g GradStats, b Bounds, nodes, replicas, batch int) Choice {
+	atomic, accum := b.split(batch, replicas)
+	eff := replicas * (accum + 1) * atomic
+	c := Choice{Batch: eff, Atomic: atomic, Accum: accum, Gain: g.Gain(eff, b.InitBatch)}
+	c.Iteration = p.Iteration(nodes, replicas, atomic, accum)
+	if c.Iteration > 0 {
+		c.Rate = c.Gain / c.Iteration
+	}
+	return c
+}
+
+// Best returns the batch size with the most goodput on replicas replicas
+// over nodes nodes: the initial batch for a fixed job; otherwise the best
+// of Candidates sizes spaced geometrically between max(InitBatch,
+// MinLocal·replicas) and MaxBatch (ties to the smaller batch). A placement
+// too wide for MaxBatch runs MaxBatch.
+func Best(p Params, g GradStats, b Bounds, nodes, replicas int) Choice {
+	replicas = max(replicas, 1)
+	nodes = max(nodes, 1)
+	if !b.Adaptive() {
+		return Evaluate(p, g, b, nodes, replicas, b.InitBatch)
+	}
+	lo := max(b.InitBatch, max(b.MinLocal, 1)*replicas)
+	hi := b.MaxBatch
+	if lo >= hi {
+		return Evaluate(p, g, b, nodes, replicas, hi)
+	}
+	best := Evaluate(p, g, b, nodes, replicas, lo)
+	ratio := math.Log(float64(hi) / float64(lo))
+	prev := lo
+	for i := 1; i < Candidates; i++ {
+		batch := int(math.Round(float64(lo) * math.Exp(ratio*float64(i)/float64(Candidates-1))))
+		batch = min(max(batch, lo), hi)
+		if batch == prev {
+			continue
+		}
+		prev = batch
+		if c := Evaluate(p, g, b, nodes, replicas, batch); c.Rate > best.Rate {
+			best = c
+		}
+	}
+	return best
+}
+
+// Curve returns, for k = 0..maxReplicas workers packed gpusPerNode to a
+// node, the speedup of the best batch on k workers over the best batch on
+// one (speedup[0] = 0, speedup[1] = 1), the batch size chosen for each
+// (batch[0] = 0) and the goodput on one worker. A model that predicts no
+// progress on one worker gives nil curves.
+func Curve(p Params, g GradStats, b Bounds, gpusPerNode, maxReplicas int) (speedup []float64, batch []int, rate1 float64) {
+	maxReplicas = min(max(maxReplicas, 1), MaxReplicas)
+	gpusPerNode = max(gpusPerNode, 1)
+	one := Best(p, g, b, 1, 1)
+	if !(one.Rate > 0) || math.IsInf(one.Rate, 1) {
+		return nil, nil, 0
+	}
+	speedup = make([]float64, maxReplicas+1)
+	batch = make([]int, maxReplicas+1)
+	speedup[1], batch[1] = 1, one.Batch
+	for k := 2; k <= maxReplicas; k++ {
+		c := Best(p, g, b, ceilDiv(k, gpusPerNode), k)
+		speedup[k], batch[k] = c.Rate/one.Rate, c.Batch
+	}
+	return speedup, batch, one.Rate
+}

@@ -1,0 +1,243 @@
+package goodput
+
+import (
+	"math"
+	"sort"
+)
+
+// MaxConfigs bounds the configurations kept per job and per application;
+// later new configurations are predicted but not kept.
+const MaxConfigs = 256
+
+// RefitTolerance is the relative error in a new configuration's iteration
+// time that makes the model fit again; a model within it already explains
+// the measurement.
+const RefitTolerance = 0.02
+
+// table is the mean iteration time per configuration, in the order the
+// configurations were first measured.
+type table struct {
+	keys []key
+	sums map[key]*mean
+}
+
+type mean struct {
+	sum float64
+	n   int
+}
+
+func (t *table) has(k key) bool { _, ok := t.sums[k]; return ok }
+
+// add records o; it reports false when o's configuration is new and the
+// table is full.
+func (t *table) add(o Obs) bool {
+	k := o.key()
+	if m, ok := t.sums[k]; ok {
+		m.sum += o.Iteration
+		m.n++
+		return true
+	}
+	if len(t.keys) >= MaxConfigs {
+		return false
+	}
+	if t.sums == nil {
+		t.sums = map[key]*mean{}
+	}
+	t.keys = append(t.keys, k)
+	t.sums[k] = &mean{sum: o.Iteration, n: 1}
+	return true
+}
+
+func (t *table) obs() []Obs {
+	out := make([]Obs, len(t.keys))
+	for i, k := range t.keys {
+		m := t.sums[k]
+		out[i] = Obs{Nodes: k.nodes, Replicas: k.replicas, Atomic: k.atomic, Accum: k.accum, Iteration: m.sum / float64(m.n)}
+	}
+	return out
+}
+
+// placed reports whether the table holds the placement in any batch.
+func (t *table) placed(nodes, replicas int) bool {
+	for _, k := range t.keys {
+		if k.nodes == nodes && k.replicas == replicas {
+			return true
+		}
+	}
+	return false
+}
+
+type fitted struct {
+	t      table
+	params Params
+	ok     bool // params hold a fit of t
+	dirty  bool // t changed in a way params do not explain
+}
+
+type jobModel struct {
+	app string
+	fitted
+}
+
+type appModel struct {
+	fitted
+	placement, batch ErrorStats
+}
+
+// ErrorStats summarise relative prediction errors |predicted−measured| /
+// measured.
+type ErrorStats struct {
+	N        int
+	Sum, Max float64
+}
+
+// Mean is the mean relative error, 0 with none.
+func (s ErrorStats) Mean() float64 {
+	if s.N == 0 {
+		return 0
+	}
+	return s.Sum / float64(s.N)
+}
+
+func (s *ErrorStats) add(e float64) {
+	s.N++
+	s.Sum += e
+	s.Max = math.Max(s.Max, e)
+}
+
+// Accuracy is how well an application's configurations were predicted
+// before a job first ran on them.
+type Accuracy struct {
+	App string
+	// NewPlacement covers placements (nodes, replicas) the job had never
+	// run on; NewBatch new batch sizes on a placement it had.
+	NewPlacement, NewBatch ErrorStats
+}
+
+// Estimator keeps the measured iteration times of live jobs and of
+// applications and fits their throughput models. It is not safe for
+// concurrent use.
+type Estimator struct {
+	jobs map[string]*jobModel
+	apps map[string]*appModel
+}
+
+// NewEstimator returns an empty estimator.
+func NewEstimator() *Estimator {
+	return &Estimator{jobs: map[string]*jobModel{}, apps: map[string]*appModel{}}
+}
+
+func (e *Estimator) app(name string) *appModel {
+	a := e.apps[name]
+	if a == nil {
+		a = &appModel{}
+		e.apps[name] = a
+	}
+	return a
+}
+
+// Observe records that job, of application app, ran o's configuration at
+// o.Iteration seconds per step. The first time the job runs a
+// configuration, the model's prediction for it is scored in the
+// application's Accuracy, and a miss beyond RefitTolerance makes the job's
+// (and the application's) model fit again when next asked for.
+func (e *Estimator) Observe(job, app string, o Obs) {
+	if !o.Valid() {
+		return
+	}
+	j := e.jobs[job]
+	if j == nil {
+		j = &jobModel{app: app}
+		e.jobs[job] = j
+	}
+	a := e.app(j.app)
+	k := o.key()
+	if !j.t.has(k) {
+		if p, ok := e.Params(job); ok {
+			err := math.Abs(p.Predict(o)-o.Iteration) / o.Iteration
+			if j.t.placed(o.Nodes, o.Replicas) {
+				a.batch.add(err)
+			} else {
+				a.placement.add(err)
+			}
+			if err > RefitTolerance {
+				j.dirty = true
+			}
+		}
+	}
+	if !j.t.add(o) {
+		return
+	}
+	if !j.ok {
+		j.dirty = true
+	}
+	if !a.t.has(k) {
+		if !a.ok || math.Abs(a.params.Predict(o)-o.Iteration)/o.Iteration > RefitTolerance {
+			a.dirty = true
+		}
+	}
+	a.t.add(o)
+}
+
+// Forget drops a finished job; what it measured stays with its
+// application.
+func (e *Estimator) Forget(job string) { delete(e.jobs, job) }
+
+// AppParams returns the application's pooled fit, fitting it again if new
+// measurements disagree with it; false when the application has none.
+func (e *Estimator) AppParams(app string) (Params, bool) {
+	a := e.apps[app]
+	if a == nil || len(a.t.keys) == 0 {
+		return Params{}, false
+	}
+	if !a.ok || a.dirty {
+		obs := a.t.obs()
+		prior := Generic(obs[0])
+		if a.ok {
+			prior = a.params
+		}
+		a.params, a.ok, a.dirty = Fit(obs, prior), true, false
+	}
+	return a.params, true
+}
+
+// Params returns the job's model: its own measurements fitted with its
+// application's pooled fit as the prior, or the application's fit alone
+// before the job is measured; false when nothing is known.
+func (e *Estimator) Params(job string) (Params, bool) {
+	j := e.jobs[job]
+	if j == nil {
+		return Params{}, false
+	}
+	if len(j.t.keys) == 0 {
+		return e.AppParams(j.app)
+	}
+	if !j.ok || j.dirty {
+		obs := j.t.obs()
+		prior, ok := e.AppParams(j.app)
+		if !ok {
+			prior = Generic(obs[0])
+		}
+		j.params, j.ok, j.dirty = Fit(obs, prior), true, false
+	}
+	return j.params, true
+}
+
+// JobParams is Params for a job that may not have been observed yet: it
+// registers the job under app so that its application's fit serves it.
+func (e *Estimator) JobParams(job, app string) (Params, bool) {
+	if e.jobs[job] == nil {
+		e.jobs[job] = &jobModel{app: app}
+	}
+	return e.Params(job)
+}
+
+// Accuracy returns every application's prediction errors, by name.
+func (e *Estimator) Accuracy() []Accuracy {
+	out := make([]Accuracy, 0, len(e.apps))
+	for name, a := range e.apps {
+		out = append(out, Accuracy{App: name, NewPlacement: a.placement, NewBatch: a.batch})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out
+}

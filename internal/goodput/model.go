@@ -1,0 +1,95 @@
+package goodput
+
+import "math"
+
+// MaxGamma bounds the overlap exponent: γ = 1 is no overlap at all, a
+// large γ is perfect overlap (the step takes the longer of the two).
+const MaxGamma = 10
+
+// Params are the seven numbers of the throughput model, in seconds
+// (Gamma has no unit). The zero value is not a usable model.
+type Params struct {
+	// AlphaC and BetaC give the compute time of one step of a atomic
+	// samples per replica: AlphaC + BetaC·a.
+	AlphaC, BetaC float64
+	// AlphaR and BetaR give the synchronisation time of r ≥ 2 replicas on
+	// one node: AlphaR + BetaR·(r−2).
+	AlphaR, BetaR float64
+	// AlphaN and BetaN give it across nodes: AlphaN + BetaN·(r−2).
+	AlphaN, BetaN float64
+	// Gamma is how compute and synchronisation overlap, in [1, MaxGamma].
+	Gamma float64
+}
+
+// Valid reports whether every time is finite and non-negative, the
+// compute time positive and Gamma within its range.
+func (p Params) Valid() bool {
+	for _, v := range []float64{p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN} {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return false
+		}
+	}
+	return p.AlphaC+p.BetaC > 0 && p.Gamma >= 1 && p.Gamma <= MaxGamma
+}
+
+// Compute is the compute time of one step with atomic samples per replica.
+func (p Params) Compute(atomic int) float64 { return p.AlphaC + p.BetaC*float64(atomic) }
+
+// Sync is the synchronisation time of one step of replicas workers
+// spread over nodes nodes.
+func (p Params) Sync(nodes, replicas int) float64 {
+	switch {
+	case replicas <= 1:
+		return 0
+	case nodes <= 1:
+		return p.AlphaR + p.BetaR*float64(replicas-2)
+	}
+	return p.AlphaN + p.BetaN*float64(replicas-2)
+}
+
+// Step is the time of one optimizer step without accumulation.
+func (p Params) Step(nodes, replicas, atomic int) float64 {
+	c, s := p.Compute(atomic), p.Sync(nodes, replicas)
+	if s <= 0 {
+		return c
+	}
+	g := p.Gamma
+	return math.Pow(math.Pow(c, g)+math.Pow(s, g), 1/g)
+}
+
+// Iteration is the time of one optimizer step that accumulates accum
+// extra micro-steps before synchronising.
+func (p Params) Iteration(nodes, replicas, atomic, accum int) float64 {
+	return float64(accum)*p.Compute(atomic) + p.Step(nodes, replicas, atomic)
+}
+
+// GradStats are a job's gradient statistics at its initial batch size:
+// the squared norm of the true gradient and the variance of one sample's
+// gradient around it (both summed over the parameters), as AdaptDL and
+// Pollux measure them. Zero values mean unknown: every batch is then as
+// efficient as the initial one.
+type GradStats struct {
+	Sqr, Var float64
+}
+
+// Known reports whether the statistics can say anything.
+func (g GradStats) Known() bool {
+	return g.Sqr >= 0 && g.Var >= 0 && g.Sqr+g.Var > 0 && !math.IsInf(g.Sqr+g.Var, 0)
+}
+
+// Gain is the progress a step of batch samples makes relative to a step
+// of initBatch: (var+sqr)/(var/scale+sqr) with scale = batch/initBatch.
+// It is 1 with unknown statistics or bounds, and grows with the batch
+// towards scale (pure noise) or stays at 1 (no noise).
+func (g GradStats) Gain(batch, initBatch int) float64 {
+	if !g.Known() || batch <= 0 || initBatch <= 0 {
+		return 1
+	}
+	scale := float64(batch) / float64(initBatch)
+	return (g.Var + g.Sqr) / (g.Var/scale + g.Sqr)
+}
+
+// LRScale is the factor by which a job running batch instead of initBatch
+// scales its learning rate: AdaptDL's AdaScale rule, the efficiency gain
+// itself, so that one step goes as far as gain initial steps would.
+func (g GradStats) LRScale(batch, initBatch int) float64 { return g.Gain(batch, initBatch) }
