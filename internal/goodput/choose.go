@@ -26,6 +26,9 @@ type Bounds struct {
 	// MaxLocal is the most samples one replica's step holds (memory);
 	// more takes gradient accumulation. 0 is no limit.
 	MaxLocal int
+	// Fixed > 0 pins the global batch at Fixed whatever the bounds, for a
+	// job that does not adapt; its gain is still relative to InitBatch.
+	Fixed int
 	// Split, if set, says how a global batch runs on replicas: the
 	// per-replica batch of one step and the extra accumulation steps. The
 	// default is DefaultSplit.
@@ -41,6 +44,8 @@ func (b Bounds) Check() error {
 		return fmt.Errorf("maximum batch size %d: must not be negative", b.MaxBatch)
 	case b.MinLocal < 0 || b.MaxLocal < 0:
 		return fmt.Errorf("local batch bounds [%d, %d]: must not be negative", b.MinLocal, b.MaxLocal)
+	case b.Fixed < 0:
+		return fmt.Errorf("fixed batch size %d: must not be negative", b.Fixed)
 	case b.MaxLocal > 0 && b.MinLocal > b.MaxLocal:
 		return fmt.Errorf("local batch bounds [%d, %d]: minimum above maximum", b.MinLocal, b.MaxLocal)
 	}
@@ -48,7 +53,7 @@ func (b Bounds) Check() error {
 }
 
 // Adaptive reports whether the batch size may change.
-func (b Bounds) Adaptive() bool { return b.MaxBatch > b.InitBatch }
+func (b Bounds) Adaptive() bool { return b.Fixed <= 0 && b.MaxBatch > b.InitBatch }
 
 // MaxReplicas is the most replicas an adaptive job can use: each needs
 // MinLocal samples of the largest batch. A fixed batch has no such limit
@@ -120,11 +125,15 @@ func Evaluate(p Params, g GradStats, b Bounds, nodes, replicas, batch int) Choic
 // Best returns the batch size with the most goodput on replicas replicas
 // over nodes nodes: the initial batch for a fixed job; otherwise the best
 // of Candidates sizes spaced geometrically between max(InitBatch,
-// MinLocal·replicas) and MaxBatch (ties to the smaller batch). A placement
+// MinLocal·replicas) and MaxBatch (ties to the smaller batch); Fixed when
+// set. A placement
 // too wide for MaxBatch runs MaxBatch.
 func Best(p Params, g GradStats, b Bounds, nodes, replicas int) Choice {
 	replicas = max(replicas, 1)
 	nodes = max(nodes, 1)
+	if b.Fixed > 0 {
+		return Evaluate(p, g, b, nodes, replicas, b.Fixed)
+	}
 	if !b.Adaptive() {
 		return Evaluate(p, g, b, nodes, replicas, b.InitBatch)
 	}

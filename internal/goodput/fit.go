@@ -2,8 +2,9 @@ package goodput
 
 import (
 	"math"
+	"slices"
 
-	"gonum.org/v1/gonum/optimize"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Obs is one measured configuration: the mean seconds per optimizer step
@@ -71,14 +72,14 @@ func fromX(x []float64) Params {
 	}
 }
 
-// FitEvaluations bounds the work of one fit.
-const FitEvaluations = 4000
+// FitIterations bounds the work of one fit.
+const FitIterations = 100
 
 // Fit returns the parameters that best explain obs (least squares on the
 // logarithm of the iteration time, each observation weighted equally),
 // pulled towards prior with PriorWeight. With no valid observation it
-// returns the prior. The search is Nelder-Mead from the prior, so the
-// answer depends only on its inputs.
+// returns the prior. The search is Levenberg-Marquardt in log-parameter
+// space from the prior, so the answer depends only on its inputs.
 func Fit(obs []Obs, prior Params) Params {
 	var use []Obs
 	for _, o := range obs {
@@ -89,37 +90,144 @@ func Fit(obs []Obs, prior Params) Params {
 	if len(use) == 0 || !prior.Valid() {
 		return prior
 	}
-	x0 := toX(prior)
-	logObs := make([]float64, len(use))
-	for i, o := range use {
-		logObs[i] = math.Log(o.Iteration)
-	}
-	loss := func(x []float64) float64 {
-		p := fromX(x)
-		s := 0.0
-		for i, o := range use {
-			d := math.Log(p.Predict(o)) - logObs[i]
-			s += d * d
+	f := &fitter{obs: use, x0: toX(prior)}
+	x := slices.Clone(f.x0)
+	cost := f.cost(x)
+	lambda := 1e-3
+	var jtj [nParams * nParams]float64
+	var g, step [nParams]float64
+	for it := 0; it < FitIterations; it++ {
+		f.normal(x, &jtj, &g)
+		improved := false
+		for try := 0; try < 20; try++ {
+			if !solveDamped(&jtj, &g, lambda, &step) {
+				lambda *= 10
+				continue
+			}
+			next := make([]float64, nParams)
+			for k := range next {
+				next[k] = x[k] - step[k]
+			}
+			if c := f.cost(next); c < cost {
+				improved = cost-c > 1e-12*(1+cost)
+				x, cost = next, c
+				lambda = math.Max(lambda/10, 1e-9)
+				break
+			}
+			lambda *= 10
 		}
-		for k := range x {
-			d := x[k] - x0[k]
-			s += PriorWeight * d * d
+		if !improved {
+			break
 		}
-		if math.IsNaN(s) {
-			return math.Inf(1)
-		}
-		return s
 	}
-	res, err := optimize.Minimize(optimize.Problem{Func: loss}, x0, &optimize.Settings{
-		FuncEvaluations: FitEvaluations,
-		Converger:       &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-10, Iterations: 200},
-	}, &optimize.NelderMead{})
-	if res == nil || (err != nil && res.X == nil) {
-		return prior
-	}
-	p := fromX(res.X)
-	if !p.Valid() || !(res.F <= loss(x0)) {
+	p := fromX(x)
+	if !p.Valid() {
 		return prior
 	}
 	return p
+}
+
+const nParams = 7
+
+type fitter struct {
+	obs []Obs
+	x0  []float64
+}
+
+func (f *fitter) cost(x []float64) float64 {
+	p := fromX(x)
+	s := 0.0
+	for _, o := range f.obs {
+		d := math.Log(p.Predict(o)) - math.Log(o.Iteration)
+		s += d * d
+	}
+	for k := range x {
+		d := x[k] - f.x0[k]
+		s += PriorWeight * d * d
+	}
+	if math.IsNaN(s) {
+		return math.Inf(1)
+	}
+	return s
+}
+
+// normal fills the Gauss-Newton system at x: jtj = JᵀJ + w·I and
+// g = Jᵀr + w·(x−x0), J being the residuals' derivatives in x.
+func (f *fitter) normal(x []float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+	*jtj = [nParams * nParams]float64{}
+	*g = [nParams]float64{}
+	p := fromX(x)
+	sig := (p.Gamma - 1) / (MaxGamma - 1)
+	var d [nParams]float64
+	for _, o := range f.obs {
+		pred := p.Predict(o)
+		r := math.Log(pred) - math.Log(o.Iteration)
+		// Derivatives of pred in the parameters, then in x.
+		c, s := p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
+		dC, dS, dG := 1.0, 0.0, 0.0
+		if s > 0 {
+			gm := p.Gamma
+			u := math.Pow(c, gm) + math.Pow(s, gm)
+			step := math.Pow(u, 1/gm)
+			dC = step / u * math.Pow(c, gm-1)
+			dS = step / u * math.Pow(s, gm-1)
+			dG = step * (-math.Log(u)/(gm*gm) + (math.Pow(c, gm)*math.Log(c)+math.Pow(s, gm)*math.Log(s))/(gm*u))
+		}
+		dC += float64(o.Accum)
+		d = [nParams]float64{}
+		d[0] = dC * p.AlphaC
+		d[1] = dC * float64(o.Atomic) * p.BetaC
+		if o.Replicas > 1 {
+			if o.Nodes <= 1 {
+				d[2] = dS * p.AlphaR
+				d[3] = dS * float64(o.Replicas-2) * p.BetaR
+			} else {
+				d[4] = dS * p.AlphaN
+				d[5] = dS * float64(o.Replicas-2) * p.BetaN
+			}
+			d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
+		}
+		for a := range nParams {
+			d[a] /= pred
+		}
+		for a := range nParams {
+			g[a] += d[a] * r
+			for b := range nParams {
+				jtj[a*nParams+b] += d[a] * d[b]
+			}
+		}
+	}
+	for a := range nParams {
+		jtj[a*nParams+a] += PriorWeight
+		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
+
+// solveDamped solves (A + λ·diag(A))·s = g by Cholesky; false when the
+// damped matrix is not positive definite.
+func solveDamped(a *[nParams * nParams]float64, g *[nParams]float64, lambda float64, s *[nParams]float64) bool {
+	m := mat.NewSymDense(nParams, nil)
+	for i := range nParams {
+		for j := i; j < nParams; j++ {
+			v := a[i*nParams+j]
+			if i == j {
+				v *= 1 + lambda
+			}
+			m.SetSym(i, j, v)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(m) {
+		return false
+	}
+	out := mat.NewVecDense(nParams, s[:])
+	if err := ch.SolveVecTo(out, mat.NewVecDense(nParams, g[:])); err != nil {
+		return false
+	}
+	for i := range nParams {
+		if math.IsNaN(s[i]) || math.IsInf(s[i], 0) {
+			return false
+		}
+	}
+	return true
 }
