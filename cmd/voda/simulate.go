@@ -31,6 +31,7 @@ type simulateFlags struct {
 	workload    string
 	format      string
 	profiles    string
+	estimator   string
 	algorithm   string
 	compare     string
 	placer      string
@@ -131,6 +132,8 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.sim.Options.Tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
 	fl.DurationVar(&f.restartCost, "restart-cost", sim.DefaultRestartCost, "time a job makes no progress after each (re)placement")
 	fl.BoolVar(&f.sim.Options.Oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates")
+	fl.StringVar(&f.estimator, "estimator", "workers", "online estimates: 'workers' (Amdahl's law over worker count) or 'goodput' (a throughput model over placement and batch size, needs --profiles)")
+	fl.BoolVar(&f.sim.Options.AdaptiveBatch, "adaptive-batch", false, "jobs choose their batch size per placement and per epoch by estimated goodput, as Pollux's do (implies --estimator goodput; needs --profiles)")
 	fl.StringVar(&f.scaling, "scaling", "amdahl", "performance model assigned to jobs of duration-only traces")
 	fl.IntVar(&f.genJobs, "jobs", 200, "number of jobs of the generated workload")
 	fl.Uint64Var(&f.genSeed, "seed", 1, "seed of the generated workload")
@@ -171,6 +174,16 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 	c := &f.sim
 	var err error
+	switch f.estimator {
+	case "workers", "":
+	case "goodput":
+		c.Options.Goodput = true
+	default:
+		return nil, fmt.Errorf("--estimator %q: want workers or goodput", f.estimator)
+	}
+	if c.Options.Oracle && (c.Options.Goodput || c.Options.AdaptiveBatch) {
+		return nil, errors.New("--oracle replaces online estimates: it cannot be combined with --estimator goodput or --adaptive-batch")
+	}
 	if c.Algorithms, err = algorithmNames(f); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -42,10 +43,21 @@ type Options struct {
 	RestartCost time.Duration
 	// Oracle gives allocators the true speedup and remaining time instead
 	// of online estimates.
-	Oracle    bool
-	Allocator algorithm.Allocator
-	Placer    placement.Placer
-	Models    *perfmodel.Set
+	Oracle bool
+	// Goodput gives allocators estimates from a throughput model over
+	// placement and batch size fitted online (package goodput) instead of
+	// Amdahl's law on worker count; every job's curve then grows at most
+	// to twice the most workers it has run on, as Pollux ramps jobs up.
+	// It needs measured profiles.
+	Goodput bool
+	// AdaptiveBatch lets every job choose its global batch size on each
+	// new placement and after each epoch, for the most estimated goodput
+	// between its application's bounds, as the Pollux artifact runs
+	// Pollux's jobs. It implies Goodput.
+	AdaptiveBatch bool
+	Allocator     algorithm.Allocator
+	Placer        placement.Placer
+	Models        *perfmodel.Set
 	// MaxTime stops the run at this simulated time (default 365 days).
 	MaxTime time.Duration
 	// Progress, if set, is called with the fraction of jobs finished.
@@ -92,6 +104,26 @@ type simJob struct {
 
 	// observed since the last estimate.
 	obsSeconds, obsWork float64
+
+	// Goodput estimates (Options.Goodput): the job's measured profile,
+	// its batch bounds, the most workers it has run on, and the
+	// configurations run since the last estimate.
+	prof    *perfmodel.Profiled
+	bounds  goodput.Bounds
+	maxSeen int
+	pending []goodput.Obs
+	curve   curveCache
+}
+
+// curveCache keeps a job's goodput curve until what it depends on changes.
+type curveCache struct {
+	params  goodput.Params
+	stats   goodput.GradStats
+	cap     int
+	speedup []float64
+	batch   []int
+	rate1   float64
+	ok      bool
 }
 
 func (j *simJob) workers() int { return sumInts(j.place) }
@@ -124,8 +156,9 @@ func (j *simJob) currentRate() (float64, error) {
 }
 
 // step advances a running job by dt seconds from now. With round set,
-// epoch boundaries fall on whole seconds as in the Pollux artifact.
-func (j *simJob) step(now, dt float64, round bool) error {
+// epoch boundaries fall on whole seconds as in the Pollux artifact. With
+// rechoose set, the job chooses its batch again after each epoch.
+func (j *simJob) step(now, dt float64, round bool, rechoose func(*simJob) error) error {
 	k := float64(j.workers())
 	if k == 0 || j.done {
 		return nil
@@ -139,6 +172,11 @@ func (j *simJob) step(now, dt float64, round bool) error {
 		rate, err := j.currentRate()
 		if err != nil {
 			return err
+		}
+		if j.prof != nil {
+			if err := j.measure(); err != nil {
+				return err
+			}
 		}
 		next := j.epochProgress(j.epoch + 1)
 		if j.progress+rate*dt < next {
@@ -166,9 +204,37 @@ func (j *simJob) step(now, dt float64, round bool) error {
 		if j.epoch >= j.epochs {
 			j.done = true
 			j.end = now
+		} else if rechoose != nil {
+			if err := rechoose(j); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// measure records the configuration the job runs, with its true time per
+// step, for the next estimate: what a job's progress reports carry.
+func (j *simJob) measure() error {
+	_, atomic, accum, sec, err := j.prof.Iteration(j.place, j.batch)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.w.Name, err)
+	}
+	o := goodput.Obs{Nodes: j.nodes, Replicas: j.workers(), Atomic: atomic, Accum: accum, Iteration: sec}
+	for _, p := range j.pending {
+		if p == o {
+			return nil
+		}
+	}
+	j.pending = append(j.pending, o)
+	return nil
+}
+
+// gradStats are the gradient statistics the job measures: at its current
+// batch size and epoch.
+func (j *simJob) gradStats() goodput.GradStats {
+	sqr, vr := j.prof.GradStats(j.batch, j.epoch)
+	return goodput.GradStats{Sqr: sqr, Var: vr}
 }
 
 // finishIn returns the seconds until the job completes if nothing changes.
@@ -200,6 +266,8 @@ type replayPort struct {
 	now         float64
 	restartCost float64
 	changes     []report.Change
+	// placed, if set, is called after a job gets a non-empty placement.
+	placed func(*simJob) error
 }
 
 // Apply implements scheduler.Port.
@@ -225,6 +293,11 @@ func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
 			j.restarts++
 		}
 		j.rescale = p.restartCost
+		if p.placed != nil {
+			if err := p.placed(j); err != nil {
+				return err
+			}
+		}
 	}
 	p.changes = append(p.changes, report.Change{Time: p.now, Job: a.Job, GPUs: j.workers()})
 	return nil
@@ -238,6 +311,12 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 	if opts.Allocator == nil || opts.Placer == nil || opts.Models == nil {
 		return nil, errors.New("simulate: allocator, placer and models are required")
+	}
+	if opts.AdaptiveBatch {
+		opts.Goodput = true
+		if opts.Oracle {
+			return nil, errors.New("simulate: --oracle gives fixed-batch curves; it cannot be combined with --adaptive-batch")
+		}
 	}
 	if len(jobs) == 0 {
 		return nil, errors.New("simulate: empty workload")
@@ -287,6 +366,10 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 
 	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
+	if opts.Goodput {
+		e.gp = goodput.NewEstimator()
+		port.placed = e.placed
+	}
 	if opts.Interval > 0 {
 		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
 	} else {
@@ -310,6 +393,11 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	if j.epochs <= 0 {
 		j.epochs = m.DefaultEpochs()
 	}
+	if opts.Goodput {
+		if err := j.useGoodput(opts, totalGPUs); err != nil {
+			return nil, err
+		}
+	}
 	j.cat = fmt.Sprintf("%s/%d", w.App, j.batch)
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
@@ -328,6 +416,31 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
 	return j, nil
+}
+
+// useGoodput sets the job up for goodput estimates: its bounds (the
+// application's, or its fixed batch), and with adaptive batches the most
+// workers its application can use.
+func (j *simJob) useGoodput(opts Options, totalGPUs int) error {
+	prof, ok := j.m.(*perfmodel.Profiled)
+	if !ok {
+		return fmt.Errorf("simulate: job %s: goodput estimates and adaptive batches need a measured profile (--profiles), not the %s model", j.w.Name, j.m.Name())
+	}
+	j.prof = prof
+	initBatch, maxBatch, minLocal, maxLocal := prof.BatchLimits()
+	j.bounds = goodput.Bounds{InitBatch: initBatch, MaxBatch: maxBatch, MinLocal: minLocal, MaxLocal: maxLocal, Split: prof.Batching}
+	if !opts.AdaptiveBatch {
+		j.bounds.Fixed = j.batch
+		return nil
+	}
+	if b, pinned := prof.Pinned(); pinned {
+		j.batch, j.bounds.Fixed = b, b
+		j.w.MinWorkers, j.w.MaxWorkers, j.w.Requested = 1, 1, 1
+		return nil
+	}
+	j.batch = initBatch
+	j.w.MaxWorkers = max(j.w.MaxWorkers, min(j.bounds.MaxReplicas(), 64, totalGPUs))
+	return nil
 }
 
 func packed(k, perNode int) []int {
@@ -353,9 +466,11 @@ type engine struct {
 	round bool
 	// oracleCache holds true speedup curves for --oracle.
 	oracleCache map[oracleKey]oracleCurve
-	next        int // next job to arrive
-	finished    int
-	now         float64
+	// gp estimates goodput (Options.Goodput).
+	gp       *goodput.Estimator
+	next     int // next job to arrive
+	finished int
+	now      float64
 	// Per-cycle placement metrics, summed over cycles.
 	cycles          int
 	spreadJobCycles int
@@ -384,7 +499,7 @@ func (e *engine) advance(t float64) error {
 	}
 	for _, j := range e.live {
 		if !j.done {
-			if err := j.step(e.now, dt, e.round); err != nil {
+			if err := j.step(e.now, dt, e.round, e.rechoose); err != nil {
 				return fmt.Errorf("simulate: %w", err)
 			}
 		}
@@ -409,6 +524,10 @@ func (e *engine) deliver() error {
 		}
 		e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
 		e.col.Forget(j.w.Name)
+		if e.gp != nil {
+			e.flush(j)
+			e.gp.Forget(j.w.Name)
+		}
 	}
 	clear(e.live[len(kept):])
 	e.live = kept
@@ -436,6 +555,8 @@ func (e *engine) estimate() error {
 			if est, err = e.oracle(j, remaining); err != nil {
 				return err
 			}
+		} else if e.gp != nil {
+			est = e.goodputEstimates(j, remaining)
 		} else {
 			if j.obsSeconds > 0 {
 				e.col.Observe(j.w.Name, j.category(), j.workers(), j.obsSeconds, j.obsWork)
@@ -634,6 +755,15 @@ func (e *engine) record(wall float64, gpus int) *report.Run {
 		SpreadJobCycles: e.spreadJobCycles,
 		PlaceTotal:      e.placeTotal,
 		PlaceMax:        e.placeMax,
+	}
+	if e.gp != nil {
+		for _, a := range e.gp.Accuracy() {
+			run.Estimator = append(run.Estimator, report.EstimatorError{
+				App:           a.App,
+				NewPlacements: a.NewPlacement.N, NewPlacementMeanErr: a.NewPlacement.Mean(), NewPlacementMaxErr: a.NewPlacement.Max,
+				NewBatches: a.NewBatch.N, NewBatchMeanErr: a.NewBatch.Mean(), NewBatchMaxErr: a.NewBatch.Max,
+			})
+		}
 	}
 	for _, j := range e.jobs {
 		r := report.JobResult{

@@ -345,31 +345,63 @@ func (p *Profiled) Batching(batch, replicas int) (atomic, accum int) {
 
 // Rate implements Model.
 func (p *Profiled) Rate(placement []int, batch, epoch int) (float64, error) {
-	pl := canonical(placement)
-	replicas := sum(pl)
-	if replicas == 0 {
+	if sum(placement) == 0 {
 		return 0, nil
 	}
 	if batch <= 0 {
 		batch = p.initBatch
 	}
-	atomic, accum := p.Batching(batch, replicas)
-	step, syncTime, err := p.Throughput(pl, atomic)
+	b, _, _, iter, err := p.Iteration(placement, batch)
 	if err != nil {
 		return 0, err
 	}
-	b := replicas * atomic * (accum + 1)
 	sqr, vr := p.GradStats(b, epoch)
 	scale := float64(b) / float64(p.initBatch)
 	gain := 1.0
 	if d := vr/scale + sqr; d > 0 {
 		gain = (vr + sqr) / d
 	}
-	iter := step + float64(accum)*(step-syncTime)
-	if iter <= 0 {
-		return 0, fmt.Errorf("%s: non-positive iteration time for placement %v", p.name, placement)
-	}
 	return gain / iter, nil
+}
+
+// Iteration returns how a global batch size runs on a non-empty
+// placement (the effective batch, the atomic batch and the accumulation
+// steps, as Batching splits it) and the true seconds per optimizer step:
+// the step time plus, for each accumulation step, the step without its
+// synchronisation.
+func (p *Profiled) Iteration(placement []int, batch int) (eff, atomic, accum int, seconds float64, err error) {
+	pl := canonical(placement)
+	replicas := sum(pl)
+	if replicas == 0 {
+		return 0, 0, 0, 0, fmt.Errorf("%s: empty placement", p.name)
+	}
+	atomic, accum = p.Batching(batch, replicas)
+	step, syncTime, err := p.Throughput(pl, atomic)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	seconds = step + float64(accum)*(step-syncTime)
+	if !(seconds > 0) {
+		return 0, 0, 0, 0, fmt.Errorf("%s: non-positive iteration time for placement %v", p.name, placement)
+	}
+	return replicas * atomic * (accum + 1), atomic, accum, seconds, nil
+}
+
+// polluxPinned fixes the batch of an application the artifact never
+// adapts: ncf runs a global batch of 32768 on one replica.
+var polluxPinned = map[string]int{"ncf": 32768}
+
+// BatchLimits returns the application's initial and largest validated
+// global batch sizes and its smallest and largest measured local batch.
+func (p *Profiled) BatchLimits() (initBatch, maxBatch, minLocal, maxLocal int) {
+	return p.initBatch, p.maxBatch, p.minLocal, p.maxLocal
+}
+
+// Pinned returns the batch size at which the Pollux artifact runs every
+// job of the application on one replica, if it pins one.
+func (p *Profiled) Pinned() (int, bool) {
+	b, ok := polluxPinned[p.name]
+	return b, ok
 }
 
 // GradStats returns the gradient's squared norm and variance during epoch

@@ -28,6 +28,24 @@ type Run struct {
 	// the wall-clock time the placer took. They are not deterministic.
 	PlaceTotal time.Duration
 	PlaceMax   time.Duration
+	// Estimator holds, with goodput estimates, how well each application's
+	// step times were predicted before a job first ran a configuration.
+	Estimator []EstimatorError
+}
+
+// EstimatorError is the relative error |predicted − measured| / measured
+// of the step time of configurations a job had not run yet, predicted by
+// the model fitted from what it (and its application) had run: placements
+// (nodes, workers) it had never been on, and new batch sizes on one it
+// had.
+type EstimatorError struct {
+	App                 string  `json:"app"`
+	NewPlacements       int     `json:"new_placements"`
+	NewPlacementMeanErr float64 `json:"new_placement_mean_error"`
+	NewPlacementMaxErr  float64 `json:"new_placement_max_error"`
+	NewBatches          int     `json:"new_batches"`
+	NewBatchMeanErr     float64 `json:"new_batch_mean_error"`
+	NewBatchMaxErr      float64 `json:"new_batch_max_error"`
 }
 
 // JobResult is one job's outcome.

@@ -53,6 +53,9 @@ type Summary struct {
 	PlaceMsMax float64 `json:"place_ms_max"`
 	// WallSeconds is the real time the run took.
 	WallSeconds float64 `json:"wall_s"`
+	// Estimator is the run's estimator errors by application (goodput
+	// estimates only).
+	Estimator []EstimatorError `json:"estimator_errors,omitempty"`
 }
 
 // Summarize computes the summary of a run. A nil run gives a zero Summary.
@@ -69,6 +72,7 @@ func Summarize(run *Run) Summary {
 		Cycles:      run.Cycles,
 		PlaceMsMax:  milliseconds(run.PlaceMax),
 		WallSeconds: run.WallSeconds,
+		Estimator:   run.Estimator,
 	}
 	jcts := JCTs(run)
 	s.Completed = len(jcts)

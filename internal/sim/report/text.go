@@ -45,6 +45,15 @@ func WriteText(w io.Writer, s Summary) error {
 	line("spread", "%.2f jobs per cycle on more nodes than needed", s.AvgSpreadJobs)
 	line("placement", "%.3f ms per cycle (max %.3f ms)", s.PlaceMsAvg, s.PlaceMsMax)
 	line("wall", "%.1f s", s.WallSeconds)
+	for i, e := range s.Estimator {
+		label := ""
+		if i == 0 {
+			label = "step error"
+		}
+		line(label, "%-12s new placements %4d: mean %5.1f %%, max %5.1f %%; new batches %4d: mean %5.1f %%, max %5.1f %%",
+			e.App, e.NewPlacements, 100*e.NewPlacementMeanErr, 100*e.NewPlacementMaxErr,
+			e.NewBatches, 100*e.NewBatchMeanErr, 100*e.NewBatchMaxErr)
+	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
