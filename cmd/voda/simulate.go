@@ -32,6 +32,7 @@ type simulateFlags struct {
 	format      string
 	profiles    string
 	estimator   string
+	byApp       bool
 	algorithm   string
 	compare     string
 	placer      string
@@ -141,6 +142,7 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one row per job to this CSV file")
 	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this .svg, .png or .pdf file (one per workload, suffixed with its name, when --workload is a directory)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
+	fl.BoolVar(&f.byApp, "by-app", false, "also break the average JCT down by application and, with goodput estimates, show the step-time prediction errors by application")
 }
 
 func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags) error {
@@ -293,7 +295,7 @@ func (f *simulateFlags) writeResults(stdout io.Writer, c *sim.Comparison, runs [
 	}
 	// With --json - stdout carries the JSON alone.
 	if f.jsonOut != "-" {
-		if err := writeText(stdout, rows); err != nil {
+		if err := writeText(stdout, rows, f.byApp); err != nil {
 			return err
 		}
 	}
@@ -321,7 +323,7 @@ func (f *simulateFlags) writeResults(stdout io.Writer, c *sim.Comparison, runs [
 
 // writeText writes the summaries for people: one summary, or a table per
 // workload and, with several workloads, the table of their means.
-func writeText(w io.Writer, rows [][]report.Summary) error {
+func writeText(w io.Writer, rows [][]report.Summary, byApp bool) error {
 	bw := bufio.NewWriter(w) // keeps the first write error for Flush
 	for _, row := range rows {
 		if len(rows) > 1 {
@@ -343,6 +345,16 @@ func writeText(w io.Writer, rows [][]report.Summary) error {
 	if len(rows) > 1 {
 		fmt.Fprintf(bw, "== mean over %d workloads\n", len(rows))
 		if err := report.WriteComparison(bw, report.MeanOverWorkloads(rows)); err != nil {
+			return err
+		}
+	}
+	if byApp {
+		sums := rows[0]
+		if len(rows) > 1 {
+			sums = report.MeanOverWorkloads(rows)
+		}
+		fmt.Fprintf(bw, "\n== average JCT by application (s)\n")
+		if err := report.WriteApps(bw, sums); err != nil {
 			return err
 		}
 	}

@@ -393,11 +393,6 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	if j.epochs <= 0 {
 		j.epochs = m.DefaultEpochs()
 	}
-	if opts.Goodput {
-		if err := j.useGoodput(opts, totalGPUs); err != nil {
-			return nil, err
-		}
-	}
 	j.cat = fmt.Sprintf("%s/%d", w.App, j.batch)
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
@@ -415,6 +410,11 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
+	if opts.Goodput {
+		if err := j.useGoodput(opts, totalGPUs); err != nil {
+			return nil, err
+		}
+	}
 	return j, nil
 }
 

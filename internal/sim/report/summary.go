@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,20 @@ type Summary struct {
 	// Estimator is the run's estimator errors by application (goodput
 	// estimates only).
 	Estimator []EstimatorError `json:"estimator_errors,omitempty"`
+	// Apps breaks the average JCT down by application, by name.
+	Apps []AppShare `json:"apps,omitempty"`
+}
+
+// AppShare is one application's part of a run's average JCT.
+type AppShare struct {
+	App string `json:"app"`
+	// Completed counts the application's completed jobs.
+	Completed int `json:"completed"`
+	// AvgJCT is their average JCT.
+	AvgJCT float64 `json:"avg_jct_s"`
+	// Contribution is their JCTs summed over all completed jobs of the
+	// run: the contributions of a run add up to its AvgJCT.
+	Contribution float64 `json:"contribution_s"`
 }
 
 // Summarize computes the summary of a run. A nil run gives a zero Summary.
@@ -113,7 +128,100 @@ func Summarize(run *Run) Summary {
 	if s.Makespan > 0 && s.GPUs > 0 {
 		s.GPUUtilization = min(1, max(0, gpuSeconds/(float64(s.GPUs)*s.Makespan)))
 	}
+	s.Apps = appShares(run, s.Completed)
 	return s
+}
+
+func appShares(run *Run, completed int) []AppShare {
+	if completed == 0 {
+		return nil
+	}
+	idx := map[string]int{}
+	var out []AppShare
+	for _, j := range run.Jobs {
+		if !j.Done {
+			continue
+		}
+		i, ok := idx[j.App]
+		if !ok {
+			i = len(out)
+			idx[j.App] = i
+			out = append(out, AppShare{App: j.App})
+		}
+		out[i].Completed++
+		out[i].AvgJCT += j.End - j.Submit
+	}
+	for i := range out {
+		out[i].Contribution = out[i].AvgJCT / float64(completed)
+		out[i].AvgJCT /= float64(out[i].Completed)
+	}
+	slices.SortFunc(out, func(a, b AppShare) int { return strings.Compare(a.App, b.App) })
+	return out
+}
+
+// meanApps averages application shares over workloads: completed jobs
+// add up, the rest are means over the workloads (an application missing
+// from a workload contributes nothing to it).
+func meanApps(rows [][]Summary, i int) []AppShare {
+	idx := map[string]int{}
+	var out []AppShare
+	var jctSum []float64
+	n := float64(len(rows))
+	for _, row := range rows {
+		for _, a := range row[i].Apps {
+			k, ok := idx[a.App]
+			if !ok {
+				k = len(out)
+				idx[a.App] = k
+				out = append(out, AppShare{App: a.App})
+				jctSum = append(jctSum, 0)
+			}
+			out[k].Completed += a.Completed
+			jctSum[k] += a.AvgJCT * float64(a.Completed)
+			out[k].Contribution += a.Contribution / n
+		}
+	}
+	for k := range out {
+		if out[k].Completed > 0 {
+			out[k].AvgJCT = jctSum[k] / float64(out[k].Completed)
+		}
+	}
+	slices.SortFunc(out, func(a, b AppShare) int { return strings.Compare(a.App, b.App) })
+	return out
+}
+
+// meanEstimator pools estimator errors over workloads, weighting each
+// workload's means by its counts.
+func meanEstimator(rows [][]Summary, i int) []EstimatorError {
+	idx := map[string]int{}
+	var out []EstimatorError
+	for _, row := range rows {
+		for _, e := range row[i].Estimator {
+			k, ok := idx[e.App]
+			if !ok {
+				k = len(out)
+				idx[e.App] = k
+				out = append(out, EstimatorError{App: e.App})
+			}
+			o := &out[k]
+			o.NewPlacementMeanErr += e.NewPlacementMeanErr * float64(e.NewPlacements)
+			o.NewBatchMeanErr += e.NewBatchMeanErr * float64(e.NewBatches)
+			o.NewPlacements += e.NewPlacements
+			o.NewBatches += e.NewBatches
+			o.NewPlacementMaxErr = max(o.NewPlacementMaxErr, e.NewPlacementMaxErr)
+			o.NewBatchMaxErr = max(o.NewBatchMaxErr, e.NewBatchMaxErr)
+		}
+	}
+	for k := range out {
+		if out[k].NewPlacements > 0 {
+			out[k].NewPlacementMeanErr /= float64(out[k].NewPlacements)
+		}
+		if out[k].NewBatches > 0 {
+			out[k].NewBatchMeanErr /= float64(out[k].NewBatches)
+		}
+	}
+	slices.SortFunc(out, func(a, b EstimatorError) int { return strings.Compare(a.App, b.App) })
+	return out
 }
 
 // MeanOverWorkloads averages rows[workload][i] over the workloads for
@@ -154,6 +262,8 @@ func MeanOverWorkloads(rows [][]Summary) []Summary {
 			m.WallSeconds += s.WallSeconds
 		}
 		m.Workload = fmt.Sprintf("mean of %d", len(rows))
+		m.Apps = meanApps(rows, i)
+		m.Estimator = meanEstimator(rows, i)
 		out[i] = m
 	}
 	return out

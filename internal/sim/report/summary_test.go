@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -117,10 +118,51 @@ func TestSummarize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Summarize(tc.run)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+			// TestAppShares checks the breakdown by application.
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-12), cmpopts.IgnoreFields(Summary{}, "Apps")); diff != "" {
 				t.Errorf("Summarize (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestAppShares(t *testing.T) {
+	run := &Run{Jobs: []JobResult{
+		{Name: "y1", App: "yolov3", Submit: 0, End: 300, Done: true},
+		{Name: "c1", App: "cifar10", Submit: 0, End: 100, Done: true},
+		{Name: "c2", App: "cifar10", Submit: 50, End: 250, Done: true},
+		{Name: "c3", App: "cifar10", Submit: 0, End: -1},
+	}}
+	s := Summarize(run)
+	want := []AppShare{
+		{App: "cifar10", Completed: 2, AvgJCT: 150, Contribution: 100},
+		{App: "yolov3", Completed: 1, AvgJCT: 300, Contribution: 100},
+	}
+	if diff := cmp.Diff(want, s.Apps, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Fatalf("Apps (-want,+got):\n%s", diff)
+	}
+	sum := 0.0
+	for _, a := range s.Apps {
+		sum += a.Contribution
+	}
+	if math.Abs(sum-s.AvgJCT) > 1e-9 {
+		t.Errorf("contributions add up to %g, avg JCT %g", sum, s.AvgJCT)
+	}
+	other := Summarize(&Run{Jobs: []JobResult{{Name: "b", App: "bert", Submit: 0, End: 40, Done: true}}})
+	other.Estimator = []EstimatorError{{App: "bert", NewPlacements: 3, NewPlacementMeanErr: 0.1, NewPlacementMaxErr: 0.2}}
+	s.Estimator = []EstimatorError{{App: "bert", NewPlacements: 1, NewPlacementMeanErr: 0.5, NewPlacementMaxErr: 0.5, NewBatches: 2, NewBatchMeanErr: 0.01, NewBatchMaxErr: 0.02}}
+	m := MeanOverWorkloads([][]Summary{{s}, {other}})[0]
+	wantApps := []AppShare{
+		{App: "bert", Completed: 1, AvgJCT: 40, Contribution: 20},
+		{App: "cifar10", Completed: 2, AvgJCT: 150, Contribution: 50},
+		{App: "yolov3", Completed: 1, AvgJCT: 300, Contribution: 50},
+	}
+	if diff := cmp.Diff(wantApps, m.Apps, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("mean Apps (-want,+got):\n%s", diff)
+	}
+	wantEst := []EstimatorError{{App: "bert", NewPlacements: 4, NewPlacementMeanErr: 0.2, NewPlacementMaxErr: 0.5, NewBatches: 2, NewBatchMeanErr: 0.01, NewBatchMaxErr: 0.02}}
+	if diff := cmp.Diff(wantEst, m.Estimator, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("mean Estimator (-want,+got):\n%s", diff)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -92,6 +93,60 @@ func WriteComparison(w io.Writer, sums []Summary) error {
 			fmt.Sprintf("%.1f", s.WallSeconds),
 		})
 	}
+	return writeTable(w, rows, leftAligned)
+}
+
+// WriteApps writes, for each summary, its average JCT broken down by
+// application (each application's JCTs summed over all completed jobs,
+// so that a row adds up to the average JCT), and, for summaries with
+// goodput estimates, the step-time prediction errors by application.
+func WriteApps(w io.Writer, sums []Summary) error {
+	var apps []string
+	for _, s := range sums {
+		for _, a := range s.Apps {
+			if !slices.Contains(apps, a.App) {
+				apps = append(apps, a.App)
+			}
+		}
+	}
+	slices.Sort(apps)
+	rows := [][]string{append([]string{"algorithm", "placer", "avg JCT s"}, apps...)}
+	for _, s := range sums {
+		r := []string{s.Algorithm, s.Placer, fmt.Sprintf("%.1f", s.AvgJCT)}
+		for _, app := range apps {
+			c := "-"
+			for _, a := range s.Apps {
+				if a.App == app {
+					c = fmt.Sprintf("%.1f", a.Contribution)
+				}
+			}
+			r = append(r, c)
+		}
+		rows = append(rows, r)
+	}
+	if err := writeTable(w, rows, 2); err != nil {
+		return err
+	}
+	errs := [][]string{{"algorithm", "placer", "app", "new placements", "mean err %", "max err %", "new batches", "mean err %", "max err %"}}
+	for _, s := range sums {
+		for _, e := range s.Estimator {
+			errs = append(errs, []string{s.Algorithm, s.Placer, e.App,
+				fmt.Sprint(e.NewPlacements), fmt.Sprintf("%.1f", 100*e.NewPlacementMeanErr), fmt.Sprintf("%.1f", 100*e.NewPlacementMaxErr),
+				fmt.Sprint(e.NewBatches), fmt.Sprintf("%.1f", 100*e.NewBatchMeanErr), fmt.Sprintf("%.1f", 100*e.NewBatchMaxErr)})
+		}
+	}
+	if len(errs) == 1 {
+		return nil
+	}
+	if _, err := io.WriteString(w, "step-time prediction errors before a job first ran a configuration\n"); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return writeTable(w, errs, 3)
+}
+
+// writeTable writes rows aligned, the first leftAligned columns to the
+// left and the rest to the right.
+func writeTable(w io.Writer, rows [][]string, leftAligned int) error {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
