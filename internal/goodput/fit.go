@@ -35,7 +35,7 @@ func (p Params) Predict(o Obs) float64 { return p.Iteration(o.Nodes, o.Replicas,
 // squared log error. A parameter the observations determine moves freely;
 // one they say nothing about (synchronisation across nodes, for a job
 // only ever seen on one node) stays at the prior.
-const PriorWeight = 0.02
+const PriorWeight = 1e-4
 
 // floor keeps a zero time representable in log space.
 const floor = 1e-9

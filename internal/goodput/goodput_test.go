@@ -1,0 +1,292 @@
+package goodput
+
+import (
+	"math"
+	"testing"
+)
+
+// truth is a model with every part visible: compute that grows with the
+// batch, synchronisation that grows with replicas and jumps across nodes.
+var truth = Params{AlphaC: 0.05, BetaC: 0.002, AlphaR: 0.02, BetaR: 0.001, AlphaN: 0.15, BetaN: 0.004, Gamma: 2}
+
+func configs(maxReplicas int) []Obs {
+	var out []Obs
+	for _, r := range []int{1, 2, 3, 4, 8, 12, 16, 32} {
+		if r > maxReplicas {
+			continue
+		}
+		for _, a := range []int{16, 64, 128} {
+			for _, accum := range []int{0, 1} {
+				o := Obs{Nodes: (r + 3) / 4, Replicas: r, Atomic: a, Accum: accum}
+				o.Iteration = truth.Predict(o)
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+func relErr(p Params, o Obs) float64 { return math.Abs(p.Predict(o)-o.Iteration) / o.Iteration }
+
+func TestFit(t *testing.T) {
+	all := configs(32)
+	for _, tc := range []struct {
+		name    string
+		train   []Obs
+		prior   Params
+		maxErr  float64 // on every configuration
+		trainOK float64 // on the training configurations
+	}{
+		{name: "every configuration", train: all, prior: Generic(all[0]), maxErr: 0.01, trainOK: 0.01},
+		{name: "up to 16 replicas predicts 32", train: configs(16), prior: Generic(all[0]), maxErr: 0.05, trainOK: 0.02},
+		{name: "prior already right", train: configs(4), prior: truth, maxErr: 0.01, trainOK: 0.01},
+		{name: "one GPU keeps the prior's synchronisation", train: configs(1), prior: truth, maxErr: 0.01, trainOK: 0.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Fit(tc.train, tc.prior)
+			if !p.Valid() {
+				t.Fatalf("fit %+v is not valid", p)
+			}
+			for _, o := range tc.train {
+				if e := relErr(p, o); e > tc.trainOK {
+					t.Errorf("training config %+v: error %.3f above %.3f", o, e, tc.trainOK)
+				}
+			}
+			for _, o := range all {
+				if e := relErr(p, o); e > tc.maxErr {
+					t.Errorf("config %+v: error %.3f above %.3f (fit %+v)", o, e, tc.maxErr, p)
+				}
+			}
+		})
+	}
+}
+
+func TestFitWithoutData(t *testing.T) {
+	prior := Generic(Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: 0.5})
+	if got := Fit(nil, prior); got != prior {
+		t.Errorf("no observations: %+v, want the prior %+v", got, prior)
+	}
+	bad := []Obs{{Nodes: 0, Replicas: 1, Atomic: 1, Iteration: 1}, {Nodes: 1, Replicas: 1, Atomic: 1, Iteration: math.NaN()},
+		{Nodes: 2, Replicas: 1, Atomic: 1, Iteration: 1}, {Nodes: 1, Replicas: 1, Atomic: 1, Iteration: math.Inf(1)}}
+	if got := Fit(bad, prior); got != prior {
+		t.Errorf("only invalid observations: %+v, want the prior", got)
+	}
+	if got := Fit(configs(2), Params{}); got != (Params{}) {
+		t.Errorf("invalid prior: %+v, want it back", got)
+	}
+}
+
+func TestGain(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		g           GradStats
+		batch, init int
+		want        float64
+	}{
+		{"unknown", GradStats{}, 1024, 128, 1},
+		{"at the initial batch", GradStats{Sqr: 1, Var: 3}, 128, 128, 1},
+		{"pure noise scales linearly", GradStats{Sqr: 0, Var: 5}, 512, 128, 4},
+		{"no noise gains nothing", GradStats{Sqr: 2, Var: 0}, 512, 128, 1},
+		{"mixed", GradStats{Sqr: 1, Var: 3}, 256, 128, 4 / 2.5},
+		{"negative stats are unknown", GradStats{Sqr: -1, Var: 3}, 256, 128, 1},
+		{"no initial batch", GradStats{Sqr: 1, Var: 3}, 256, 0, 1},
+	} {
+		if got := tc.g.Gain(tc.batch, tc.init); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: Gain = %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestBest(t *testing.T) {
+	b := Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}
+	noisy := GradStats{Sqr: 1, Var: 100}
+	clean := GradStats{Sqr: 1, Var: 0.01}
+	for _, tc := range []struct {
+		name            string
+		g               GradStats
+		b               Bounds
+		nodes, replicas int
+		check           func(c Choice) string
+	}{
+		{"noisy gradients take a large batch", noisy, b, 2, 8, func(c Choice) string {
+			if c.Batch < 1024 {
+				return "want at least 1024"
+			}
+			return ""
+		}},
+		{"clean gradients stay near the initial batch", clean, b, 1, 1, func(c Choice) string {
+			if c.Batch > 256 {
+				return "want at most 256"
+			}
+			return ""
+		}},
+		{"at least min local per replica", clean, b, 4, 16, func(c Choice) string {
+			if c.Batch < 16*16 {
+				return "want at least 256"
+			}
+			return ""
+		}},
+		{"too wide for the largest batch runs it", noisy, Bounds{InitBatch: 128, MaxBatch: 512, MinLocal: 64}, 4, 16, func(c Choice) string {
+			if c.Batch > 512 {
+				return "want at most 512"
+			}
+			return ""
+		}},
+		{"fixed", noisy, Bounds{InitBatch: 128, MaxBatch: 4096, MaxLocal: 64, Fixed: 1000}, 1, 4, func(c Choice) string {
+			if c.Batch != 1008 || c.Atomic != 63 || c.Accum != 3 {
+				return "want 1000 split as 4 replicas x 4 steps x 63 = 1008"
+			}
+			return ""
+		}},
+		{"not adaptive runs the initial batch", noisy, Bounds{InitBatch: 100}, 1, 3, func(c Choice) string {
+			if c.Batch != 102 || c.Accum != 0 {
+				return "want 3 x 34"
+			}
+			return ""
+		}},
+	} {
+		c := Best(truth, tc.g, tc.b, tc.nodes, tc.replicas)
+		if msg := tc.check(c); msg != "" {
+			t.Errorf("%s: %+v: %s", tc.name, c, msg)
+		}
+		if tc.b.MaxLocal > 0 && c.Atomic > tc.b.MaxLocal {
+			t.Errorf("%s: atomic %d above max local %d", tc.name, c.Atomic, tc.b.MaxLocal)
+		}
+		if want := tc.g.Gain(c.Batch, tc.b.InitBatch) / truth.Iteration(tc.nodes, tc.replicas, c.Atomic, c.Accum); math.Abs(c.Rate-want) > 1e-12*want {
+			t.Errorf("%s: rate %g, want gain/iteration %g", tc.name, c.Rate, want)
+		}
+		// No candidate between the bounds does better.
+		if tc.b.Adaptive() {
+			lo := max(tc.b.InitBatch, tc.b.MinLocal*tc.replicas)
+			for batch := lo; batch <= tc.b.MaxBatch; batch += max(1, (tc.b.MaxBatch-lo)/200) {
+				if o := Evaluate(truth, tc.g, tc.b, tc.nodes, tc.replicas, batch); o.Rate > c.Rate*1.02 {
+					t.Errorf("%s: batch %d makes %g, 2%% above the choice %+v", tc.name, batch, o.Rate, c)
+				}
+			}
+		}
+	}
+}
+
+func TestCurve(t *testing.T) {
+	b := Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}
+	speedup, batch, rate1 := Curve(truth, GradStats{Sqr: 1, Var: 50}, b, 4, 16)
+	if len(speedup) != 17 || len(batch) != 17 {
+		t.Fatalf("curve lengths %d, %d: want 17", len(speedup), len(batch))
+	}
+	if speedup[0] != 0 || speedup[1] != 1 || batch[0] != 0 {
+		t.Errorf("curve starts %v / %v", speedup[:2], batch[:1])
+	}
+	if one := Best(truth, GradStats{Sqr: 1, Var: 50}, b, 1, 1); rate1 != one.Rate || batch[1] != one.Batch {
+		t.Errorf("rate1 %g batch %d, want Best on one GPU %+v", rate1, batch[1], one)
+	}
+	for k := 2; k <= 16; k++ {
+		c := Best(truth, GradStats{Sqr: 1, Var: 50}, b, (k+3)/4, k)
+		if math.Abs(speedup[k]-c.Rate/rate1) > 1e-12 || batch[k] != c.Batch {
+			t.Errorf("k=%d: speedup %g batch %d, want %g and %d", k, speedup[k], batch[k], c.Rate/rate1, c.Batch)
+		}
+	}
+	// Crossing to a second node costs: 5 GPUs is worse per GPU than 4.
+	if speedup[5]/5 >= speedup[4]/4 {
+		t.Errorf("speedup per GPU at 5 (%g) not below 4 (%g)", speedup[5]/5, speedup[4]/4)
+	}
+	if s, bt, r := Curve(Params{}, GradStats{}, b, 4, 8); s != nil || bt != nil || r != 0 {
+		t.Errorf("a model without compute time gives a curve %v", s)
+	}
+}
+
+func TestEstimator(t *testing.T) {
+	e := NewEstimator()
+	if _, ok := e.Params("j1"); ok {
+		t.Fatal("unknown job has params")
+	}
+	obs := configs(16)
+	e.Observe("j1", "app", obs[0])
+	p1, ok := e.Params("j1")
+	if !ok {
+		t.Fatal("measured job has no params")
+	}
+	// The same configuration again refits nothing.
+	e.Observe("j1", "app", obs[0])
+	if p, _ := e.Params("j1"); p != p1 {
+		t.Errorf("a repeated configuration changed the fit")
+	}
+	for _, o := range obs[1:] {
+		e.Observe("j1", "app", o)
+	}
+	p, _ := e.Params("j1")
+	for _, o := range configs(32) {
+		if err := relErr(p, o); err > 0.05 {
+			t.Errorf("after ramping to 16: config %+v error %.3f", o, err)
+		}
+	}
+	// A new job of the application starts from the application's fit.
+	pa, ok := e.JobParams("j2", "app")
+	if !ok || relErr(pa, obs[5]) > 0.05 {
+		t.Errorf("new job of a known application: %+v, %v", pa, ok)
+	}
+	e.Forget("j1")
+	if _, ok := e.AppParams("app"); !ok {
+		t.Error("the application forgot its finished job's measurements")
+	}
+	acc := e.Accuracy()
+	if len(acc) != 1 || acc[0].App != "app" {
+		t.Fatalf("accuracy %+v", acc)
+	}
+	if acc[0].NewPlacement.N == 0 || acc[0].NewBatch.N == 0 {
+		t.Errorf("no new placements or batches scored: %+v", acc[0])
+	}
+	// Once ramped, new configurations are predicted well.
+	e.Observe("j2", "app", Obs{Nodes: 8, Replicas: 32, Atomic: 100, Accum: 0, Iteration: truth.Iteration(8, 32, 100, 0)})
+	if got := e.Accuracy()[0].NewPlacement.Max; got > 1 {
+		t.Errorf("max error %g", got)
+	}
+}
+
+func TestEstimatorBounded(t *testing.T) {
+	e := NewEstimator()
+	for a := 1; a <= MaxConfigs+50; a++ {
+		e.Observe("j", "app", Obs{Nodes: 1, Replicas: 1, Atomic: a, Iteration: truth.Iteration(1, 1, a, 0)})
+	}
+	if n := len(e.jobs["j"].t.keys); n != MaxConfigs {
+		t.Errorf("job kept %d configurations, want %d", n, MaxConfigs)
+	}
+	if n := len(e.apps["app"].t.keys); n != MaxConfigs {
+		t.Errorf("application kept %d configurations, want %d", n, MaxConfigs)
+	}
+}
+
+func FuzzFit(f *testing.F) {
+	f.Add(1, 1, 32, 0, 0.5, 2, 4, 64, 1, 0.9)
+	f.Add(0, -1, 0, -5, -1.0, 1000, 1, 1, 0, 1e300)
+	f.Fuzz(func(t *testing.T, n1, r1, a1, c1 int, s1 float64, n2, r2, a2, c2 int, s2 float64) {
+		obs := []Obs{{n1, r1, a1, c1, s1}, {n2, r2, a2, c2, s2}}
+		prior := Generic(Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: 0.5})
+		p := Fit(obs, prior)
+		if !p.Valid() {
+			t.Fatalf("fit %+v of %+v is not valid", p, obs)
+		}
+		speedup, _, _ := Curve(p, GradStats{Sqr: 1, Var: 1}, Bounds{InitBatch: 32, MaxBatch: 1024, MinLocal: 8, MaxLocal: 64}, 4, 8)
+		for k, s := range speedup {
+			if math.IsNaN(s) || s < 0 {
+				t.Fatalf("speedup[%d] = %g", k, s)
+			}
+		}
+	})
+}
+
+func BenchmarkFit(b *testing.B) {
+	obs := configs(16)
+	prior := Generic(obs[0])
+	b.ReportAllocs()
+	for b.Loop() {
+		Fit(obs, prior)
+	}
+}
+
+func BenchmarkCurve64(b *testing.B) {
+	bounds := Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}
+	b.ReportAllocs()
+	for b.Loop() {
+		Curve(truth, GradStats{Sqr: 1, Var: 50}, bounds, 4, 64)
+	}
+}
