@@ -92,7 +92,7 @@ fidelity:
 accuracy:
 	$(GO) test ./internal/sim/accuracy -run TestCollectorAccuracy -v -count=1
 
-## compare-table: all eight algorithms on the 1.0x and 2.0x Pollux workloads
+## compare-table: all nine algorithms on the 1.0x and 2.0x Pollux workloads
 compare-table: build
 	@for load in "" -2.0; do for mode in "" --oracle; do \
 	  echo "== workloads$$load $$mode"; \

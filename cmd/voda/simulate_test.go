@@ -273,8 +273,8 @@ func TestSimulateCompare(t *testing.T) {
 	}{
 		{compare: "FIFO,elasticfifo,afs-l", want: []string{"FIFO", "ElasticFIFO", "AFS-L"}},
 		{compare: " tiresias , , SRJF ", want: []string{"Tiresias", "SRJF"}},
-		{compare: "all", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}},
-		{compare: "ALL", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}},
+		{compare: "all", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L", "Goodput"}},
+		{compare: "ALL", want: []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L", "Goodput"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.compare, func(t *testing.T) {
@@ -551,7 +551,7 @@ func TestAlgorithmsCommand(t *testing.T) {
 	stdout := mustRun(t, "algorithms")
 	lines := strings.Split(stdout, "\n")
 	names, params := parseListing(lines, "--param")
-	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}
+	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L", "Goodput"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("algorithms (-want,+got):\n%s\n%s", diff, stdout)
 	}
@@ -560,6 +560,9 @@ func TestAlgorithmsCommand(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"threshold", "starvation"}, params["Tiresias"]); diff != "" {
 		t.Errorf("Tiresias params (-want,+got):\n%s\n%s", diff, stdout)
+	}
+	if diff := cmp.Diff([]string{"payback", "hold"}, params["Goodput"]); diff != "" {
+		t.Errorf("Goodput params (-want,+got):\n%s\n%s", diff, stdout)
 	}
 	if p := params["FIFO"]; len(p) != 0 {
 		t.Errorf("FIFO params = %v, want none", p)

@@ -22,7 +22,7 @@ type Prioritizer interface {
 	Requeue(snap *model.Snapshot) []model.QueueChange
 }
 
-// Registry is a registry of allocators: Builtin returns Voda's eight.
+// Registry is a registry of allocators: Builtin returns Voda's nine.
 type Registry = registry.Registry[Allocator]
 
 // Entry describes one registered algorithm. Its Name is the canonical

@@ -6,9 +6,9 @@ import (
 	"github.com/vodascheduler/voda/internal/registry"
 )
 
-// Builtin returns a new registry holding Voda's eight algorithms, in this
+// Builtin returns a new registry holding Voda's nine algorithms, in this
 // order: FIFO, ElasticFIFO, SRJF, ElasticSRJF, Tiresias, ElasticTiresias,
-// FfDLOptimizer, AFS-L. Callers may Register more into it.
+// FfDLOptimizer, AFS-L, Goodput. Callers may Register more into it.
 //
 // The entries are distinct compile-time names, so registering them cannot
 // fail (a test checks it).
@@ -74,6 +74,18 @@ func builtinEntries() []Entry {
 			Tags:    elastic,
 			Summary: "one GPU at a time, shorter job first unless the longer gains relatively more (Hwang et al., NSDI'21)",
 			New:     NewAFSL,
+		},
+		{
+			Name:    NameGoodput,
+			Tags:    elastic,
+			Summary: "marginal speedup per GPU over remaining time; grows a running job only if that pays back restarts",
+			Params: []registry.ParamDoc{
+				{Name: "payback", Default: fmt.Sprint(DefaultGoodputPayback),
+					Help: "restarts the time a running job saves by growing must pay back"},
+				{Name: "hold", Default: fmt.Sprint(DefaultGoodputHold),
+					Help: "factor on the value of a running job's current GPUs, so it is not shrunk for a small gain"},
+			},
+			New: NewGoodput,
 		},
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"github.com/vodascheduler/voda/internal/registry"
 )
 
-func TestBuiltinHasAllEight(t *testing.T) {
+func TestBuiltinHasAllNine(t *testing.T) {
 	reg := Builtin()
-	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L"}
+	want := []string{"FIFO", "ElasticFIFO", "SRJF", "ElasticSRJF", "Tiresias", "ElasticTiresias", "FfDLOptimizer", "AFS-L", "Goodput"}
 	if got := reg.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() (-want,+got):\n%s", diffOrder(want, got))
 	}
-	elastic := map[string]bool{"ElasticFIFO": true, "ElasticSRJF": true, "ElasticTiresias": true, "FfDLOptimizer": true, "AFS-L": true}
+	elastic := map[string]bool{"ElasticFIFO": true, "ElasticSRJF": true, "ElasticTiresias": true, "FfDLOptimizer": true, "AFS-L": true, "Goodput": true}
 	fresh := registry.New[Allocator]("algorithm")
 	for _, name := range want {
 		for _, spelled := range []string{name, strings.ToLower(name), strings.ToUpper(name), " " + name + " "} {
@@ -83,6 +83,14 @@ func TestParams(t *testing.T) {
 		{NameElasticTiresias, []string{"pending_limit=1.5"}, false},
 		{NameFIFO, []string{"threshold=1"}, false},
 		{NameAFSL, nil, true},
+		{NameGoodput, []string{"payback=0", "hold=1"}, true},
+		{NameGoodput, []string{"PAYBACK=2.5", "hold=3"}, true},
+		{NameGoodput, []string{"payback=-1"}, false},
+		{NameGoodput, []string{"payback=NaN"}, false},
+		{NameGoodput, []string{"payback=+Inf"}, false},
+		{NameGoodput, []string{"hold=0.5"}, false},
+		{NameGoodput, []string{"hold=Inf"}, false},
+		{NameGoodput, []string{"threshold=1"}, false},
 	}
 	for _, tc := range cases {
 		p, err := registry.ParseParams(tc.params)

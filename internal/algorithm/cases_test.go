@@ -315,3 +315,94 @@ func diffQueueChanges(want, got []model.QueueChange) string {
 	}
 	return "  -" + sprint(want) + "\n  +" + sprint(got) + "\n"
 }
+
+func TestGoodput(t *testing.T) {
+	runCases(t, NameGoodput, []allocCase{{
+		// Linear curves, values 1/R per GPU: s's 1/100 beats l's 1/1000 for
+		// every GPU.
+		name:      "short job beats long",
+		snap:      snapshot([]int{4}, job("l", 1, 1, 4, submitted(0), rem(1000)), job("s", 1, 1, 4, submitted(1), rem(100))),
+		want:      map[string]int{"s": 4},
+		wantOrder: []string{"s", "l"},
+	}, {
+		// flat: 1/100, 0.5/100, then 0: no third GPU; o (1/10000 each)
+		// takes the other 6.
+		name: "flat curve, no GPU without gain",
+		snap: snapshot([]int{8}, job("flat", 1, 1, 4, rem(100), curve(0, 1, 1.5, 1.5, 1.5)), job("o", 1, 1, 8, rem(10000))),
+		want: map[string]int{"flat": 2, "o": 6},
+	}, {
+		// Round 1: a (running at 2, its first two GPUs held at 2/1000)
+		// grows to 4, but saves 1000/2 - 1000/4 = 250 s < 10 x 30 s: it
+		// is capped at 2 and the greedy reruns.
+		name: "running job not grown below payback",
+		snap: snapshot([]int{4}, job("a", 1, 1, 4, running(2), rem(1000))),
+		want: map[string]int{"a": 2},
+	}, {
+		// 2000/2 - 2000/4 = 500 s >= 300 s: a grows.
+		name: "running job grown above payback",
+		snap: snapshot([]int{4}, job("a", 1, 1, 4, running(2), rem(2000))),
+		want: map[string]int{"a": 4},
+	}, {
+		// A measured restart of 10 s: 250 s >= 100 s.
+		name: "measured restart",
+		snap: snapshot([]int{4}, job("a", 1, 1, 4, running(2), rem(1000), restart(10))),
+		want: map[string]int{"a": 4},
+	}, {
+		// payback 5: 250 s >= 150 s.
+		name:   "payback parameter",
+		params: []string{"payback=5"},
+		snap:   snapshot([]int{4}, job("a", 1, 1, 4, running(2), rem(1000))),
+		want:   map[string]int{"a": 4},
+	}, {
+		// As "not grown below payback"; once a is capped at 2, b (1/5000
+		// per GPU) takes the two GPUs a left.
+		name:      "capped job leaves its GPUs to others",
+		snap:      snapshot([]int{4}, job("a", 1, 1, 4, running(2), rem(1000)), job("b", 1, 1, 4, submitted(1), rem(5000))),
+		want:      map[string]int{"a": 2, "b": 2},
+		wantOrder: []string{"a", "b"},
+	}, {
+		// s (1/100) first; m takes its min 4 at once (4/4/1000 per GPU),
+		// then one more.
+		name: "min workers in one step",
+		snap: snapshot([]int{6}, job("s", 1, 1, 1, rem(100)), job("m", 4, 4, 8, rem(1000))),
+		want: map[string]int{"s": 1, "m": 5},
+	}, {
+		// After s, 3 GPUs are left: m's min 4 does not fit, o takes them.
+		name: "min does not fit",
+		snap: snapshot([]int{4}, job("s", 1, 1, 1, rem(100)), job("m", 4, 4, 8, rem(1000)), job("o", 1, 1, 4, rem(2000))),
+		want: map[string]int{"s": 1, "o": 3},
+	}, {
+		// l runs on 4: its GPUs are worth 2 x 1/1000 to it, more than n's
+		// 1/600.
+		name: "hold keeps a running job",
+		snap: snapshot([]int{4}, job("l", 1, 4, 4, submitted(0), running(4), rem(1000)), job("n", 1, 1, 4, submitted(1), rem(600))),
+		want: map[string]int{"l": 4},
+	}, {
+		// Without hold n's 1/600 beats l's 1/1000: l is preempted.
+		name:   "no hold, preempted",
+		params: []string{"hold=1"},
+		snap:   snapshot([]int{4}, job("l", 1, 4, 4, submitted(0), running(4), rem(1000)), job("n", 1, 1, 4, submitted(1), rem(600))),
+		want:   map[string]int{"n": 4},
+	}, {
+		// 1/100 beats 2 x 1/100000: a much shorter job preempts.
+		name: "preempted for a much shorter job",
+		snap: snapshot([]int{4}, job("l", 1, 4, 4, submitted(0), running(4), rem(100000)), job("s", 1, 1, 4, submitted(1), rem(100))),
+		want: map[string]int{"s": 4},
+	}, {
+		// u's unknown remaining time counts as the smallest known, 500: it
+		// ties with k1 and follows it by arrival; k2 (5000) waits.
+		name: "unknown remaining time is optimistic",
+		snap: snapshot([]int{4},
+			job("k1", 1, 1, 2, submitted(0), rem(500)),
+			job("u", 1, 1, 2, submitted(1), rem(nan())),
+			job("k2", 1, 1, 2, submitted(2), rem(5000))),
+		want:      map[string]int{"k1": 2, "u": 2},
+		wantOrder: []string{"k1", "u", "k2"},
+	}, {
+		// Nothing known: R = 1 for all. a's gains 1 tie b's first and win
+		// by arrival; b's second step is worth only 0.2.
+		name: "all remaining times unknown",
+		snap: snapshot([]int{5}, job("a", 1, 1, 4, submitted(0)), job("b", 1, 1, 4, submitted(1), curve(0, 1, 1.2))),
+		want: map[string]int{"a": 4, "b": 1},
+	}})
+}

@@ -103,5 +103,5 @@ func Example_customAlgorithm() {
 	fmt.Println(reg.Names())
 	// Output:
 	// [a b c] map[a:2 c:1] <nil>
-	// [FIFO ElasticFIFO SRJF ElasticSRJF Tiresias ElasticTiresias FfDLOptimizer AFS-L CappedFIFO]
+	// [FIFO ElasticFIFO SRJF ElasticSRJF Tiresias ElasticTiresias FfDLOptimizer AFS-L Goodput CappedFIFO]
 }

@@ -26,6 +26,11 @@ func rem(s float64) jobOpt     { return func(j *model.Job) { j.Est.RemainingSeco
 func curve(s ...float64) jobOpt {
 	return func(j *model.Job) { j.Est.Speedup = s }
 }
+func running(gpus int) jobOpt {
+	return func(j *model.Job) { j.State.GPUs, j.State.Status = gpus, model.StatusRunning }
+}
+func restart(s float64) jobOpt { return func(j *model.Job) { j.Est.RestartSeconds = s } }
+func batch(b ...int) jobOpt    { return func(j *model.Job) { j.Est.Batch = b } }
 func queue(q, sinceSec int) jobOpt {
 	return func(j *model.Job) { j.State.Queue, j.State.QueueSince = q, at(sinceSec) }
 }

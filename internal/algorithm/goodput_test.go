@@ -1,0 +1,138 @@
+package algorithm
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// TestGoodputBatch: Batch holds Est.BatchAt(k) for the jobs given k > 0
+// GPUs whose estimates name a batch size, and nothing else.
+func TestGoodputBatch(t *testing.T) {
+	snap := snapshot([]int{8},
+		// 2 GPUs: Batch[2].
+		job("two", 1, 1, 2, rem(100), batch(0, 32, 64, 128)),
+		// 5 GPUs, beyond the slice's end: the last entry.
+		job("five", 1, 1, 5, rem(200), batch(0, 32, 64)),
+		// Fixed batch (nil): not listed.
+		job("fixed", 1, 1, 1, rem(300)),
+		// A single entry reads as unknown: not listed.
+		job("short", 1, 1, 1, rem(300), batch(0)),
+		// No GPUs left: not listed.
+		job("waits", 1, 1, 1, rem(400), batch(0, 16)))
+	got := allocate(t, mustNew(t, NameGoodput), snap)
+	if d := diffGPUs(map[string]int{"two": 2, "five": 5, "fixed": 1}, got.GPUs); d != "" {
+		t.Fatalf("GPUs (-want,+got):\n%s", d)
+	}
+	if want := map[string]int{"two": 64, "five": 64}; !reflect.DeepEqual(got.Batch, want) {
+		t.Errorf("Batch = %v, want %v", got.Batch, want)
+	}
+	// No job with a batch size: no map.
+	got = allocate(t, mustNew(t, NameGoodput), snapshot([]int{8}, job("a", 1, 1, 4, rem(100))))
+	if got.Batch != nil {
+		t.Errorf("Batch = %v, want nil", got.Batch)
+	}
+}
+
+// goodputSnapshot is randomSnapshot with restart times and batch sizes.
+func goodputSnapshot(r *rand.Rand, maxJobs, maxNodes int) *model.Snapshot {
+	s := randomSnapshot(r, maxJobs, maxNodes)
+	for i := range s.Jobs {
+		e := &s.Jobs[i].Est
+		switch r.IntN(4) {
+		case 0: // unknown
+		case 1:
+			e.RestartSeconds = []float64{-1, math.NaN(), math.Inf(1)}[r.IntN(3)]
+		default:
+			e.RestartSeconds = r.Float64() * 120
+		}
+		if r.IntN(2) == 0 {
+			e.Batch = make([]int, 1+r.IntN(10))
+			for k := 1; k < len(e.Batch); k++ {
+				e.Batch[k] = 32 * k
+			}
+		}
+	}
+	return s
+}
+
+// TestGoodputShuffled: the answer does not depend on how the snapshot
+// lists its jobs.
+func TestGoodputShuffled(t *testing.T) {
+	a := mustNew(t, NameGoodput)
+	r := rand.New(rand.NewPCG(31, 32))
+	for range 300 {
+		snap := goodputSnapshot(r, 40, 6)
+		want := allocate(t, a, snap)
+		shuffled := *snap
+		shuffled.Jobs = append([]model.Job(nil), snap.Jobs...)
+		r.Shuffle(len(shuffled.Jobs), func(i, j int) {
+			shuffled.Jobs[i], shuffled.Jobs[j] = shuffled.Jobs[j], shuffled.Jobs[i]
+		})
+		if got := allocate(t, a, &shuffled); !reflect.DeepEqual(want, got) {
+			t.Fatalf("shuffling changed the answer:\n%v\n%v", want, got)
+		}
+	}
+}
+
+// TestGoodputProperties checks on random snapshots what Goodput promises
+// beyond the Allocator contract: a running job grows only if the time
+// saved pays back payback restarts, and Batch follows Est.BatchAt.
+func TestGoodputProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, params := range [][]string{nil, {"payback=0"}, {"payback=3", "hold=1"}, {"payback=100", "hold=10"}} {
+		a := mustNew(t, NameGoodput, params...)
+		g := a.(*Goodput)
+		for range 300 {
+			snap := goodputSnapshot(r, 40, 6)
+			got := allocate(t, a, snap)
+			jobs := g.jobs(snap)
+			for i := range snap.Jobs {
+				j := &snap.Jobs[i]
+				name := j.Spec.Name
+				c, k := j.State.GPUs, got.GPUs[name]
+				if c > 0 && k > c && !g.paysBack(&jobs[i], c, k) {
+					t.Fatalf("%v: %s grew from %d to %d without paying back", params, name, c, k)
+				}
+				b, listed := got.Batch[name]
+				if want := j.Est.BatchAt(k); (k > 0 && want > 0) != listed || (listed && b != want) {
+					t.Fatalf("%v: %s on %d GPUs: Batch %d (listed %v), BatchAt %d", params, name, k, b, listed, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkGoodputRunning times Goodput on the benchmark snapshot after a
+// first decision has started jobs and a third of them changed (shorter
+// remaining time, another GPU count): the restart rounds' cost.
+func BenchmarkGoodputRunning(b *testing.B) {
+	for _, gpus := range []int{64, 800, 8000} {
+		b.Run("jobs=10000/gpus="+sprint(gpus), func(b *testing.B) {
+			snap := benchSnapshot(10000, gpus, 1)
+			a := mustNew(b, NameGoodput)
+			first, err := a.Allocate(snap)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(9, 9))
+			for i := range snap.Jobs {
+				j := &snap.Jobs[i]
+				j.State.GPUs = first.GPUs[j.Spec.Name]
+				if r.IntN(3) == 0 {
+					j.Est.RemainingSeconds *= r.Float64()
+					j.State.GPUs = 1 + r.IntN(j.Spec.MaxWorkers)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := a.Allocate(snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
