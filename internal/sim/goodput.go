@@ -6,10 +6,11 @@ import (
 )
 
 // placed is called when a job gets a new non-empty placement: it counts
-// the workers towards the job's ramp-up and, with adaptive batches, lets
-// the job choose its batch for the placement.
+// the workers towards the job's and its application's ramp-up and, with
+// adaptive batches, lets the job choose its batch for the placement.
 func (e *engine) placed(j *simJob) error {
 	j.maxSeen = max(j.maxSeen, j.workers())
+	e.appSeen[j.m.Name()] = max(e.appSeen[j.m.Name()], j.workers())
 	return e.rechoose(j)
 }
 
@@ -41,13 +42,12 @@ func (e *engine) flush(j *simJob) {
 
 // goodputEstimates are a job's estimates from its fitted throughput model:
 // the speedup of the best batch at each worker count over the best on one
-// GPU, up to twice the most workers the job has run on, the batch sizes
-// that go with them, and the remaining time on one GPU. A job nothing is
-// known of gets a linear curve up to its ramp and an unknown remaining
-// time.
+// GPU, up to its ramp (see rampLimit), the batch sizes that go with them,
+// and the remaining time on one GPU. A job nothing is known of gets a
+// linear curve up to its ramp and an unknown remaining time.
 func (e *engine) goodputEstimates(j *simJob, remaining float64) model.Estimates {
 	e.flush(j)
-	limit := min(e.curveLen(j), max(2*j.maxSeen, 1))
+	limit := min(e.curveLen(j), e.rampLimit(j))
 	est := model.Estimates{RemainingSeconds: -1, RestartSeconds: e.port.restartCost}
 	p, ok := e.gp.JobParams(j.w.Name, j.m.Name())
 	stats := j.gradStats()
@@ -69,4 +69,14 @@ func (e *engine) goodputEstimates(j *simJob, remaining float64) model.Estimates 
 		est.Batch = c.batch
 	}
 	return est
+}
+
+// rampLimit is the most workers a job's curve may reach: twice the most it
+// has run on, as Pollux ramps jobs up, and at least the most any job of its
+// application has run on. A job's model is its application's until it has
+// run, so what the application was measured on counts as seen: a new job of
+// a known application starts as wide as the evidence allows instead of
+// paying a restart for each doubling from one worker.
+func (e *engine) rampLimit(j *simJob) int {
+	return max(2*j.maxSeen, 1, e.appSeen[j.m.Name()])
 }

@@ -368,6 +368,7 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
 	if opts.Goodput {
 		e.gp = goodput.NewEstimator()
+		e.appSeen = map[string]int{}
 		port.placed = e.placed
 	}
 	if opts.Interval > 0 {
@@ -466,8 +467,10 @@ type engine struct {
 	round bool
 	// oracleCache holds true speedup curves for --oracle.
 	oracleCache map[oracleKey]oracleCurve
-	// gp estimates goodput (Options.Goodput).
+	// gp estimates goodput (Options.Goodput); appSeen holds the most
+	// workers any job of an application has run on.
 	gp       *goodput.Estimator
+	appSeen  map[string]int
 	next     int // next job to arrive
 	finished int
 	now      float64
