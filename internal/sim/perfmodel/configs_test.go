@@ -1,13 +1,11 @@
 package perfmodel
 
 import (
-	"encoding/csv"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/vodascheduler/voda/internal/sim/polluxdata"
+	"github.com/vodascheduler/voda/internal/sim/workload"
 )
 
 func TestPacked(t *testing.T) {
@@ -22,8 +20,9 @@ func TestPacked(t *testing.T) {
 }
 
 // TestConfigurationsMatchArtifact checks the reimplementation against the
-// artifact's own output: every (application, replicas, batch) of its 1.0x
-// workloads must be one of the computed configurations.
+// artifact's own output: every (application, replicas, batch) of its
+// workloads (all loads) must be one of the computed configurations, and
+// every computed configuration must occur in them.
 func TestConfigurationsMatchArtifact(t *testing.T) {
 	dir := polluxdata.Dir(t)
 	apps, err := LoadPolluxDir(filepath.Join(dir, "traces"))
@@ -52,51 +51,32 @@ func TestConfigurationsMatchArtifact(t *testing.T) {
 		configs[a.Name()] = set
 		t.Logf("%s: %+v", a.Name(), cs)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "workloads", "workload-*.csv"))
+	files, _ := filepath.Glob(filepath.Join(dir, "workloads*", "workload-*.csv"))
 	if len(files) == 0 {
-		t.Skipf("no 1.0x workloads in %s: %s", dir, polluxdata.Hint)
+		t.Skipf("no workloads in %s: %s", dir, polluxdata.Hint)
 	}
 	used := map[string]map[[2]int]bool{}
 	for _, f := range files {
-		rows := readRows(t, f)
-		for i, r := range rows[1:] {
-			app := r[2]
-			rep, err1 := strconv.Atoi(r[3])
-			b, err2 := strconv.Atoi(r[4])
-			if err1 != nil || err2 != nil {
-				t.Fatalf("%s line %d: bad numbers %v", f, i+2, r)
+		jobs, err := workload.Read(f, workload.FormatPollux, workload.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			k := [2]int{j.Requested, j.BatchSize}
+			if !configs[j.App][k] {
+				t.Errorf("%s: %s: %d replicas at batch %d is not a computed configuration of %s", filepath.Base(f), j.Name, j.Requested, j.BatchSize, j.App)
 			}
-			k := [2]int{rep, b}
-			if !configs[app][k] {
-				t.Errorf("%s line %d: %s with %d replicas at batch %d is not a computed configuration", filepath.Base(f), i+2, app, rep, b)
+			if used[j.App] == nil {
+				used[j.App] = map[[2]int]bool{}
 			}
-			if used[app] == nil {
-				used[app] = map[[2]int]bool{}
-			}
-			used[app][k] = true
+			used[j.App][k] = true
 		}
 	}
-	// Every computed configuration should show up somewhere in 1280 jobs,
-	// except where an application is too rare to sample them all.
 	for app, set := range configs {
 		for k := range set {
 			if !used[app][k] {
-				t.Logf("%s: configuration %v never used by the artifact's workloads", app, k)
+				t.Errorf("%s: computed configuration %v occurs in none of the artifact's %d workloads", app, k, len(files))
 			}
 		}
 	}
-}
-
-func readRows(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

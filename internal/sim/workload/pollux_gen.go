@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -37,17 +38,10 @@ func ReadPhilly(r io.Reader) ([]PhillyJob, error) {
 		return nil, err
 	}
 	var out []PhillyJob
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err = t.each(func() error {
 		ts, err := t.required("timestamp")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var at time.Time
 		for _, layout := range phillyLayouts {
@@ -56,19 +50,23 @@ func ReadPhilly(r io.Reader) ([]PhillyJob, error) {
 			}
 		}
 		if err != nil {
-			return nil, t.err("timestamp", "%q is not a time like 2017-10-09 07:01:55", ts)
+			return t.err("timestamp", "%q is not a time like 2017-10-09 07:01:55", ts)
 		}
 		j := PhillyJob{Line: t.line, Submit: at.UTC()}
 		if j.Duration, err = t.seconds("duration"); err != nil {
-			return nil, err
+			return err
 		}
 		if j.GPUTime, err = t.seconds("gpu_time"); err != nil {
-			return nil, err
+			return err
 		}
 		if j.GPUs, err = t.integer("num_gpus", 0); err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, j)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, t.noJobs()
@@ -258,15 +256,7 @@ func GeneratePollux(trace []PhillyJob, opts PolluxGenOptions) ([]Job, error) {
 			WidenMax:   true,
 		}
 	}
-	slices.SortStableFunc(jobs, func(a, b Job) int {
-		switch {
-		case a.Submit < b.Submit:
-			return -1
-		case a.Submit > b.Submit:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i := range jobs {
 		jobs[i].Name = jobs[i].App + "-" + strconv.Itoa(i)
 	}
