@@ -20,7 +20,7 @@ simulator, so you can compare algorithms on your own workload first.`,
 		Version:       versionLine(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newSimulateCommand(), newAlgorithmsCommand(), newPlacersCommand(), newServerCommand(), newVersionCommand())
+	root.AddCommand(newSimulateCommand(), newWorkloadCommand(), newAlgorithmsCommand(), newPlacersCommand(), newServerCommand(), newVersionCommand())
 	root.AddCommand(newClientCommands()...)
 	return root
 }

@@ -80,3 +80,31 @@ func FuzzDetectFormat(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadPhilly(f *testing.F) {
+	addSeeds(f,
+		"timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-10-09 03:13:03,2951.0,1,40000,6214e9\n",
+		"timestamp,duration,num_gpus,gpu_time\n2017-10-09T23:59:59,1e9,0,0\n",
+		"timestamp,duration,num_gpus,gpu_time\n2017-10-09T01:00:00+05:00,60,4,3600\n",
+		"timestamp,duration,num_gpus,gpu_time,cluster\n\"2017\",x,1,1\n",
+		"",
+	)
+	f.Fuzz(func(t *testing.T, in string) {
+		rows, err := ReadPhilly(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, r := range rows {
+			if r.Line < 2 || !(r.Duration >= 0) || !(r.GPUTime >= 0) || r.GPUs < 0 {
+				t.Fatalf("accepted bad row %+v", r)
+			}
+		}
+		o := DefaultPolluxGenOptions()
+		o.Jobs, o.Hours = 1, 24
+		o.Configs = testConfigs
+		jobs, err := GeneratePollux(rows, o)
+		if err == nil {
+			checkJobs(t, jobs)
+		}
+	})
+}

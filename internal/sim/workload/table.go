@@ -219,25 +219,32 @@ func (n names) add(t *table, col, name string) error {
 	return nil
 }
 
+// each calls row on every following record, stopping at the first error.
+func (t *table) each(row func() error) error {
+	for {
+		ok, err := t.next()
+		if err != nil || !ok {
+			return err
+		}
+		if err := row(); err != nil {
+			return err
+		}
+	}
+}
+
 // readAll reads every row with row, which also rejects duplicate names
 // through seen, and returns the jobs sorted; a table without rows is an
 // error.
 func (t *table) readAll(row func(*table, names) (Job, error)) ([]Job, error) {
 	var jobs []Job
 	seen := names{}
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	err := t.each(func() error {
 		j, err := row(t, seen)
-		if err != nil {
-			return nil, err
-		}
 		jobs = append(jobs, j)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(jobs) == 0 {
 		return nil, t.noJobs()
