@@ -2,6 +2,7 @@ package progress
 
 import (
 	"math"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/goodput"
 )
@@ -20,11 +21,15 @@ type Goodput struct {
 	GradSqNorm   float64 `json:"gradSqNorm,omitempty"`
 	GradVariance float64 `json:"gradVariance,omitempty"`
 	// Params is the model fitted to Configs, nil before the first
-	// measurement. Current says whether it was fitted to every
-	// configuration in Configs; a configuration it already predicted
-	// within goodput.RefitTolerance does not make it fit again.
-	Params  *goodput.Params `json:"params,omitempty"`
-	Current bool            `json:"current,omitempty"`
+	// measurement, fitted at FittedAt. Current says whether it was fitted
+	// to every configuration in Configs: a configuration it already
+	// predicted within goodput.RefitTolerance does not make it fit again.
+	// Stale says a configuration it mispredicts awaits a fit, which runs
+	// at the first report RefitEvery after the last fit.
+	Params   *goodput.Params `json:"params,omitempty"`
+	FittedAt time.Time       `json:"fittedAt,omitzero"`
+	Current  bool            `json:"current,omitempty"`
+	Stale    bool            `json:"stale,omitempty"`
 	// Advice is the batch size the last reply advised (nil: none yet), and
 	// AdvisedAt the job's epoch when that size was first advised for its
 	// worker count.
@@ -36,6 +41,12 @@ type Goodput struct {
 	// after the advice.
 	Follows bool `json:"follows,omitempty"`
 }
+
+// RefitEvery is the least time between two fits of a job's model after
+// its first: a fit takes milliseconds (about 1 ms for one configuration,
+// 12 ms for sixteen), so a job that changes its batch at every report
+// cannot make every report pay one.
+const RefitEvery = time.Minute
 
 // Config is one configuration's measured step time: Nodes and Workers as
 // reported, Local samples per worker per micro-step, Accum extra
@@ -125,10 +136,10 @@ func measure(r, last Report, seconds float64, alloc Allocation) (goodput.Obs, bo
 	return o, o.Valid()
 }
 
-// observe adds a measured configuration to the table, fitting the model
-// again only when the configuration is new and the model (if any)
+// observe adds a measured configuration to the table, and marks the
+// model stale only when the configuration is new and the model (if any)
 // mispredicts it by more than goodput.RefitTolerance: a report of a
-// configuration already measured costs no fit.
+// configuration already measured makes no fit.
 func (g *Goodput) observe(o goodput.Obs) {
 	for i := range g.Configs {
 		c := &g.Configs[i]
@@ -146,6 +157,15 @@ func (g *Goodput) observe(o goodput.Obs) {
 		g.Current = false
 		return
 	}
+	g.Stale = true
+}
+
+// refit fits the model to the table when it is stale, at once the first
+// time and otherwise at most once every RefitEvery.
+func (g *Goodput) refit(now time.Time) {
+	if !g.Stale || len(g.Configs) == 0 || (g.Params != nil && now.Sub(g.FittedAt) < RefitEvery) {
+		return
+	}
 	obs := make([]goodput.Obs, len(g.Configs))
 	for i, c := range g.Configs {
 		obs[i] = c.obs()
@@ -155,7 +175,7 @@ func (g *Goodput) observe(o goodput.Obs) {
 		prior = *g.Params
 	}
 	p := goodput.Fit(obs, prior)
-	g.Params, g.Current = &p, true
+	g.Params, g.FittedAt, g.Current, g.Stale = &p, now, true, false
 }
 
 // follows reports whether a global batch is what advice a asks for, to

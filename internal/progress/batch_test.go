@@ -110,23 +110,33 @@ func TestAdaptiveIngest(t *testing.T) {
 }
 
 // A new configuration the model already predicts costs no fit; it is kept
-// and the params are no longer a fit of every configuration.
+// and the params are no longer a fit of every configuration. One it
+// mispredicts makes the model stale, fitted again at once the first time
+// and then at most once every RefitEvery.
 func TestObserveRefitsOnlyOnMisprediction(t *testing.T) {
 	g := &Goodput{}
 	g.observe(goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: truth.Iteration(1, 1, 32, 0)})
-	if g.Params == nil || !g.Current {
+	g.refit(at(0))
+	if g.Params == nil || !g.Current || g.Stale || !g.FittedAt.Equal(at(0)) {
 		t.Fatalf("no fit after the first configuration: %+v", g)
 	}
 	p := g.Params
 	o := goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 64, Iteration: p.Iteration(1, 1, 64, 0) * 1.01}
 	g.observe(o)
-	if g.Params != p || g.Current || len(g.Configs) != 2 {
-		t.Errorf("a configuration predicted within 1%%: fitted %v, current %v, %d configs", g.Params != p, g.Current, len(g.Configs))
+	g.refit(at(3600))
+	if g.Params != p || g.Current || g.Stale || len(g.Configs) != 2 {
+		t.Errorf("a configuration predicted within 1%%: fitted %v, current %v, stale %v, %d configs", g.Params != p, g.Current, g.Stale, len(g.Configs))
 	}
+	g.FittedAt = at(0)
 	o = goodput.Obs{Nodes: 1, Replicas: 2, Atomic: 64, Iteration: p.Iteration(1, 2, 64, 0) * 1.5}
 	g.observe(o)
-	if g.Params == p || !g.Current || len(g.Configs) != 3 {
-		t.Errorf("a configuration mispredicted by 50%%: fitted %v, current %v", g.Params != p, g.Current)
+	g.refit(at(59))
+	if g.Params != p || !g.Stale || len(g.Configs) != 3 {
+		t.Errorf("mispredicted by 50%% within a minute of the last fit: fitted %v, stale %v", g.Params != p, g.Stale)
+	}
+	g.refit(at(60))
+	if g.Params == p || !g.Current || g.Stale || !g.FittedAt.Equal(at(60)) {
+		t.Errorf("a minute after the last fit: fitted %v, current %v, stale %v", g.Params != p, g.Current, g.Stale)
 	}
 	for i := range goodput.MaxConfigs + 10 {
 		g.observe(goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 100 + i, Iteration: 1})

@@ -99,7 +99,7 @@ func Ingest(prev *State, r Report, now time.Time, alloc Allocation) (State, Outc
 	next.Latest, next.At = r, now
 	next.GenerationStart, next.GenerationReports = now, 1
 	next.Generations++
-	out.Advice = next.batch(r, nil, alloc)
+	out.Advice = next.batch(r, nil, now, alloc)
 	return next, out, nil
 }
 
@@ -134,17 +134,17 @@ func sameGeneration(next State, r Report, now time.Time, alloc Allocation) (Stat
 	}
 	next.Latest, next.At = r, now
 	next.GenerationReports++
-	out.Advice = next.batch(r, step, alloc)
+	out.Advice = next.batch(r, step, now, alloc)
 	return next, out, nil
 }
 
-// batch keeps what an adaptive job's report r says of its batch: the
-// step time measured (step, nil when the interval was not used), the
-// gradient statistics, whether it follows the advice; and returns the
-// advice for the allocation. Nothing is kept for a job whose batch is
+// batch keeps what an adaptive job's report r, arriving at now, says of
+// its batch: the step time measured (step, nil when the interval was not
+// used), the gradient statistics, whether it follows the advice; fits the
+// model when due (refit); and returns the advice for the allocation. Nothing is kept for a job whose batch is
 // fixed, and the state is copied before it changes, so that the previous
 // state is never modified.
-func (s *State) batch(r Report, step *goodput.Obs, alloc Allocation) *Advice {
+func (s *State) batch(r Report, step *goodput.Obs, now time.Time, alloc Allocation) *Advice {
 	if !r.Batch.Adaptive() {
 		return nil
 	}
@@ -160,6 +160,7 @@ func (s *State) batch(r Report, step *goodput.Obs, alloc Allocation) *Advice {
 	if step != nil {
 		g.observe(*step)
 	}
+	g.refit(now)
 	g.advise(r, alloc)
 	if g.Advice == nil || g.Advice.Workers != alloc.Workers {
 		return nil
