@@ -201,10 +201,36 @@ func (g *Goodput) advise(r Report, alloc Allocation) {
 		return
 	}
 	next := Advise(*g.Params, g.Stats(), r.Batch.Bounds(), alloc.Workers, nodesFor(r, alloc))
+	if prev := g.Advice; prev != nil && prev.Workers == next.Workers && prev.Size != next.Size {
+		next = keep(*g.Params, g.Stats(), r.Batch.Bounds(), nodesFor(r, alloc), *prev, next)
+	}
 	if g.Advice == nil || g.Advice.Size != next.Size || g.Advice.Workers != next.Workers {
 		g.AdvisedAt = r.Epoch
 	}
 	g.Advice = &next
+}
+
+// AdviceTolerance is how much less goodput than the best the batch
+// advised before may promise and still be advised again: gradient
+// statistics that wander a little do not make the job change its batch
+// at every epoch.
+const AdviceTolerance = 0.02
+
+// keep returns the previous advice, with its learning-rate scale brought
+// up to date, when its batch is still within AdviceTolerance of the best
+// goodput (best) on the placement and within the bounds; else best.
+func keep(p goodput.Params, g goodput.GradStats, b goodput.Bounds, nodes int, prev, best Advice) Advice {
+	if prev.Size < b.InitBatch || (b.MaxBatch > 0 && prev.Size > b.MaxBatch) {
+		return best
+	}
+	was := goodput.Evaluate(p, g, b, nodes, prev.Workers, prev.Size)
+	now := goodput.Evaluate(p, g, b, nodes, best.Workers, best.Size)
+	if was.Batch != prev.Size || was.Rate < (1-AdviceTolerance)*now.Rate {
+		return best
+	}
+	prev.LocalSize, prev.AccumulationSteps = was.Atomic, was.Accum
+	prev.LRScale = g.LRScale(prev.Size, b.InitBatch)
+	return prev
 }
 
 // nodesFor is the nodes the allocation's workers run on: the stored

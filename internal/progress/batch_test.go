@@ -56,6 +56,7 @@ func TestAdaptiveIngest(t *testing.T) {
 	}
 	var s *State
 	var params *goodput.Params
+	var prev *Advice
 	for i, st := range steps {
 		next, out, err := Ingest(s, st.r, at(float64(30*(i+1))), st.alloc)
 		if err != nil {
@@ -76,7 +77,18 @@ func TestAdaptiveIngest(t *testing.T) {
 			t.Fatalf("step %d: advice %+v, want one: %v", i, out.Advice, st.advice)
 		}
 		if out.Advice != nil {
-			want := Advise(*g.Params, goodput.GradStats{Sqr: 1, Var: 100}, st.r.Batch.Bounds(), st.alloc.Workers, st.alloc.Nodes)
+			stats := goodput.GradStats{Sqr: 1, Var: 100}
+			want := Advise(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Workers, st.alloc.Nodes)
+			if prev != nil && prev.Workers == want.Workers && out.Advice.Size == prev.Size {
+				// The previous advice kept: within AdviceTolerance of the best.
+				was := goodput.Evaluate(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Nodes, want.Workers, prev.Size)
+				best := goodput.Evaluate(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Nodes, want.Workers, want.Size)
+				if was.Rate < (1-AdviceTolerance)*best.Rate {
+					t.Errorf("step %d: kept advice %+v, %v of the best %+v's goodput", i, *out.Advice, was.Rate/best.Rate, want)
+				}
+				want = *prev
+			}
+			prev = out.Advice
 			if *out.Advice != want || want.Workers != st.alloc.Workers ||
 				want.Size != want.Workers*want.LocalSize*(want.AccumulationSteps+1) || want.LocalSize > 64 || want.Size < 128 || want.Size > 2048 {
 				t.Errorf("step %d: advice %+v, want %+v within the bounds", i, *out.Advice, want)
@@ -143,6 +155,53 @@ func TestObserveRefitsOnlyOnMisprediction(t *testing.T) {
 	}
 	if len(g.Configs) != goodput.MaxConfigs {
 		t.Errorf("%d configurations kept, want at most %d", len(g.Configs), goodput.MaxConfigs)
+	}
+}
+
+// TestKeepAdvice: the batch advised before is advised again while it
+// promises within AdviceTolerance of the best goodput, with its
+// learning-rate scale brought up to date; otherwise the best is.
+func TestKeepAdvice(t *testing.T) {
+	stats := goodput.GradStats{Sqr: 1, Var: 100}
+	bounds := goodput.Bounds{InitBatch: 128, MaxBatch: 2048, MaxLocal: 64}
+	best := Advise(truth, stats, bounds, 4, 1)
+	rate := func(size int) float64 { return goodput.Evaluate(truth, stats, bounds, 1, 4, size).Rate }
+	near, far := 0, 0
+	for size := 128; size <= 2048 && (near == 0 || far == 0); size += 4 {
+		r := rate(size) / rate(best.Size)
+		if size != best.Size && r >= 1-AdviceTolerance/2 && near == 0 {
+			near = size
+		}
+		if r < 1-2*AdviceTolerance && far == 0 {
+			far = size
+		}
+	}
+	if near == 0 || far == 0 {
+		t.Fatalf("no batch near (%d) or far (%d) from the best %+v", near, far, best)
+	}
+	old := func(size int) Advice {
+		a, accum := bounds.DefaultSplit(size, 4)
+		return Advice{Size: size, LocalSize: a, AccumulationSteps: accum, LRScale: 1, Workers: 4}
+	}
+	for _, c := range []struct {
+		name string
+		prev Advice
+		want int
+	}{
+		{"near the best: kept", old(near), near},
+		{"far from the best: replaced", old(far), best.Size},
+		{"below the bounds: replaced", old(64), best.Size},
+		{"above the bounds: replaced", old(4096), best.Size},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := keep(truth, stats, bounds, 1, c.prev, best)
+			if got.Size != c.want {
+				t.Errorf("keep(%d) = %+v, want size %d (best %d)", c.prev.Size, got, c.want, best.Size)
+			}
+			if got.Size == c.prev.Size && got.LRScale != stats.LRScale(got.Size, 128) {
+				t.Errorf("kept advice's lrScale %v, want %v", got.LRScale, stats.LRScale(got.Size, 128))
+			}
+		})
 	}
 }
 
