@@ -212,3 +212,61 @@ func (f *fixture) create2(token, manifest string) string {
 	}
 	return j.Name
 }
+
+// TestProgressBatchAdvice: a job that declares an adaptive batch gets,
+// once a step time was measured, the batch size for its allocation in
+// the reply; a job with a fixed batch gets none.
+func TestProgressBatchAdvice(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		name   string
+		bounds map[string]any
+		advice bool
+	}{
+		{"adaptive", map[string]any{"initBatchSize": 128, "maxBatchSize": 4096, "maxLocalBatchSize": 256}, true},
+		{"fixed: equal bounds", map[string]any{"initBatchSize": 128, "maxBatchSize": 128}, false},
+		{"fixed: no bounds", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := f.create(mpiJob("batch", "1", "4", "v100"))
+			path := "/api/v1/jobs/" + j.Name + "/progress"
+			f.running(j.Name, 2)
+			var reply map[string]any
+			for i := range 4 {
+				body := map[string]any{"generation": "g1", "workers": 2, "nodes": 1, "steps": 100 * i, "epoch": float64(i) / 4,
+					"globalBatchSize": 128, "localBatchSize": 64, "stepSeconds": 0.25, "gradSqNorm": 1, "gradVariance": 50}
+				for k, v := range c.bounds {
+					body[k] = v
+				}
+				raw, _ := json.Marshal(body)
+				f.clock.Step(30 * time.Second)
+				code, b := f.do("POST", path, "application/json", string(raw))
+				if code != http.StatusOK {
+					t.Fatalf("report %d: %d %s", i, code, b)
+				}
+				reply = nil
+				if err := json.Unmarshal(b, &reply); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := reply["hints"]; ok {
+					t.Errorf("report %d: a reply with hints: %s", i, b)
+				}
+			}
+			batch, ok := reply["batch"].(map[string]any)
+			if ok != c.advice {
+				t.Fatalf("reply %v: batch %v, want one: %v", reply, reply["batch"], c.advice)
+			}
+			if !ok {
+				return
+			}
+			size, local, accum, scale := batch["size"].(float64), batch["localSize"].(float64), batch["accumulationSteps"].(float64), batch["lrScale"].(float64)
+			if size < 128 || size > 4096 || size != 2*local*(accum+1) || local > 256 || scale < 1 {
+				t.Errorf("advice %v: want 2 workers x localSize x (accumulationSteps+1) within [128, 4096], lrScale at least 1", batch)
+			}
+			s, _ := f.state(j.Name)
+			if s.Goodput == nil || s.Goodput.Advice == nil || float64(s.Goodput.Advice.Size) != size {
+				t.Errorf("stored goodput state %+v does not hold the advice %v", s.Goodput, batch)
+			}
+		})
+	}
+}

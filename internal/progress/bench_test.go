@@ -20,6 +20,25 @@ func (c *fixedClock) Now() time.Time { return time.Unix(0, c.t.Add(int64(time.Se
 // embedded store: read the job, apply the report, write the state back,
 // from many jobs at once (the route adds decoding and the answer).
 func BenchmarkIngest(b *testing.B) {
+	benchIngest(b, func(gen string, n int64) progress.Report {
+		return progress.Report{Generation: gen, Workers: 2, Nodes: 1, Steps: 100 * n, Epoch: float64(n) / 10, TotalEpochs: 100}
+	})
+}
+
+// BenchmarkIngestAdaptive is BenchmarkIngest for jobs that declared an
+// adaptive batch: at steady state each report adds to a configuration
+// already measured (no fit) and is answered with the best batch for the
+// allocation.
+func BenchmarkIngestAdaptive(b *testing.B) {
+	sq, v := 1.0, 20.0
+	benchIngest(b, func(gen string, n int64) progress.Report {
+		return progress.Report{Generation: gen, Workers: 2, Nodes: 1, Steps: 100 * n, Epoch: float64(n) / 10, TotalEpochs: 100,
+			GlobalBatchSize: 256, LocalBatchSize: 128, StepSeconds: 0.3, GradSqNorm: &sq, GradVariance: &v,
+			Batch: progress.Batch{Init: 256, Max: 8192, MaxLocal: 512}}
+	})
+}
+
+func benchIngest(b *testing.B, report func(gen string, n int64) progress.Report) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, "", b.TempDir())
 	if err != nil {
@@ -48,11 +67,40 @@ func BenchmarkIngest(b *testing.B) {
 		var n int64
 		for pb.Next() {
 			n++
-			r := progress.Report{Generation: fmt.Sprint("g", i), Workers: 2, Nodes: 1, Steps: 100 * n, Epoch: float64(n) / 10, TotalEpochs: 100}
-			if _, err := in.Ingest(ctx, name, r); err != nil {
+			if _, err := in.Ingest(ctx, name, report(fmt.Sprint("g", i), n)); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
+}
+
+// BenchmarkIngestState is the decision alone (no store) for a job at
+// steady state: a fixed batch, and an adaptive one whose configuration is
+// already measured (no fit; the reply's best batch is chosen).
+func BenchmarkIngestState(b *testing.B) {
+	sq, v := 1.0, 20.0
+	for _, c := range []struct {
+		name  string
+		batch progress.Batch
+	}{{"fixed", progress.Batch{}}, {"adaptive", progress.Batch{Init: 256, Max: 8192, MaxLocal: 512}}} {
+		b.Run(c.name, func(b *testing.B) {
+			alloc := progress.Allocation{Workers: 2, Nodes: 1}
+			t0 := time.Unix(1e9, 0)
+			rep := func(n int64) progress.Report {
+				return progress.Report{Generation: "g", Workers: 2, Nodes: 1, Steps: 100 * n, Epoch: float64(n) / 10, TotalEpochs: 100,
+					GlobalBatchSize: 256, LocalBatchSize: 128, StepSeconds: 0.3, GradSqNorm: &sq, GradVariance: &v, Batch: c.batch}
+			}
+			var s progress.State
+			for n := range int64(3) {
+				s, _, _ = progress.Ingest(&s, rep(n), t0.Add(time.Duration(n)*time.Second), alloc)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				n := int64(i) + 3
+				s, _, _ = progress.Ingest(&s, rep(n), t0.Add(time.Duration(n)*time.Second), alloc)
+			}
+		})
+	}
 }

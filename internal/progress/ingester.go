@@ -30,12 +30,22 @@ type Clock interface{ Now() time.Time }
 
 // Reply is the answer to a report (docs/progress.md).
 type Reply struct {
-	Job                   string         `json:"job"`
-	Used                  bool           `json:"used"`
-	Reason                string         `json:"reason,omitempty"`
-	Allocation            ReplyWorkers   `json:"allocation"`
-	ReportIntervalSeconds int            `json:"reportIntervalSeconds"`
-	Hints                 map[string]any `json:"hints,omitempty"`
+	Job                   string       `json:"job"`
+	Used                  bool         `json:"used"`
+	Reason                string       `json:"reason,omitempty"`
+	Allocation            ReplyWorkers `json:"allocation"`
+	ReportIntervalSeconds int          `json:"reportIntervalSeconds"`
+	// Batch is the batch size advised for the allocation, for a job that
+	// declared an adaptive batch size (nil otherwise).
+	Batch *ReplyBatch `json:"batch,omitempty"`
+}
+
+// ReplyBatch is the batch size a reply advises (docs/progress.md).
+type ReplyBatch struct {
+	Size              int     `json:"size"`
+	LocalSize         int     `json:"localSize"`
+	AccumulationSteps int     `json:"accumulationSteps"`
+	LRScale           float64 `json:"lrScale"`
 }
 
 // ReplyWorkers is the allocation a reply carries.
@@ -87,7 +97,7 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 			return Reply{}, ErrFinished
 		}
 		prev := in.decode(name, j.Progress)
-		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange}
+		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange, Nodes: j.Status.State.Placement.Nodes()}
 		next, out, ferr := Ingest(prev, r, in.Clock.Now(), alloc)
 		if ferr != nil {
 			return Reply{}, ferr
@@ -107,8 +117,12 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 		if interval <= 0 {
 			interval = DefaultInterval * time.Second
 		}
-		return Reply{Job: name, Used: out.Used, Reason: out.Reason, Allocation: ReplyWorkers{alloc.Workers},
-			ReportIntervalSeconds: int(interval.Round(time.Second) / time.Second)}, nil
+		reply := Reply{Job: name, Used: out.Used, Reason: out.Reason, Allocation: ReplyWorkers{alloc.Workers},
+			ReportIntervalSeconds: int(interval.Round(time.Second) / time.Second)}
+		if a := out.Advice; a != nil {
+			reply.Batch = &ReplyBatch{Size: a.Size, LocalSize: a.LocalSize, AccumulationSteps: a.AccumulationSteps, LRScale: a.LRScale}
+		}
+		return reply, nil
 	}
 	return Reply{}, fmt.Errorf("progress of job %s: %d concurrent writes in a row", name, maxConflicts)
 }
@@ -134,6 +148,9 @@ func Decode(data []byte) (*State, error) {
 	}
 	if err := s.Measured.Validate(); err != nil {
 		return nil, fmt.Errorf("decode progress: %w", err)
+	}
+	if s.Goodput != nil && !s.Goodput.Valid() {
+		s.Goodput = nil // measured again from the next reports
 	}
 	return &s, nil
 }

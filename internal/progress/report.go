@@ -19,6 +19,7 @@ const (
 	MaxBatchSize    = 1e9
 	MaxStepSeconds  = 86400
 	MaxGradient     = 1e30
+	MaxAccumulation = 1e6
 	MaxMetrics      = 16
 	MaxMetricName   = 64
 	DefaultInterval = 30 // seconds between reports Voda asks for
@@ -43,7 +44,30 @@ type Wire struct {
 	GradVariance    *float64           `json:"gradVariance,omitempty"`
 	Metrics         map[string]float64 `json:"metrics,omitempty"`
 	Final           bool               `json:"final,omitempty"`
+	// The job's batch bounds and how it splits its batch (see Batch).
+	InitBatchSize     *int64 `json:"initBatchSize,omitempty"`
+	MaxBatchSize      *int64 `json:"maxBatchSize,omitempty"`
+	MinLocalBatchSize *int64 `json:"minLocalBatchSize,omitempty"`
+	MaxLocalBatchSize *int64 `json:"maxLocalBatchSize,omitempty"`
+	AccumulationSteps *int64 `json:"accumulationSteps,omitempty"`
 }
+
+// Batch is what a report says of the job's batch size beyond the sizes
+// it runs: the global batch its hyperparameters were tuned for (Init),
+// the largest it accepts (Max; 0 or Init: the batch is fixed), the least
+// and most samples a worker's step takes (MinLocal, MaxLocal; 0: no
+// bound), and the extra gradient-accumulation steps it runs now
+// (Accumulation, nil when not said).
+type Batch struct {
+	Init         int64  `json:"init,omitempty"`
+	Max          int64  `json:"max,omitempty"`
+	MinLocal     int64  `json:"minLocal,omitempty"`
+	MaxLocal     int64  `json:"maxLocal,omitempty"`
+	Accumulation *int64 `json:"accumulation,omitempty"`
+}
+
+// Adaptive reports whether the job lets Voda choose its batch size.
+func (b Batch) Adaptive() bool { return b.Init > 0 && b.Max > b.Init }
 
 // Report is a checked report. Optional fields absent from the wire are
 // zero (Samples, TotalEpochs, batch sizes, StepSeconds) or nil.
@@ -62,6 +86,7 @@ type Report struct {
 	GradVariance    *float64           `json:"gradVariance,omitempty"`
 	Metrics         map[string]float64 `json:"metrics,omitempty"`
 	Final           bool               `json:"final,omitempty"`
+	Batch           Batch              `json:"batch,omitzero"`
 }
 
 // FieldError is why a report was refused: the field (JSON name, e.g.
@@ -143,6 +168,9 @@ func (w Wire) Check(maxWorkers int) (Report, *FieldError) {
 			return r, err
 		}
 	}
+	if err := w.checkBatch(&r); err != nil {
+		return r, err
+	}
 	if len(w.Metrics) > MaxMetrics {
 		return r, &FieldError{"metrics", fmt.Sprintf("has %d entries; at most %d", len(w.Metrics), MaxMetrics)}
 	}
@@ -164,6 +192,49 @@ func (w Wire) Check(maxWorkers int) (Report, *FieldError) {
 		r.Metrics = w.Metrics
 	}
 	return r, nil
+}
+
+// checkBatch checks the batch bounds into r.Batch: each within its
+// limits, and consistent with each other and with the sizes reported.
+func (w Wire) checkBatch(r *Report) *FieldError {
+	b := &r.Batch
+	for _, f := range []struct {
+		field string
+		v     *int64
+		dst   *int64
+	}{{"initBatchSize", w.InitBatchSize, &b.Init}, {"maxBatchSize", w.MaxBatchSize, &b.Max},
+		{"minLocalBatchSize", w.MinLocalBatchSize, &b.MinLocal}, {"maxLocalBatchSize", w.MaxLocalBatchSize, &b.MaxLocal}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 1 || *f.v > MaxBatchSize {
+			return outside(f.field, float64(*f.v), 1, MaxBatchSize)
+		}
+		*f.dst = *f.v
+	}
+	if a := w.AccumulationSteps; a != nil {
+		if err := checkCount("accumulationSteps", *a, MaxAccumulation); err != nil {
+			return err
+		}
+		b.Accumulation = a
+	}
+	switch {
+	case b.Init == 0 && (b.Max > 0 || b.MinLocal > 0 || b.MaxLocal > 0):
+		return &FieldError{"initBatchSize", "required with maxBatchSize, minLocalBatchSize or maxLocalBatchSize"}
+	case b.Max > 0 && b.Max < b.Init:
+		return &FieldError{"maxBatchSize", fmt.Sprintf("%d is below initBatchSize %d", b.Max, b.Init)}
+	case b.MaxLocal > 0 && b.MinLocal > b.MaxLocal:
+		return &FieldError{"minLocalBatchSize", fmt.Sprintf("%d is above maxLocalBatchSize %d", b.MinLocal, b.MaxLocal)}
+	case b.MinLocal > max(b.Max, b.Init):
+		return &FieldError{"minLocalBatchSize", fmt.Sprintf("%d is above the largest global batch size %d", b.MinLocal, max(b.Max, b.Init))}
+	case r.LocalBatchSize > 0 && r.GlobalBatchSize > 0 && r.LocalBatchSize*int64(r.Workers) > r.GlobalBatchSize:
+		return &FieldError{"localBatchSize", fmt.Sprintf("%d on %d workers is more than globalBatchSize %d", r.LocalBatchSize, r.Workers, r.GlobalBatchSize)}
+	case b.Accumulation != nil && r.LocalBatchSize > 0 && r.GlobalBatchSize > 0 &&
+		r.LocalBatchSize*int64(r.Workers)*(*b.Accumulation+1) != r.GlobalBatchSize:
+		return &FieldError{"accumulationSteps", fmt.Sprintf("%d: localBatchSize %d x workers %d x (accumulationSteps + 1) is not globalBatchSize %d",
+			*b.Accumulation, r.LocalBatchSize, r.Workers, r.GlobalBatchSize)}
+	}
+	return nil
 }
 
 func required(field string) *FieldError { return &FieldError{field, "required"} }

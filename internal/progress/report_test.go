@@ -18,7 +18,8 @@ func wire(t *testing.T, s string) Wire {
 }
 
 const okReport = `{"generation": "g1", "workers": 4, "nodes": 1, "steps": 100, "samples": 3200, "epoch": 1.5, "totalEpochs": 90,
- "globalBatchSize": 32, "localBatchSize": 8, "stepSeconds": 0.2, "gradSqNorm": 1.5, "gradVariance": 0.25, "metrics": {"loss": 0.4, "top-1.acc": 0.8}, "final": true}`
+ "globalBatchSize": 32, "localBatchSize": 8, "stepSeconds": 0.2, "gradSqNorm": 1.5, "gradVariance": 0.25, "metrics": {"loss": 0.4, "top-1.acc": 0.8}, "final": true,
+ "initBatchSize": 32, "maxBatchSize": 512, "minLocalBatchSize": 4, "maxLocalBatchSize": 16, "accumulationSteps": 0}`
 
 func TestCheckAccepts(t *testing.T) {
 	r, err := wire(t, okReport).Check(8)
@@ -27,11 +28,12 @@ func TestCheckAccepts(t *testing.T) {
 	}
 	if r.Generation != "g1" || r.Workers != 4 || r.Nodes != 1 || r.Steps != 100 || r.Samples != 3200 || r.Epoch != 1.5 || r.TotalEpochs != 90 ||
 		r.GlobalBatchSize != 32 || r.LocalBatchSize != 8 || r.StepSeconds != 0.2 || *r.GradSqNorm != 1.5 || *r.GradVariance != 0.25 ||
-		r.Metrics["loss"] != 0.4 || !r.Final {
+		r.Metrics["loss"] != 0.4 || !r.Final || r.Batch.Init != 32 || r.Batch.Max != 512 || r.Batch.MinLocal != 4 || r.Batch.MaxLocal != 16 ||
+		r.Batch.Accumulation == nil || *r.Batch.Accumulation != 0 || !r.Batch.Adaptive() {
 		t.Errorf("report %+v", r)
 	}
 	min, err := wire(t, `{"generation": "0", "workers": 1, "steps": 0, "epoch": 0}`).Check(1)
-	if err != nil || min.Nodes != 0 || min.TotalEpochs != 0 || min.Metrics != nil {
+	if err != nil || min.Nodes != 0 || min.TotalEpochs != 0 || min.Metrics != nil || min.Batch != (Batch{}) {
 		t.Errorf("minimal report: %+v, %v", min, err)
 	}
 }
@@ -47,6 +49,17 @@ func TestCheckRefuses(t *testing.T) {
 			delete(m, k)
 		} else {
 			m[k] = v
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	withAll := func(fields map[string]any) string {
+		m := map[string]any{}
+		for a, b := range base {
+			m[a] = b
+		}
+		for a, b := range fields {
+			m[a] = b
 		}
 		b, _ := json.Marshal(m)
 		return string(b)
@@ -81,6 +94,22 @@ func TestCheckRefuses(t *testing.T) {
 		{"day-long step", with("stepSeconds", 90000), "stepSeconds", "outside"},
 		{"negative gradient norm", with("gradSqNorm", -1), "gradSqNorm", "outside"},
 		{"absurd gradient variance", with("gradVariance", 1e31), "gradVariance", "outside"},
+		{"zero initial batch", with("initBatchSize", 0), "initBatchSize", "0 is outside [1, 1e+09]"},
+		{"huge maximum batch", with("maxBatchSize", int64(2e9)), "maxBatchSize", "outside"},
+		{"zero local minimum", with("minLocalBatchSize", 0), "minLocalBatchSize", "outside"},
+		{"zero local maximum", with("maxLocalBatchSize", 0), "maxLocalBatchSize", "outside"},
+		{"negative accumulation", with("accumulationSteps", -1), "accumulationSteps", "-1 is outside [0, 1e+06]"},
+		{"huge accumulation", with("accumulationSteps", int64(2e6)), "accumulationSteps", "outside"},
+		{"maximum without initial", with("maxBatchSize", 64), "initBatchSize", "required with maxBatchSize"},
+		{"local bound without initial", with("maxLocalBatchSize", 64), "initBatchSize", "required"},
+		{"maximum below initial", withAll(map[string]any{"initBatchSize": 128, "maxBatchSize": 64}), "maxBatchSize", "64 is below initBatchSize 128"},
+		{"local minimum above maximum", withAll(map[string]any{"initBatchSize": 128, "maxBatchSize": 1024, "minLocalBatchSize": 32, "maxLocalBatchSize": 16}),
+			"minLocalBatchSize", "32 is above maxLocalBatchSize 16"},
+		{"local minimum above the largest batch", withAll(map[string]any{"initBatchSize": 128, "maxBatchSize": 256, "minLocalBatchSize": 512}),
+			"minLocalBatchSize", "512 is above the largest global batch size 256"},
+		{"local batch above the global one", withAll(map[string]any{"globalBatchSize": 64, "localBatchSize": 32}), "localBatchSize", "32 on 4 workers is more than globalBatchSize 64"},
+		{"accumulation inconsistent", withAll(map[string]any{"globalBatchSize": 256, "localBatchSize": 32, "accumulationSteps": 2}),
+			"accumulationSteps", "localBatchSize 32 x workers 4 x (accumulationSteps + 1) is not globalBatchSize 256"},
 		{"too many metrics", with("metrics", manyMetrics), "metrics", "has 17 entries; at most 16"},
 		{"bad metric name", with("metrics", map[string]float64{"lo ss": 1}), "metrics[lo ss]", "1 to 64 characters"},
 		{"long metric name", with("metrics", map[string]float64{strings.Repeat("x", 65): 1}), "metrics[" + strings.Repeat("x", 65) + "]", "1 to 64"},
@@ -100,6 +129,9 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(okReport))
 	f.Add([]byte(`{"generation": "0", "workers": 1, "steps": 0, "epoch": 0}`))
 	f.Add([]byte(`{"generation": "x", "workers": 3, "nodes": 9, "steps": -1, "epoch": 1e300, "metrics": {"": 1}}`))
+	f.Add([]byte(`{"generation": "b", "workers": 2, "steps": 1, "epoch": 0, "globalBatchSize": 256, "localBatchSize": 64, "accumulationSteps": 1,
+ "initBatchSize": 128, "maxBatchSize": 4096, "minLocalBatchSize": 8, "maxLocalBatchSize": 64}`))
+	f.Add([]byte(`{"generation": "b", "workers": 2, "steps": 1, "epoch": 0, "maxBatchSize": 1, "minLocalBatchSize": 9, "accumulationSteps": -3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var w Wire
 		if json.Unmarshal(data, &w) != nil {
@@ -113,8 +145,15 @@ func FuzzCheck(f *testing.F) {
 			return
 		}
 		if r.Workers < 1 || r.Workers > 64 || r.Nodes < 0 || r.Nodes > r.Workers || r.Steps < 0 || r.Epoch < 0 || r.Epoch > MaxEpochs ||
-			len(r.Generation) == 0 || len(r.Generation) > MaxGeneration || len(r.Metrics) > MaxMetrics {
+			len(r.Generation) == 0 || len(r.Generation) > MaxGeneration || len(r.Metrics) > MaxMetrics ||
+			r.Batch.Init < 0 || r.Batch.Init > MaxBatchSize || (r.Batch.Max > 0 && r.Batch.Max < r.Batch.Init) ||
+			(r.Batch.MaxLocal > 0 && r.Batch.MinLocal > r.Batch.MaxLocal) || (r.Batch.Init == 0 && r.Batch != (Batch{Accumulation: r.Batch.Accumulation})) {
 			t.Fatalf("accepted an out-of-limits report: %+v", r)
+		}
+		if r.Batch.Adaptive() {
+			if err := r.Batch.Bounds().Check(); err != nil {
+				t.Fatalf("accepted bounds goodput refuses: %+v: %v", r.Batch, err)
+			}
 		}
 	})
 }

@@ -2,9 +2,11 @@ package progress
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/goodput"
 )
 
 // maxRestartSeconds bounds a measured restart cost: a longer gap between
@@ -28,6 +30,9 @@ type State struct {
 	// Measured is the throughput measured per placement (work in epochs)
 	// and the restart costs.
 	Measured collector.Measurements `json:"measured"`
+	// Goodput is kept for a job that declared an adaptive batch size: its
+	// step times per configuration, model and advice (nil otherwise).
+	Goodput *Goodput `json:"goodput,omitempty"`
 }
 
 // Allocation is what the scheduler has decided for a job, as the store
@@ -36,6 +41,8 @@ type State struct {
 type Allocation struct {
 	Workers   int
 	ChangedAt time.Time
+	// Nodes is the nodes the workers are placed on, 0 when unknown.
+	Nodes int
 }
 
 // Why a report was kept but not measured (Outcome.Reason).
@@ -61,6 +68,9 @@ type Outcome struct {
 	// RestartSeconds is the restart cost measured, when positive: the
 	// report opened a generation after an allocation change.
 	RestartSeconds float64
+	// Advice is the batch size the reply advises: for a job that declared
+	// an adaptive batch and has a model, nil otherwise.
+	Advice *Advice
 }
 
 // Ingest applies report r, arriving at now, to a job's state (nil if it
@@ -89,6 +99,7 @@ func Ingest(prev *State, r Report, now time.Time, alloc Allocation) (State, Outc
 	next.Latest, next.At = r, now
 	next.GenerationStart, next.GenerationReports = now, 1
 	next.Generations++
+	out.Advice = next.batch(r, nil, now, alloc)
 	return next, out, nil
 }
 
@@ -111,15 +122,51 @@ func sameGeneration(next State, r Report, now time.Time, alloc Allocation) (Stat
 	case r.Workers != alloc.Workers:
 		out = Outcome{Reason: ReasonAllocation}
 	}
+	var step *goodput.Obs
 	if seconds := now.Sub(next.At).Seconds(); out.Used && seconds > 0 {
 		out.Observation = collector.Observation{Workers: r.Workers, Nodes: r.Nodes, Seconds: seconds, Work: r.Epoch - last.Epoch}
 		next.Measured.Add(out.Observation)
+		if o, ok := measure(r, last, seconds, alloc); ok {
+			step = &o
+		}
 	} else if out.Used {
 		out = Outcome{Reason: ReasonFirst} // no time passed: nothing to measure
 	}
 	next.Latest, next.At = r, now
 	next.GenerationReports++
+	out.Advice = next.batch(r, step, now, alloc)
 	return next, out, nil
+}
+
+// batch keeps what an adaptive job's report r, arriving at now, says of
+// its batch: the step time measured (step, nil when the interval was not
+// used), the gradient statistics, whether it follows the advice; fits the
+// model when due (refit); and returns the advice for the allocation. Nothing is kept for a job whose batch is
+// fixed, and the state is copied before it changes, so that the previous
+// state is never modified.
+func (s *State) batch(r Report, step *goodput.Obs, now time.Time, alloc Allocation) *Advice {
+	if !r.Batch.Adaptive() {
+		return nil
+	}
+	g := &Goodput{}
+	if s.Goodput != nil {
+		*g = *s.Goodput
+		g.Configs = slices.Clone(g.Configs)
+	}
+	s.Goodput = g
+	if r.GradSqNorm != nil && r.GradVariance != nil {
+		g.GradSqNorm, g.GradVariance = *r.GradSqNorm, *r.GradVariance
+	}
+	if step != nil {
+		g.observe(*step)
+	}
+	g.refit(now)
+	g.advise(r, alloc)
+	if g.Advice == nil || g.Advice.Workers != alloc.Workers {
+		return nil
+	}
+	a := *g.Advice
+	return &a
 }
 
 func decreased(field string, v, was float64, gen string) *FieldError {

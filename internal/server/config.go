@@ -65,6 +65,10 @@ type Config struct {
 	// Speed is how many times faster than real time the clock runs; 1 on
 	// Kubernetes.
 	Speed float64
+	// NoSimReports stops the simulated cluster's jobs from reporting
+	// their progress, leaving it to processes that report over HTTP (a
+	// real trainer run beside the simulated cluster).
+	NoSimReports bool
 	// Algorithm and RateLimit apply to GPU types with none set at run
 	// time; Placer places every GPU type's workers.
 	Algorithm, Placer string

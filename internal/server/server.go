@@ -185,7 +185,7 @@ func (s *server) startSim(ctx context.Context) error {
 		}
 		s.running.set(g.GPUType, svc)
 		s.goRun(ctx, "scheduler "+g.GPUType, svc.Run)
-		if r, ok := cl.(simReporter); ok {
+		if r, ok := cl.(simReporter); ok && !s.cfg.NoSimReports {
 			// Simulated jobs report their progress through the API's own
 			// ingestion, as real jobs' pods do over HTTP.
 			in := &progress.Ingester{Store: s.store, Clock: s.clock, Logger: s.log}

@@ -371,10 +371,11 @@ func (s *Service) capacity() int {
 
 // estimate gives every job that reported its progress a new estimate:
 // the epochs it has left over the rate the collector fitted to what it
-// (and its application) measured. A speedup curve never extends past the
+// (and its application) measured, or for a job that follows the batch
+// sizes Voda advises, its goodput curve (goodputEstimates). A speedup curve never extends past the
 // cluster's GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
-	gpus := max(s.capacity(), 1)
+	gpus, perNode := max(s.capacity(), 1), s.mostGPUs()
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
 		name := j.Spec.Name
 		t := s.jobs[name]
@@ -386,6 +387,7 @@ func (s *Service) estimate() {
 			continue
 		}
 		e := s.collector.Estimate(name, t.app, rem, min(j.Spec.MaxWorkers, gpus))
+		e, _ = goodputEstimates(t.progress, e, rem, perNode, min(j.Spec.MaxWorkers, gpus))
 		if err := s.core.SetEstimates(name, e); err != nil {
 			s.log.Warn("set estimates", "job", name, "err", err)
 		}

@@ -82,12 +82,15 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 // gpusPerNode tells the collector how many GPUs a node of this type has
 // (the most any node has): the placer packs k workers on ceil(k/n) nodes,
 // so that is the placement the speedup curve is for.
-func (s *Service) gpusPerNode() {
+func (s *Service) gpusPerNode() { s.collector.SetGPUsPerNode(s.mostGPUs()) }
+
+// mostGPUs is the most GPUs a node of this type has.
+func (s *Service) mostGPUs() int {
 	most := 0
 	for _, n := range s.core.Nodes() {
 		most = max(most, n.GPUs)
 	}
-	s.collector.SetGPUsPerNode(most)
+	return most
 }
 
 // application names what a job trains, so that jobs of one application

@@ -177,6 +177,7 @@ var wireTypes = map[string]reflect.Type{
 	"ProgressReport":     reflect.TypeFor[progress.Wire](),
 	"ProgressReply":      reflect.TypeFor[progress.Reply](),
 	"ProgressAllocation": reflect.TypeFor[progress.ReplyWorkers](),
+	"ProgressBatch":      reflect.TypeFor[progress.ReplyBatch](),
 	"Measured":           reflect.TypeFor[api.Measured](),
 	"Throughput":         reflect.TypeFor[api.Throughput](),
 }

@@ -31,6 +31,13 @@ class Tracker:
     Subclasses say who the job is now: generation(), workers() and nodes().
     The counters are public so they can be saved with a checkpoint and
     restored (start_steps, start_samples, start_epoch or set_counters()).
+
+    batch_size is the local (per worker, per micro-step) batch size and
+    accumulation_steps the extra micro-steps per optimizer step; a job whose
+    batch may change declares init_batch_size, max_batch_size and
+    optionally min_local_batch_size and max_local_batch_size (global sizes
+    but for the local ones), and calls set_batch() when it changes its
+    batch, e.g. to what reporter.batch_size() advises.
     """
 
     def __init__(
@@ -42,9 +49,21 @@ class Tracker:
         start_steps: int = 0,
         start_samples: int = 0,
         start_epoch: float = 0.0,
+        accumulation_steps: int = 0,
+        init_batch_size: Optional[int] = None,
+        max_batch_size: Optional[int] = None,
+        min_local_batch_size: Optional[int] = None,
+        max_local_batch_size: Optional[int] = None,
     ) -> None:
         self.reporter = reporter if reporter is not None else default_reporter()
         self.batch_size = batch_size
+        self.accumulation_steps = accumulation_steps
+        self.init_batch_size = init_batch_size
+        self.max_batch_size = max_batch_size
+        self.min_local_batch_size = min_local_batch_size
+        self.max_local_batch_size = max_local_batch_size
+        self.grad_sq_norm: Optional[float] = None
+        self.grad_variance: Optional[float] = None
         self.total_epochs = total_epochs
         self.metrics: Optional[Dict[str, float]] = None
         self.set_counters(steps=start_steps, samples=start_samples, epoch=start_epoch)
@@ -77,6 +96,29 @@ class Tracker:
             self._epochs_done = float(epoch)
         self._restart_timing()
 
+    def set_batch(self, batch_size: int, accumulation_steps: int = 0) -> None:
+        """The local batch size and accumulation steps the job runs from
+        now on (reported with the next report; the step time measured so
+        far is dropped, since it was another batch's)."""
+        self.batch_size = batch_size
+        self.accumulation_steps = accumulation_steps
+        self._restart_timing()
+
+    def set_grad_stats(self, sq_norm: Optional[float], variance: Optional[float]) -> None:
+        """The gradient statistics sent with the next reports, as AdaptDL
+        measures them: the squared norm of the true gradient and the
+        variance of the gradient of init_batch_size samples (one sample's
+        variance over init_batch_size), whatever batch the job runs. Voda
+        uses them to weigh a larger batch's statistical efficiency."""
+        self.grad_sq_norm, self.grad_variance = sq_norm, variance
+
+    def global_batch_size(self) -> Optional[int]:
+        """The samples of one optimizer step over all workers now, None
+        without a batch size."""
+        if self.batch_size is None:
+            return None
+        return self.batch_size * self.workers() * (self.accumulation_steps + 1)
+
     def set_metrics(self, metrics: Optional[Mapping[str, float]] = None, **named: float) -> None:
         """Metrics sent with the next reports (at most 16 numbers by name),
         e.g. set_metrics(loss=0.41)."""
@@ -88,7 +130,7 @@ class Tracker:
         now = time.monotonic()
         self.steps += count
         if self.batch_size is not None:
-            self.samples += self.batch_size * self.workers() * count
+            self.samples += self.global_batch_size() * count
         self._time_steps(now, count)
         self.report()
 
@@ -125,10 +167,17 @@ class Tracker:
             samples=self.samples if batched else None,
             epoch=self.epoch,
             total_epochs=self.total_epochs,
-            global_batch_size=self.batch_size * workers if batched else None,
+            global_batch_size=self.global_batch_size(),
             local_batch_size=self.batch_size,
+            accumulation_steps=self.accumulation_steps if batched else None,
             step_seconds=self._step_seconds,
+            grad_sq_norm=self.grad_sq_norm,
+            grad_variance=self.grad_variance,
             metrics=self.metrics,
+            init_batch_size=self.init_batch_size,
+            max_batch_size=self.max_batch_size,
+            min_local_batch_size=self.min_local_batch_size,
+            max_local_batch_size=self.max_local_batch_size,
         )
 
     def _restart_timing(self) -> None:

@@ -23,6 +23,11 @@ _INTEGERS = (
     ("samples", 0, 10**18),
     ("globalBatchSize", 1, 10**9),
     ("localBatchSize", 1, 10**9),
+    ("initBatchSize", 1, 10**9),
+    ("maxBatchSize", 1, 10**9),
+    ("minLocalBatchSize", 1, 10**9),
+    ("maxLocalBatchSize", 1, 10**9),
+    ("accumulationSteps", 0, 10**6),
 )
 
 # Number fields: (JSON name, lowest, whether the lowest is allowed, highest).
@@ -96,12 +101,33 @@ def build_report(fields: Dict[str, Any]) -> Dict[str, Any]:
             raise InvalidReport(f"{name}: required")
     if body.get("nodes", 0) > body["workers"]:
         raise InvalidReport("nodes: more than workers")
+    _check_batch(body)
     metrics = fields.get("metrics")
     if metrics is not None:
         body["metrics"] = _check_metrics(metrics)
     if fields.get("final"):
         body["final"] = True
     return body
+
+
+def _check_batch(body: Dict[str, Any]) -> None:
+    """The batch bounds' consistency, as Voda checks it."""
+    init, top = body.get("initBatchSize"), body.get("maxBatchSize")
+    low, high = body.get("minLocalBatchSize"), body.get("maxLocalBatchSize")
+    if init is None and (top is not None or low is not None or high is not None):
+        raise InvalidReport("initBatchSize: required with maxBatchSize, minLocalBatchSize or maxLocalBatchSize")
+    if top is not None and top < init:
+        raise InvalidReport(f"maxBatchSize: {top} is below initBatchSize {init}")
+    if low is not None and high is not None and low > high:
+        raise InvalidReport(f"minLocalBatchSize: {low} is above maxLocalBatchSize {high}")
+    if low is not None and low > max(top or 0, init):
+        raise InvalidReport(f"minLocalBatchSize: {low} is above the largest global batch size")
+    glob, local, accum = body.get("globalBatchSize"), body.get("localBatchSize"), body.get("accumulationSteps")
+    if glob is not None and local is not None:
+        if local * body["workers"] > glob:
+            raise InvalidReport("localBatchSize: times workers is more than globalBatchSize")
+        if accum is not None and local * body["workers"] * (accum + 1) != glob:
+            raise InvalidReport("accumulationSteps: localBatchSize x workers x (accumulationSteps + 1) is not globalBatchSize")
 
 
 def metric_name_ok(name: object) -> bool:

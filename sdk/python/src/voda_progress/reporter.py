@@ -128,6 +128,7 @@ class Reporter:
         self._closed = False
         self._thread: Optional[threading.Thread] = None
         self._last_reply: Optional[Dict[str, Any]] = None
+        self._advice: Optional[Dict[str, Any]] = None
         self._sends = 0
 
     @classmethod
@@ -189,11 +190,27 @@ class Reporter:
         grad_sq_norm: Optional[float] = None,
         grad_variance: Optional[float] = None,
         metrics: Optional[Dict[str, float]] = None,
+        init_batch_size: Optional[int] = None,
+        max_batch_size: Optional[int] = None,
+        min_local_batch_size: Optional[int] = None,
+        max_local_batch_size: Optional[int] = None,
+        accumulation_steps: Optional[int] = None,
     ) -> None:
         """Record the job's latest cumulative state; it is sent within one
         interval. Cheap enough to call at every step. A state Voda would
         refuse (a NaN, a counter that went down, a bad metric name) is
-        dropped with a log line; the previous one stays pending."""
+        dropped with a log line; the previous one stays pending.
+
+        A job whose batch size may change declares its bounds:
+        init_batch_size (the global batch its learning rate was tuned for),
+        max_batch_size (the largest global batch it accepts) and
+        max_local_batch_size (the most samples one worker's step holds), and
+        reports the batch it runs (global_batch_size, local_batch_size,
+        accumulation_steps); Voda's replies then advise a batch size, read
+        with batch_size() and friends. grad_sq_norm and grad_variance are
+        AdaptDL's grad_sqr and grad_var: the variance is that of the
+        gradient of init_batch_size samples (one sample's variance over
+        init_batch_size)."""
         if not self.active:
             return
         fields = {
@@ -210,6 +227,11 @@ class Reporter:
             "gradSqNorm": grad_sq_norm,
             "gradVariance": grad_variance,
             "metrics": metrics,
+            "initBatchSize": init_batch_size,
+            "maxBatchSize": max_batch_size,
+            "minLocalBatchSize": min_local_batch_size,
+            "maxLocalBatchSize": max_local_batch_size,
+            "accumulationSteps": accumulation_steps,
         }
         try:
             body = build_report(fields)
@@ -255,6 +277,41 @@ class Reporter:
         """The parsed reply of the last successful send (for instance
         last_reply["allocation"]["workers"]), or None before the first."""
         return self._last_reply
+
+    # --- the batch size Voda advises ----------------------------------------
+
+    @property
+    def batch_advice(self) -> Optional[Dict[str, Any]]:
+        """The last reply's batch advice, {"size", "localSize",
+        "accumulationSteps", "lrScale"}, or None: before the first reply
+        with one, for a job that declared no adaptive bounds, or when the
+        last reply had none."""
+        return self._advice
+
+    def batch_size(self, default: Optional[int] = None) -> Optional[int]:
+        """The global batch size Voda advises for the job's allocation now,
+        else default (the job's own)."""
+        advice = self._advice
+        return advice["size"] if advice is not None else default
+
+    def local_batch_size(self, default: Optional[int] = None) -> Optional[int]:
+        """The samples per worker per micro-step that go with batch_size(),
+        else default."""
+        advice = self._advice
+        return advice["localSize"] if advice is not None else default
+
+    def accumulation_steps(self, default: int = 0) -> int:
+        """The extra gradient-accumulation micro-steps per optimizer step
+        that go with batch_size(), else default."""
+        advice = self._advice
+        return advice["accumulationSteps"] if advice is not None else default
+
+    def lr_scale(self) -> float:
+        """The factor by which to multiply the learning rate tuned for the
+        initial batch size when running batch_size() (AdaScale's gain), 1.0
+        without advice."""
+        advice = self._advice
+        return advice["lrScale"] if advice is not None else 1.0
 
     @property
     def interval(self) -> float:
@@ -369,10 +426,33 @@ class Reporter:
             self._log.warning("voda_progress: unreadable reply from Voda: %s", err)
             return
         self._last_reply = reply
+        self._advice = _batch_advice(reply.get("batch"))
         seconds = reply.get("reportIntervalSeconds")
         if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds):
             with self._cond:
                 self._interval = self._bounded(seconds)
+
+
+def _batch_advice(batch: Any) -> Optional[Dict[str, Any]]:
+    """A reply's batch advice, checked: positive integer sizes, accumulation
+    steps at least 0 and a finite positive scale; None if absent or not
+    that (a reply is never trusted to be well formed)."""
+    if not isinstance(batch, dict):
+        return None
+
+    def integer(name: str, low: int) -> Optional[int]:
+        value = batch.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= low:
+            return value
+        return None
+
+    size, local, accum = integer("size", 1), integer("localSize", 1), integer("accumulationSteps", 0)
+    scale = batch.get("lrScale")
+    if size is None or local is None or accum is None or isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        return None
+    if not math.isfinite(scale) or scale <= 0:
+        return None
+    return {"size": size, "localSize": local, "accumulationSteps": accum, "lrScale": float(scale)}
 
 
 _default: Optional[Reporter] = None

@@ -51,7 +51,9 @@ def track(optimizer: Any, **kwargs: Any) -> TorchTracker:
     """Count every optimizer.step() of optimizer as one step and report.
 
     The keywords are Tracker's: batch_size, total_epochs, reporter,
-    start_steps, start_samples, start_epoch. batch_size is the local (per worker) batch size; with it the reports
+    start_steps, start_samples, start_epoch, and for a batch size Voda
+    chooses accumulation_steps, init_batch_size, max_batch_size,
+    min_local_batch_size and max_local_batch_size. batch_size is the local (per worker) batch size; with it the reports
     carry samples and the global batch size (local x WORLD_SIZE). The
     start_* arguments continue the counters from a checkpoint. reporter
     defaults to the process's shared one (rank from RANK; inactive outside
