@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table placement-table clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table clean
 
 all: vet test build
 
@@ -98,6 +98,22 @@ compare-table: build
 	  echo "== workloads$$load $$mode"; \
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all --placer greedy -q $$mode | tail -10; \
 	done; done
+
+## goodput-table: all nine algorithms with fixed and adaptive batches (online estimates only) on the 1.0x and 2.0x
+## Pollux workloads, by application, then Goodput against the artifact's Tiresias on eight generated (unseen) workloads
+goodput-table: build
+	@for load in "" -2.0; do for mode in "" --adaptive-batch; do \
+	  echo "== workloads$$load $${mode:-fixed batch}"; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all -q --by-app $$mode | sed -n '/== mean over/,$$p'; \
+	done; done
+	@for load in 1 2; do \
+	  dir=$$(mktemp -d); \
+	  $(BIN) workload generate --profiles $(POLLUX)/traces --seed 101 --count 8 --load $$load -o $$dir >/dev/null 2>&1; \
+	  echo "== generated workloads 101-108 at $$load.0x: artifact Tiresias, then Goodput with adaptive batches"; \
+	  $(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --interval 60s --algorithm Tiresias --param threshold=57600 --param starvation=0 --placer greedy -q | sed -n '/== mean over/,$$p' | tail -1; \
+	  $(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --interval 60s --algorithm Goodput --adaptive-batch -q | sed -n '/== mean over/,$$p' | tail -1; \
+	  rm -rf $$dir; \
+	done
 
 ## placement-table: greedy against topology placement for three elastic algorithms on the 1.0x and 2.0x Pollux workloads
 placement-table: build
