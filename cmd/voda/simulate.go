@@ -81,7 +81,15 @@ declares.
 
 Modes: --interval 60s advances the clock in fixed steps with one scheduling
 cycle per step (the Pollux artifact's mode); the default (0) is event-driven,
-with cycles on events under --rate-limit and every --tick, as in production.`
+with cycles on events under --rate-limit and every --tick, as in production.
+
+Estimates: algorithms see online estimates by default, Amdahl's law fitted
+to each job's observed speed by worker count. --estimator goodput fits a
+throughput model over placement and batch size instead (measured profiles
+only), and --adaptive-batch also lets each job choose its batch size on
+every placement and after every epoch for the most estimated goodput, as
+Pollux's jobs do; the Goodput algorithm is made for it. --oracle gives the
+true fixed-batch curves.`
 
 const simulateExample = `  # Synthetic workload, default algorithm (ElasticFIFO)
   voda simulate
@@ -90,6 +98,11 @@ const simulateExample = `  # Synthetic workload, default algorithm (ElasticFIFO)
   voda simulate --workload ../shared/traces/pollux/workloads/workload-6.csv \
     --profiles ../shared/traces/pollux/traces --interval 60s \
     --algorithm Tiresias --param threshold=57600 --param starvation=0
+
+  # Goodput with adaptive batch sizes, broken down by application
+  voda simulate --workload ../shared/traces/pollux/workloads \
+    --profiles ../shared/traces/pollux/traces --interval 60s \
+    --algorithm Goodput --adaptive-batch --by-app
 
   # Compare algorithms on all eight workloads and plot the JCT CDFs
   voda simulate --workload ../shared/traces/pollux/workloads \
