@@ -112,6 +112,7 @@ type estimatesRecord struct {
 	RemainingSeconds storedFloat   `json:"remainingSeconds" bson:"remainingSeconds"`
 	Speedup          []storedFloat `json:"speedup" bson:"speedup"`
 	RestartSeconds   storedFloat   `json:"restartSeconds,omitempty" bson:"restartSeconds,omitempty"`
+	Batch            []int         `json:"batch,omitempty" bson:"batch,omitempty"`
 }
 
 // schedulerRecord is a Scheduler as stored. Settings and Status are
@@ -554,6 +555,9 @@ func decodePlacement(r []nodeWorkersRecord) model.JobPlacement {
 
 func encodeEstimates(est model.Estimates) estimatesRecord {
 	r := estimatesRecord{RemainingSeconds: storedFloat(est.RemainingSeconds), RestartSeconds: storedFloat(est.RestartSeconds)}
+	if len(est.Batch) > 0 {
+		r.Batch = slices.Clone(est.Batch)
+	}
 	if len(est.Speedup) > 0 {
 		r.Speedup = make([]storedFloat, len(est.Speedup))
 		for i, v := range est.Speedup {
@@ -565,6 +569,9 @@ func encodeEstimates(est model.Estimates) estimatesRecord {
 
 func decodeEstimates(r estimatesRecord) model.Estimates {
 	est := model.Estimates{RemainingSeconds: float64(r.RemainingSeconds), RestartSeconds: float64(r.RestartSeconds)}
+	if len(r.Batch) > 0 {
+		est.Batch = slices.Clone(r.Batch)
+	}
 	if len(r.Speedup) > 0 {
 		est.Speedup = make([]float64, len(r.Speedup))
 		for i, v := range r.Speedup {

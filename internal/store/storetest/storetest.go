@@ -204,7 +204,7 @@ func fullJob(name string) store.Job {
 				WaitingSince:    base.Add(-time.Hour + 11),
 				Restarts:        2,
 			},
-			Est:            model.Estimates{RemainingSeconds: 3600.5, Speedup: []float64{0, 1, 1.9, 2.7, 3.4}, RestartSeconds: 42.5},
+			Est:            model.Estimates{RemainingSeconds: 3600.5, Speedup: []float64{0, 1, 1.9, 2.7, 3.4}, RestartSeconds: 42.5, Batch: []int{0, 128, 256, 384, 512}},
 			Progress:       0.42,
 			QueuePosition:  3,
 			EstimatedStart: base.Add(time.Hour + 13),
