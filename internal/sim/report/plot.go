@@ -327,18 +327,7 @@ func newGPUStack(run *Run) (*gpuStack, error) {
 	}
 	slices.SortStableFunc(changes, func(a, b Change) int { return cmp.Compare(a.Time, b.Time) })
 
-	end := run.EndTime
-	if !(end > 0) || math.IsInf(end, 0) {
-		end = 0
-		for _, c := range changes {
-			end = math.Max(end, c.Time)
-		}
-		for _, j := range run.Jobs {
-			if j.Done && j.End > end && !math.IsInf(j.End, 0) {
-				end = j.End
-			}
-		}
-	}
+	end := runEnd(run)
 	s := &gpuStack{end: end}
 
 	// Stack order: by the first time a job holds GPUs, then by name.
@@ -424,6 +413,50 @@ func newGPUStack(run *Run) (*gpuStack, error) {
 // bandGap is the white gap left at the top of each band, so that bands
 // of neighbouring jobs stay apart even where their colours are alike.
 const bandGap = 0.6 // points
+
+// runEnd is where the time axis of a run's GPU panel ends: the run's end
+// time or, if unknown, its last change or completion.
+func runEnd(run *Run) float64 {
+	end := run.EndTime
+	if end > 0 && !math.IsInf(end, 0) {
+		return end
+	}
+	end = 0
+	for _, c := range run.Changes {
+		if !math.IsInf(c.Time, 0) {
+			end = math.Max(end, c.Time)
+		}
+	}
+	for _, j := range run.Jobs {
+		if j.Done && j.End > end && !math.IsInf(j.End, 0) {
+			end = j.End
+		}
+	}
+	return end
+}
+
+// coarsened returns a copy of run whose changes happen at the nearest of
+// steps even steps of its time axis, the last change of a job within a
+// step winning, so that its GPU panel has at most steps columns whatever
+// the number of changes: what a figure a few hundred points wide can show
+// anyway. Invalid times are left for newGPUStack to report.
+func coarsened(run *Run, steps int) *Run {
+	end := runEnd(run)
+	if steps < 1 || !(end > 0) {
+		return run
+	}
+	dt := end / float64(steps)
+	out := *run
+	out.Changes = make([]Change, len(run.Changes))
+	for i, c := range run.Changes {
+		if c.Time >= 0 && !math.IsInf(c.Time, 0) {
+			c.Time = math.Min(end, math.Round(c.Time/dt)*dt)
+		}
+		out.Changes[i] = c
+	}
+	out.EndTime = end
+	return &out
+}
 
 // Plot implements plot.Plotter. Each band is filled short of its top
 // edge by bandGap (by at most a third of its height, so that thin bands
