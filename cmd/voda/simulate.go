@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -43,7 +44,10 @@ type simulateFlags struct {
 	jsonOut     string
 	jobsCSV     string
 	plot        string
+	html        string
 	quiet       bool
+	// command is the command line as the flags read it, for reports.
+	command string
 }
 
 const simulateLong = `Replay a workload on a simulated GPU cluster with Voda's scheduling core.
@@ -109,6 +113,11 @@ const simulateExample = `  # Synthetic workload, default algorithm (ElasticFIFO)
     --profiles ../shared/traces/pollux/traces --interval 60s \
     --compare FIFO,ElasticFIFO,Tiresias,AFS-L --plot jct.svg
 
+  # The same comparison as one HTML page to share
+  voda simulate --workload ../shared/traces/pollux/workloads \
+    --profiles ../shared/traces/pollux/traces --interval 60s \
+    --compare SRJF,AFS-L,Goodput --html report.html
+
   # Compare placers, with a smaller migration budget for topology
   voda simulate --compare ElasticFIFO,AFS-L --placer greedy,topology \
     --placer-param migration_budget=4`
@@ -122,6 +131,7 @@ func newSimulateCommand() *cobra.Command {
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.command = commandLine(cmd)
 			return runSimulate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -154,6 +164,7 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one row per job to this CSV file")
 	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this .svg, .png or .pdf file (one per workload, suffixed with its name, when --workload is a directory)")
+	fl.StringVar(&f.html, "html", "", "write one self-contained HTML page (summary tables, JCT CDFs, GPUs per job over time; colour-blind-safe, no network or scripts needed) to this file; with a directory of workloads it covers every workload and their mean")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	fl.BoolVar(&f.byApp, "by-app", false, "also break the average JCT down by application and, with goodput estimates, show the step-time prediction errors by application")
 }
@@ -331,7 +342,63 @@ func (f *simulateFlags) writeResults(stdout io.Writer, c *sim.Comparison, runs [
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
+	if f.html != "" {
+		if err := f.writeHTML(c, runs); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
 	return nil
+}
+
+// writeHTML writes the page of --html.
+func (f *simulateFlags) writeHTML(c *sim.Comparison, runs [][]*report.Run) error {
+	title := "Voda simulation: " + strings.Join(c.Algorithms, ", ")
+	if len(c.Placers) > 1 {
+		title += " with placers " + strings.Join(c.Placers, ", ")
+	}
+	if len(runs) > 1 {
+		title += fmt.Sprintf(" on %d workloads", len(runs))
+	} else if len(runs) == 1 && len(runs[0]) > 0 && runs[0][0].Workload != "" {
+		title += " on " + runs[0][0].Workload
+	}
+	v, rev := versionInfo()
+	opts := report.HTMLOptions{Command: f.command, Version: fmt.Sprintf("%s (revision %s)", v, rev)}
+	return writeFile(f.html, func(w io.Writer) error { return report.WriteHTML(w, title, runs, opts) })
+}
+
+// commandLine rebuilds the command line of cmd from the flags that were
+// set, in name order, quoted for a POSIX shell where needed.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		values := []string{fl.Value.String()}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			values = sv.GetSlice()
+		}
+		for _, v := range values {
+			if fl.Value.Type() == "bool" && v == "true" {
+				parts = append(parts, "--"+fl.Name)
+				continue
+			}
+			parts = append(parts, "--"+fl.Name, shellQuote(v))
+		}
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quoting.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeText writes the summaries for people: one summary, or a table per

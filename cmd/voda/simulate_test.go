@@ -373,6 +373,90 @@ func TestSimulatePlot(t *testing.T) {
 	}
 }
 
+func TestSimulateHTML(t *testing.T) {
+	t.Parallel()
+	wdir := t.TempDir()
+	writeWorkload(t, wdir, "b.csv")
+	writeWorkload(t, wdir, "a.csv")
+	for _, tc := range []struct {
+		name string
+		args []string
+		// svgs counts the figures: a JCT CDF per workload and a panel of
+		// GPUs per job per run.
+		svgs int
+		want []string
+	}{
+		{name: "generated workload", args: []string{"--jobs", "30", "--compare", "fifo,elasticfifo"}, svgs: 3,
+			want: []string{"<title>Voda simulation: FIFO, ElasticFIFO on generated", "<h2 id=\"workload-1-h\">Workload generated",
+				"<code>voda simulate --compare fifo,elasticfifo --html ", " --jobs 30 --quiet</code>",
+				"FIFO: blue solid line with circle markers", "ElasticFIFO: orange dashed line with triangle markers"}},
+		{name: "one algorithm", args: []string{"--jobs", "10"}, svgs: 2, want: []string{"Voda simulation: ElasticFIFO on generated"}},
+		{name: "workload directory", args: []string{"--workload", wdir, "--compare", "fifo,elasticfifo"}, svgs: 6,
+			want: []string{"Voda simulation: FIFO, ElasticFIFO on 2 workloads", "Mean over 2 workloads", "Workload a", "Workload b"}},
+		{name: "placers", args: []string{"--jobs", "10", "--algorithm", "fifo", "--placer", "greedy,topology"}, svgs: 3,
+			want: []string{"with placers greedy, topology", "FIFO (greedy): blue solid line"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "r.html")
+			stdout := mustRun(t, append([]string{"simulate", "-q", "--html", path}, tc.args...)...)
+			if !strings.Contains(stdout, "avg JCT") {
+				t.Errorf("no text summary on stdout with --html:\n%s", stdout)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("page not written: %v", err)
+			}
+			page := string(b)
+			if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.HasSuffix(page, "</html>\n") {
+				t.Errorf("page is not one HTML document: starts %q", page[:min(len(page), 40)])
+			}
+			if n := strings.Count(page, "<svg "); n != tc.svgs {
+				t.Errorf("%d <svg> figures, want %d", n, tc.svgs)
+			}
+			rest := strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
+			if strings.Contains(rest, "http://") || strings.Contains(rest, "https://") {
+				t.Error("page refers to a URL")
+			}
+			if !regexp.MustCompile(`<dt>Version</dt><dd>\S+ \(revision \S+\)</dd>`).MatchString(page) {
+				t.Error("page does not give the version")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+		})
+	}
+	t.Run("unwritable", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "missing", "r.html")
+		_, _, err := run(t, "simulate", "-q", "--jobs", "5", "--html", path)
+		if err == nil || !strings.HasPrefix(err.Error(), "--html: ") || !strings.Contains(err.Error(), "missing") {
+			t.Errorf("error %v, want one naming --html and the file", err)
+		}
+	})
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{"SRJF,AFS-L", "SRJF,AFS-L"},
+		{"../shared/traces/x.csv", "../shared/traces/x.csv"},
+		{"", "''"},
+		{"a b", "'a b'"},
+		{"it's", `'it'\''s'`},
+		{"<script>", "'<script>'"},
+	} {
+		if got := shellQuote(tc.in); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestSimulateErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -518,7 +602,7 @@ func TestSimulateHelp(t *testing.T) {
 	t.Parallel()
 	stdout := mustRun(t, "simulate", "--help")
 	for _, flag := range []string{"--workload", "--format", "--profiles", "--algorithm", "--compare",
-		"--param", "--placer", "--placer-param", "--interval", "--json", "--jobs-csv", "--plot"} {
+		"--param", "--placer", "--placer-param", "--interval", "--json", "--jobs-csv", "--plot", "--html"} {
 		if !regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `(\s|$)`).MatchString(stdout) {
 			t.Errorf("simulate --help does not list %s:\n%s", flag, stdout)
 		}

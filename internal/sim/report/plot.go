@@ -12,7 +12,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -30,12 +29,14 @@ const (
 )
 
 // Plot writes one figure with panels stacked vertically. On top is the
-// cumulative distribution of job completion times, one line per run: x is
+// cumulative distribution of job completion times, one line per run, each
+// with its colour-blind-safe colour, dash pattern and marker (Series): x is
 // the JCT in hours, on a log scale when the JCTs span more than a decade;
 // y is the fraction of the run's jobs that completed within x, so a run
 // that did not finish every job stays below 1. Then comes, for each run in
 // the given order, the GPUs each job holds over time (from run.Changes) as
-// a stacked area, one colour per job, with the cluster's GPU count as a
+// a stacked area, one colour per job with neighbours differing in hue and
+// lightness and a thin gap between them, with the cluster's GPU count as a
 // dashed line; x is simulated time in hours. Jobs are stacked in the order
 // they first got GPUs, the earliest at the bottom, so the long-running
 // jobs form the base. With one run that is the two panels of that run;
@@ -107,6 +108,7 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 	p.Legend.XOffs = -vg.Points(8)
 	p.Legend.YOffs = vg.Points(8)
 	p.Legend.Padding = vg.Points(2)
+	p.Legend.ThumbnailWidth = vg.Points(40) // long enough to show the dashes
 
 	withPlacer := placersDiffer(runs)
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -115,15 +117,13 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 			return nil, fmt.Errorf("run %d is nil", i)
 		}
 		jcts := JCTs(r)
-		style := draw.LineStyle{
-			Color:  plotutil.Color(i),
-			Width:  vg.Points(2),
-			Dashes: plotutil.Dashes(i),
-		}
+		series := Series(i)
+		style := series.lineStyle()
+		marks := &plotter.Scatter{GlyphStyle: series.glyphStyle()}
 		label := runLabel(r, i, withPlacer)
 		if len(jcts) == 0 {
 			l := &plotter.Line{LineStyle: style}
-			p.Legend.Add(label+" (no job completed)", l)
+			p.Legend.Add(label+" (no job completed)", l, marks)
 			continue
 		}
 		n := float64(len(r.Jobs))
@@ -139,9 +139,10 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 		}
 		l.LineStyle = style
 		l.StepStyle = plotter.PostStep
-		p.Add(l)
+		marks.XYs = cdfMarkers(pts, i, len(runs))
+		p.Add(l, marks)
 		s := Summarize(r)
-		p.Legend.Add(fmt.Sprintf("%s  (avg %.2f h, %d/%d done)", label, s.AvgJCT/3600, s.Completed, s.Jobs), l)
+		p.Legend.Add(fmt.Sprintf("%s  (avg %.2f h, %d/%d done)", label, s.AvgJCT/3600, s.Completed, s.Jobs), l, marks)
 		lo, hi = math.Min(lo, pts[0].X), math.Max(hi, pts[len(pts)-1].X)
 	}
 	switch {
@@ -156,6 +157,33 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 		p.X.Tick.Marker = niceTicks{n: 10}
 	}
 	return p, nil
+}
+
+// markersPerLine is how many markers a CDF line carries.
+const markersPerLine = 8
+
+// cdfMarkers picks the points of the i-th of n CDF lines that carry its
+// markers: markersPerLine points at evenly spaced fractions of jobs, the
+// fractions shifted by line so that markers of different lines do not
+// sit on top of each other where the lines coincide. pts starts with the
+// line's (x, 0) point, then one point per completed job.
+func cdfMarkers(pts plotter.XYs, i, n int) plotter.XYs {
+	jobs := len(pts) - 1
+	if jobs < 1 {
+		return nil
+	}
+	var out plotter.XYs
+	last := 0
+	for m := range markersPerLine {
+		f := (float64(m) + float64(i+1)/float64(n+1)) / markersPerLine
+		k := min(jobs, max(1, int(math.Ceil(f*float64(jobs)))))
+		if k == last {
+			continue // fewer jobs than markers
+		}
+		last = k
+		out = append(out, pts[k])
+	}
+	return out
 }
 
 // hours converts seconds for the CDF's axis, keeping it positive for the
@@ -299,18 +327,7 @@ func newGPUStack(run *Run) (*gpuStack, error) {
 	}
 	slices.SortStableFunc(changes, func(a, b Change) int { return cmp.Compare(a.Time, b.Time) })
 
-	end := run.EndTime
-	if !(end > 0) || math.IsInf(end, 0) {
-		end = 0
-		for _, c := range changes {
-			end = math.Max(end, c.Time)
-		}
-		for _, j := range run.Jobs {
-			if j.Done && j.End > end && !math.IsInf(j.End, 0) {
-				end = j.End
-			}
-		}
-	}
+	end := runEnd(run)
 	s := &gpuStack{end: end}
 
 	// Stack order: by the first time a job holds GPUs, then by name.
@@ -393,45 +410,71 @@ func newGPUStack(run *Run) (*gpuStack, error) {
 	return s, nil
 }
 
-// jobColor gives neighbouring stack positions well separated hues (golden
-// ratio steps) with a little variation in lightness, so that adjacent
-// bands are told apart even with hundreds of jobs.
-func jobColor(k int) color.Color {
-	h := math.Mod(float64(k)*0.618033988749895, 1)
-	l := []float64{0.55, 0.68, 0.45}[k%3]
-	return hsl(h, 0.65, l)
-}
+// bandGap is the white gap left at the top of each band, so that bands
+// of neighbouring jobs stay apart even where their colours are alike.
+const bandGap = 0.6 // points
 
-func hsl(h, s, l float64) color.RGBA {
-	c := (1 - math.Abs(2*l-1)) * s
-	x := c * (1 - math.Abs(math.Mod(h*6, 2)-1))
-	m := l - c/2
-	var r, g, b float64
-	switch int(h * 6) {
-	case 0:
-		r, g, b = c, x, 0
-	case 1:
-		r, g, b = x, c, 0
-	case 2:
-		r, g, b = 0, c, x
-	case 3:
-		r, g, b = 0, x, c
-	case 4:
-		r, g, b = x, 0, c
-	default:
-		r, g, b = c, 0, x
+// runEnd is where the time axis of a run's GPU panel ends: the run's end
+// time or, if unknown, its last change or completion.
+func runEnd(run *Run) float64 {
+	end := run.EndTime
+	if end > 0 && !math.IsInf(end, 0) {
+		return end
 	}
-	to := func(v float64) uint8 { return uint8(math.Round(255 * (v + m))) }
-	return color.RGBA{R: to(r), G: to(g), B: to(b), A: 255}
+	end = 0
+	for _, c := range run.Changes {
+		if !math.IsInf(c.Time, 0) {
+			end = math.Max(end, c.Time)
+		}
+	}
+	for _, j := range run.Jobs {
+		if j.Done && j.End > end && !math.IsInf(j.End, 0) {
+			end = j.End
+		}
+	}
+	return end
 }
 
-// Plot implements plot.Plotter.
+// coarsened returns a copy of run whose changes happen at the nearest of
+// steps even steps of its time axis, the last change of a job within a
+// step winning, so that its GPU panel has at most steps columns whatever
+// the number of changes: what a figure a few hundred points wide can show
+// anyway. Invalid times are left for newGPUStack to report.
+func coarsened(run *Run, steps int) *Run {
+	end := runEnd(run)
+	if steps < 1 || !(end > 0) {
+		return run
+	}
+	dt := end / float64(steps)
+	out := *run
+	out.Changes = make([]Change, len(run.Changes))
+	for i, c := range run.Changes {
+		if c.Time >= 0 && !math.IsInf(c.Time, 0) {
+			c.Time = math.Min(end, math.Round(c.Time/dt)*dt)
+		}
+		out.Changes[i] = c
+	}
+	out.EndTime = end
+	return &out
+}
+
+// Plot implements plot.Plotter. Each band is filled short of its top
+// edge by bandGap (by at most a third of its height, so that thin bands
+// stay visible), leaving a thin line of background between stacked jobs
+// at no cost in file size.
 func (s *gpuStack) Plot(c draw.Canvas, plt *plot.Plot) {
 	tx, ty := plt.Transforms(&c)
 	for _, b := range s.bands {
-		pts := make([]vg.Point, len(b.pts))
+		n := len(b.pts)
+		pts := make([]vg.Point, n)
 		for i, p := range b.pts {
 			pts[i] = vg.Point{X: tx(p.X), Y: ty(p.Y)}
+		}
+		// The first half of the points is the top edge, left to right;
+		// pts[n-1-i] is the bottom below pts[i].
+		for i := range n / 2 {
+			h := pts[i].Y - pts[n-1-i].Y
+			pts[i].Y -= min(vg.Points(bandGap), h/3)
 		}
 		c.FillPolygon(b.color, c.ClipPolygonXY(pts))
 	}

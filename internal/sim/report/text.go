@@ -73,11 +73,23 @@ func secHours(sec float64) string {
 // migrations are in the text and JSON summaries. The algorithm and placer
 // columns are left-aligned, the numbers right-aligned.
 func WriteComparison(w io.Writer, sums []Summary) error {
-	rows := [][]string{{"algorithm", "placer", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
-		"makespan s", "avg queue s", "util %", "restarts/job", "migrations/job", "spread", "wall s"}}
-	const leftAligned = 2 // the algorithm and placer columns
+	return writeTable(w, comparisonTable(sums))
+}
+
+// table is a table of text cells: a header row, then one row per entry;
+// the first left columns hold names, the others numbers.
+type table struct {
+	header []string
+	rows   [][]string
+	left   int
+}
+
+// comparisonTable is the table of WriteComparison.
+func comparisonTable(sums []Summary) table {
+	t := table{header: []string{"algorithm", "placer", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
+		"makespan s", "avg queue s", "util %", "restarts/job", "migrations/job", "spread", "wall s"}, left: 2}
 	for _, s := range sums {
-		rows = append(rows, []string{
+		t.rows = append(t.rows, []string{
 			s.Algorithm,
 			s.Placer,
 			fmt.Sprintf("%d/%d", s.Completed, s.Jobs),
@@ -93,7 +105,7 @@ func WriteComparison(w io.Writer, sums []Summary) error {
 			fmt.Sprintf("%.1f", s.WallSeconds),
 		})
 	}
-	return writeTable(w, rows, leftAligned)
+	return t
 }
 
 // WriteApps writes, for each summary, its average JCT broken down by
@@ -101,6 +113,25 @@ func WriteComparison(w io.Writer, sums []Summary) error {
 // so that a row adds up to the average JCT), and, for summaries with
 // goodput estimates, the step-time prediction errors by application.
 func WriteApps(w io.Writer, sums []Summary) error {
+	if err := writeTable(w, appsTable(sums)); err != nil {
+		return err
+	}
+	errs := estimatorTable(sums)
+	if len(errs.rows) == 0 {
+		return nil
+	}
+	if _, err := io.WriteString(w, estimatorCaption+"\n"); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return writeTable(w, errs)
+}
+
+// estimatorCaption introduces the table of estimatorTable.
+const estimatorCaption = "step-time prediction errors before a job first ran a configuration"
+
+// appsTable is the table of average JCTs by application of WriteApps:
+// a column per application, "-" where a run completed none of its jobs.
+func appsTable(sums []Summary) table {
 	var apps []string
 	for _, s := range sums {
 		for _, a := range s.Apps {
@@ -110,7 +141,7 @@ func WriteApps(w io.Writer, sums []Summary) error {
 		}
 	}
 	slices.Sort(apps)
-	rows := [][]string{append([]string{"algorithm", "placer", "avg JCT s"}, apps...)}
+	t := table{header: append([]string{"algorithm", "placer", "avg JCT s"}, apps...), left: 2}
 	for _, s := range sums {
 		r := []string{s.Algorithm, s.Placer, fmt.Sprintf("%.1f", s.AvgJCT)}
 		for _, app := range apps {
@@ -122,31 +153,31 @@ func WriteApps(w io.Writer, sums []Summary) error {
 			}
 			r = append(r, c)
 		}
-		rows = append(rows, r)
+		t.rows = append(t.rows, r)
 	}
-	if err := writeTable(w, rows, 2); err != nil {
-		return err
-	}
-	errs := [][]string{{"algorithm", "placer", "app", "new placements", "mean err %", "max err %", "new batches", "mean err %", "max err %"}}
+	return t
+}
+
+// estimatorTable is the table of step-time prediction errors of
+// WriteApps, a row per run and application; it has no rows without
+// goodput estimates.
+func estimatorTable(sums []Summary) table {
+	t := table{header: []string{"algorithm", "placer", "app", "new placements", "mean err %", "max err %", "new batches", "mean err %", "max err %"}, left: 3}
 	for _, s := range sums {
 		for _, e := range s.Estimator {
-			errs = append(errs, []string{s.Algorithm, s.Placer, e.App,
+			t.rows = append(t.rows, []string{s.Algorithm, s.Placer, e.App,
 				fmt.Sprint(e.NewPlacements), fmt.Sprintf("%.1f", 100*e.NewPlacementMeanErr), fmt.Sprintf("%.1f", 100*e.NewPlacementMaxErr),
 				fmt.Sprint(e.NewBatches), fmt.Sprintf("%.1f", 100*e.NewBatchMeanErr), fmt.Sprintf("%.1f", 100*e.NewBatchMaxErr)})
 		}
 	}
-	if len(errs) == 1 {
-		return nil
-	}
-	if _, err := io.WriteString(w, "step-time prediction errors before a job first ran a configuration\n"); err != nil {
-		return fmt.Errorf("write comparison: %w", err)
-	}
-	return writeTable(w, errs, 3)
+	return t
 }
 
-// writeTable writes rows aligned, the first leftAligned columns to the
-// left and the rest to the right.
-func writeTable(w io.Writer, rows [][]string, leftAligned int) error {
+// writeTable writes the table aligned, its name columns to the left and
+// the rest to the right.
+func writeTable(w io.Writer, t table) error {
+	rows := append([][]string{t.header}, t.rows...)
+	leftAligned := t.left
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
