@@ -7,7 +7,8 @@
 # python3-torch (Debian's CPU PyTorch with gloo and the elastic launcher)
 # for test/kube's TestRealTrainer, which trains a small model under it; and
 # prometheus (Prometheus and promtool) for test/e2e's TestMonitoring, which
-# checks the alert rules and dashboards' queries against a real one. This
+# checks the alert rules and dashboards' queries against a real one; and
+# chromium, the browser test/browser drives with playwright-core. This
 # script starts nothing; hack/tools.sh builds the Kubernetes components.
 # It is idempotent and prints one line per package it installs, nothing
 # when everything is already there.
@@ -24,6 +25,7 @@ deps=(
 	"ip iproute2"
 	"python3:torch python3-torch"
 	"promtool prometheus"
+	"chromium chromium"
 )
 
 have() {

@@ -8,8 +8,14 @@
 # A group is rebuilt only when its go.mod/go.sum or the Go version change, so
 # the first run takes about ten minutes on two cores and later runs a second.
 #
-# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training helm (the
-# default), mpi-v0.8 (mpi-operator v0.8.0, for VODA_MPI_OPERATOR=v0.8.0)
+# The browser group installs playwright-core from the npm registry into
+# $VODA_TOOLS/browser/node_modules (hack/tools/browser/package-lock.json pins
+# it); it drives Debian's Chromium (hack/test-deps.sh) in test/browser and
+# downloads no browser of its own.
+#
+# Usage: hack/tools.sh [group...]   groups: k8s etcd kwok mpi training helm
+# browser (the default), mpi-v0.8 (mpi-operator v0.8.0, for
+# VODA_MPI_OPERATOR=v0.8.0)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -65,9 +71,30 @@ helm_ldflags() {
 	echo "$f"
 }
 
+# npm_install installs a group's locked npm packages into $tools/<group>,
+# again only when its package-lock.json or node's version change.
+npm_install() {
+	local group=$1
+	local dir="$root/hack/tools/$group"
+	local dest="$tools/$group"
+	local stamp="$bin/.stamp-$group"
+	local want
+	want="$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1) $(node --version)"
+	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$dest/node_modules" ]]; then
+		return 0
+	fi
+	echo "hack/tools.sh: installing $group from the npm registry" >&2
+	local start=$SECONDS
+	mkdir -p "$dest"
+	cp "$dir/package.json" "$dir/package-lock.json" "$dest/"
+	(cd "$dest" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+	echo "$want" >"$stamp"
+	echo "hack/tools.sh: installed $group in $((SECONDS - start)) s" >&2
+}
+
 groups=("$@")
 if [[ ${#groups[@]} -eq 0 ]]; then
-	groups=(etcd k8s kwok mpi training helm)
+	groups=(etcd k8s kwok mpi training helm browser)
 fi
 for g in "${groups[@]}"; do
 	case $g in
@@ -97,8 +124,11 @@ for g in "${groups[@]}"; do
 	helm)
 		build helm -ldflags "$(helm_ldflags)" -o "$bin/helm" helm.sh/helm/v3/cmd/helm
 		;;
+	browser)
+		npm_install browser
+		;;
 	*)
-		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi mpi-v0.8 training helm)" >&2
+		echo "hack/tools.sh: unknown group $g (want k8s etcd kwok mpi mpi-v0.8 training helm browser)" >&2
 		exit 2
 		;;
 	esac
