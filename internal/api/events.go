@@ -28,6 +28,10 @@ const (
 // takes longer is gone or too slow, and its stream ends.
 const streamWriteWait = 30 * time.Second
 
+// minPollGap is the least time between two polls: a burst of writes
+// through this replica (kick) polls at most this often.
+const minPollGap = 100 * time.Millisecond
+
 // fullListEvery is how many polls of the live jobs make one of every
 // job, which finds finished jobs removed from the store.
 const fullListEvery = 30
@@ -140,6 +144,8 @@ type hub struct {
 	// discarded. stop ends the running poller (nil when none).
 	gen  int
 	stop context.CancelFunc
+	// kicked asks the poller to poll now (one slot: kicks coalesce).
+	kicked chan struct{}
 	// The state as of the last poll applied.
 	jobs       map[string]*jobEntry
 	nodes      map[string]*nodesState
@@ -149,7 +155,7 @@ type hub struct {
 
 func newHub(s *Server, lim StreamLimits) *hub {
 	return &hub{s: s, lim: lim.withDefaults(), subs: map[*subscriber]struct{}{},
-		jobs: map[string]*jobEntry{}, nodes: map[string]*nodesState{},
+		kicked: make(chan struct{}, 1), jobs: map[string]*jobEntry{}, nodes: map[string]*nodesState{},
 		schedulers: map[string][]byte{}, schedKeys: map[string]string{}}
 }
 
@@ -413,6 +419,13 @@ func (h *hub) subscribe(ctx context.Context) (*subscriber, *snapshot, error) {
 	return sub, snap, nil
 }
 
+// subscribers is the number of open streams.
+func (h *hub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 // leave ends a stream whose client went away.
 func (h *hub) leave(sub *subscriber) {
 	h.mu.Lock()
@@ -420,16 +433,34 @@ func (h *hub) leave(sub *subscriber) {
 	h.drop(sub)
 }
 
-// run polls the store until ctx ends.
+// kick makes the poller poll soon: a write through this replica (a
+// submission, a deletion, a setting) shows without waiting for the next
+// poll. The scheduler's writes wait for it.
+func (h *hub) kick() {
+	select {
+	case h.kicked <- struct{}{}:
+	default:
+	}
+}
+
+// run polls the store every Poll, and when kicked, until ctx ends.
 func (h *hub) run(ctx context.Context, gen int) {
 	t := time.NewTicker(h.lim.Poll)
 	defer t.Stop()
+	last := time.Now()
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-h.kicked:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(last.Add(minPollGap))):
+			}
 		}
+		last = time.Now()
 		p, err := h.read(ctx, gen, n%fullListEvery == 0)
 		if err != nil {
 			if ctx.Err() == nil {
