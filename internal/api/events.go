@@ -333,6 +333,7 @@ func (h *hub) send(f *frame) {
 		case sub.ch <- f:
 		default:
 			h.s.log.Warn("event stream too slow; disconnected", "buffer", h.lim.Buffer)
+			h.s.cfg.Metrics.EventStreamsDropped.Inc()
 			h.drop(sub)
 		}
 	}
@@ -345,6 +346,7 @@ func (h *hub) drop(sub *subscriber) {
 	}
 	delete(h.subs, sub)
 	close(sub.gone)
+	h.s.cfg.Metrics.EventStreams.Set(float64(len(h.subs)))
 	if len(h.subs) == 0 && h.stop != nil {
 		h.stop()
 		h.stop = nil
@@ -398,6 +400,7 @@ func (h *hub) subscribe(ctx context.Context) (*subscriber, *snapshot, error) {
 	}
 	sub := &subscriber{ch: make(chan *frame, h.lim.Buffer), gone: make(chan struct{})}
 	h.subs[sub] = struct{}{}
+	h.s.cfg.Metrics.EventStreams.Set(float64(len(h.subs)))
 	snap := &snapshot{}
 	for name := range h.jobs {
 		snap.names = append(snap.names, name)
@@ -462,15 +465,16 @@ func (h *hub) run(ctx context.Context, gen int) {
 		}
 		last = time.Now()
 		p, err := h.read(ctx, gen, n%fullListEvery == 0)
-		if err != nil {
-			if ctx.Err() == nil {
-				h.s.log.Warn("event stream: read the store; trying again at the next poll", "err", err)
-			}
+		if err == nil {
+			h.mu.Lock()
+			h.apply(p)
+			h.mu.Unlock()
+			h.s.cfg.Metrics.EventPollDuration.Observe(time.Since(last).Seconds())
 			continue
 		}
-		h.mu.Lock()
-		h.apply(p)
-		h.mu.Unlock()
+		if ctx.Err() == nil {
+			h.s.log.Warn("event stream: read the store; trying again at the next poll", "err", err)
+		}
 	}
 }
 

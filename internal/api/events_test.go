@@ -275,6 +275,9 @@ func TestEventStreamLimit(t *testing.T) {
 	f := streamed(t, func(c *Config) { c.Streams.MaxStreams = 1 })
 	s := openStream(t, f.url, "")
 	s.snapshot()
+	if _, b := f.do("GET", RouteMetrics, "", ""); !strings.Contains(string(b), "\nvoda_event_streams 1\n") {
+		t.Errorf("metrics do not count the open stream")
+	}
 	resp, cancel := requestStream(t, f.url, "")
 	resp.Body.Close()
 	cancel()
@@ -309,6 +312,9 @@ func TestEventStreamDropsSlowConsumer(t *testing.T) {
 	case <-slow.gone:
 	case <-time.After(2 * time.Second):
 		t.Fatal("the slow stream was not dropped")
+	}
+	if _, b := f.do("GET", RouteMetrics, "", ""); !strings.Contains(string(b), "\nvoda_event_streams_dropped_total 1\n") {
+		t.Errorf("metrics do not count the dropped stream")
 	}
 }
 
