@@ -354,3 +354,40 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// jobsOnly lets everyone list jobs and nothing else.
+type jobsOnly struct{}
+
+func (jobsOnly) Authorize(_ context.Context, _ auth.User, a auth.Attributes) (bool, string, error) {
+	return a.Resource == auth.ResourceJobs, "jobs only", nil
+}
+
+// A caller who may list jobs but not schedulers gets the jobs, and no
+// nodes or schedulers.
+func TestEventStreamWithoutSchedulerRights(t *testing.T) {
+	tf, err := auth.ParseTokenFile([]byte(userToken + ",alice,1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := streamed(t, func(c *Config) { c.Authenticator, c.Authorizer = tf, jobsOnly{} })
+	s := openStream(t, f.url, userToken)
+	if snap := s.snapshot(); len(snap.Nodes)+len(snap.Schedulers) != 0 {
+		t.Errorf("snapshot %+v, want no nodes or schedulers", snap)
+	}
+	code, _, _, b := f.as(userToken, "POST", RouteJobs, "application/yaml", mpiJob("train", "1", "2", "v100"))
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	if err := f.store.PutSettings(context.Background(), "v100", store.Settings{Algorithm: "FIFO"}); err != nil {
+		t.Fatal(err)
+	}
+	s.next("the job's event", 2*time.Second, func(ev sse) bool {
+		if ev.name == eventNodes || ev.name == eventScheduler {
+			t.Errorf("sent a %s event: %s", ev.name, ev.data)
+		}
+		return ev.name == eventJob && strings.Contains(ev.data, `"scheduler":"FIFO"`)
+	})
+	if code, _, _, _ := f.as(userToken, "GET", RouteNodes, "", ""); code != http.StatusForbidden {
+		t.Errorf("GET %s: %d, want 403", RouteNodes, code)
+	}
+}
