@@ -152,6 +152,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.IntVar(&c.MaxConnections, "max-connections", api.DefaultMaxConnections,
 		"most client connections the API keeps open; at the limit a new client closes the connection idle longest, or is refused when all are busy (-1: no limit)")
+	f.IntVar(&c.MaxEventStreams, "max-event-streams", api.DefaultMaxStreams,
+		"most event streams (GET /api/v1/events, the dashboard's live feed) open at once; more are answered 503")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
 		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
 	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,

@@ -16,17 +16,22 @@ import (
 // is still authenticated (see authorize), so a new route cannot be served
 // unchecked by mistake; TestEveryRouteHasAttributes keeps the table whole.
 var routeAttributes = map[string]auth.Attributes{
-	"POST " + RouteJobs:         {Verb: auth.VerbCreate, Resource: auth.ResourceJobs},
-	"GET " + RouteJobs:          {Verb: auth.VerbList, Resource: auth.ResourceJobs},
-	"GET " + RouteJob:           {Verb: auth.VerbGet, Resource: auth.ResourceJobs},
-	"DELETE " + RouteJob:        {Verb: auth.VerbDelete, Resource: auth.ResourceJobs},
-	"PUT " + RouteJobPriority:   {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourcePriority},
-	"POST " + RouteJobProgress:  {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourceProgress},
-	"GET " + RouteSchedulers:    {Verb: auth.VerbList, Resource: auth.ResourceSchedulers},
-	"GET " + RouteScheduler:     {Verb: auth.VerbGet, Resource: auth.ResourceSchedulers},
-	"PUT " + RouteAlgorithm:     {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
-	"PUT " + RouteRateLimit:     {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceRateLimit},
-	"GET " + RouteAlgorithms:    {Verb: auth.VerbList, Resource: auth.ResourceAlgorithms},
+	"POST " + RouteJobs:        {Verb: auth.VerbCreate, Resource: auth.ResourceJobs},
+	"GET " + RouteJobs:         {Verb: auth.VerbList, Resource: auth.ResourceJobs},
+	"GET " + RouteJob:          {Verb: auth.VerbGet, Resource: auth.ResourceJobs},
+	"DELETE " + RouteJob:       {Verb: auth.VerbDelete, Resource: auth.ResourceJobs},
+	"PUT " + RouteJobPriority:  {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourcePriority},
+	"POST " + RouteJobProgress: {Verb: auth.VerbUpdate, Resource: auth.ResourceJobs, Subresource: auth.SubresourceProgress},
+	"GET " + RouteSchedulers:   {Verb: auth.VerbList, Resource: auth.ResourceSchedulers},
+	"GET " + RouteScheduler:    {Verb: auth.VerbGet, Resource: auth.ResourceSchedulers},
+	"PUT " + RouteAlgorithm:    {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
+	"PUT " + RouteRateLimit:    {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceRateLimit},
+	"GET " + RouteAlgorithms:   {Verb: auth.VerbList, Resource: auth.ResourceAlgorithms},
+	// The nodes are the schedulers' (which jobs hold GPUs is filtered
+	// as jobs are); the stream is a list of jobs (with the nodes and the
+	// schedulers when the caller may list schedulers).
+	"GET " + RouteNodes:         {Verb: auth.VerbList, Resource: auth.ResourceSchedulers},
+	"GET " + RouteEvents:        {Verb: auth.VerbList, Resource: auth.ResourceJobs},
 	"GET " + RouteOpenAPI:       {Verb: auth.VerbGet, Path: RouteOpenAPI},
 	"GET " + RouteMetrics:       {Verb: auth.VerbGet, Path: RouteMetrics},
 	"POST " + RouteLegacyJobs:   {Verb: auth.VerbCreate, Resource: auth.ResourceJobs},
@@ -150,23 +155,15 @@ func (s *Server) visible(w http.ResponseWriter, r *http.Request, jobs []store.Jo
 	if s.cfg.Authorizer == nil {
 		return jobs, true
 	}
-	u, _ := auth.UserFrom(r.Context())
-	type scope struct{ namespace, kind string }
-	decided := map[scope]bool{}
+	v := s.newViewer(r.Context())
+	v.action = routeAttributes[r.Pattern]
 	out := make([]store.Job, 0, len(jobs))
 	for _, j := range jobs {
-		sc := scope{s.namespaceOf(j), j.Kind}
-		allowed, ok := decided[sc]
-		if !ok {
-			a := jobAction(r, sc.kind, sc.namespace, "")
-			var err error
-			allowed, _, err = s.cfg.Authorizer.Authorize(r.Context(), u, a)
-			if err != nil {
-				s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
-				s.forbid(w, r, r.Pattern, u, a, "the authorizer failed; see the server log")
-				return nil, false
-			}
-			decided[sc] = allowed
+		allowed, err := v.sees(s.namespaceOf(j), j.Kind)
+		if err != nil {
+			a := jobAction(r, j.Kind, s.namespaceOf(j), "")
+			s.forbid(w, r, r.Pattern, v.user, a, "the authorizer failed; see the server log")
+			return nil, false
 		}
 		if allowed {
 			out = append(out, j)

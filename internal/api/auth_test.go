@@ -132,7 +132,7 @@ func TestEveryRouteHasAttributes(t *testing.T) {
 	seen := map[string]bool{}
 	for _, route := range []string{
 		RouteJobs, RouteJob, RouteJobPriority, RouteJobProgress, RouteSchedulers, RouteScheduler, RouteAlgorithm, RouteRateLimit,
-		RouteAlgorithms, RouteOpenAPI, RouteLegacyJobs, RouteLegacyAlgo, RouteLegacyLimit, RouteMetrics, RouteHealthz, RouteReadyz,
+		RouteAlgorithms, RouteNodes, RouteEvents, RouteOpenAPI, RouteLegacyJobs, RouteLegacyAlgo, RouteLegacyLimit, RouteMetrics, RouteHealthz, RouteReadyz,
 	} {
 		path := strings.NewReplacer("{name}", "j", "{gpuType}", "v100").Replace(route)
 		for _, m := range probeMethods {

@@ -51,6 +51,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, spec *jobspec.Sp
 	}
 	s.cfg.Metrics.JobsCreated.WithLabelValues(job.Spec.GPUType).Inc()
 	s.notify(r.Context(), job.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: job.Name})
+	s.hub.kick()
 	s.log.Info("job created", "job", job.Name, "gpuType", job.Spec.GPUType,
 		"min", job.Spec.MinWorkers, "max", job.Spec.MaxWorkers)
 	return job, true
@@ -312,6 +313,7 @@ func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name stri
 		s.log.Info("job deletion requested", "job", name)
 	}
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
+	s.hub.kick()
 	return j, true
 }
 
@@ -352,6 +354,7 @@ func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
 	}
 	j.Spec.Priority = *req.Priority
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
+	s.hub.kick()
 	s.writeJob(w, r, http.StatusOK, j)
 }
 

@@ -93,6 +93,8 @@ type Config struct {
 	// ReportInterval is the time between progress reports Voda asks jobs
 	// for (progress.DefaultInterval seconds if zero).
 	ReportInterval time.Duration
+	// Streams bound the event streams of GET /api/v1/events.
+	Streams StreamLimits
 }
 
 // Server serves the REST API. It keeps no job state of its own, so any
@@ -106,6 +108,8 @@ type Server struct {
 	loopback bool
 	// reports keeps progress reports.
 	reports *progress.Ingester
+	// hub feeds the event streams.
+	hub *hub
 
 	mu    sync.Mutex
 	stamp string         // the timestamp suffix last used
@@ -152,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 		next:     map[string]int{},
 		loopback: isLoopback(cfg.ListenAddr),
 	}
+	s.hub = newHub(s, cfg.Streams)
 	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log}
 	s.routes()
 	return s, nil
@@ -208,6 +213,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (flushes and
+// deadlines of the event stream).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	return r.ResponseWriter.Write(b)
@@ -226,6 +235,8 @@ func (s *Server) routes() {
 	m.HandleFunc("PUT "+RouteAlgorithm, s.setAlgorithm)
 	m.HandleFunc("PUT "+RouteRateLimit, s.setRateLimit)
 	m.HandleFunc("GET "+RouteAlgorithms, s.listAlgorithms)
+	m.HandleFunc("GET "+RouteNodes, s.listNodes)
+	m.HandleFunc("GET "+RouteEvents, s.streamEvents)
 	m.HandleFunc("GET "+RouteOpenAPI, s.openAPI)
 	m.HandleFunc("POST "+RouteLegacyJobs, s.legacyCreate)
 	m.HandleFunc("DELETE "+RouteLegacyJobs, s.legacyDelete)

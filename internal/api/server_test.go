@@ -25,7 +25,7 @@ import (
 // fixture is an API server on the embedded store and the in-process queue,
 // with no scheduler consuming: tests look at what the API stores and sends.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	srv   *Server
 	store store.Store
@@ -44,7 +44,7 @@ func newFixture(t *testing.T, gpuTypes ...string) *fixture {
 
 // newFixtureWith is newFixture with the Config changed by edit (if not
 // nil) before the server is built.
-func newFixtureWith(t *testing.T, edit func(*Config), gpuTypes ...string) *fixture {
+func newFixtureWith(t testing.TB, edit func(*Config), gpuTypes ...string) *fixture {
 	t.Helper()
 	if len(gpuTypes) == 0 {
 		gpuTypes = []string{"v100"}

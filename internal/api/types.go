@@ -17,6 +17,8 @@ const (
 	RouteAlgorithm    = "/api/v1/schedulers/{gpuType}/algorithm" // PUT
 	RouteRateLimit    = "/api/v1/schedulers/{gpuType}/ratelimit" // PUT
 	RouteAlgorithms   = "/api/v1/algorithms"                     // GET
+	RouteNodes        = "/api/v1/nodes"                          // GET
+	RouteEvents       = "/api/v1/events"                         // GET, text/event-stream
 	RouteOpenAPI      = "/api/v1/openapi.yaml"                   // GET
 	RouteLegacyJobs   = "/training"                              // original: POST, DELETE, GET
 	RouteLegacyAlgo   = "/algorithm"                             // original: PUT
@@ -163,6 +165,67 @@ type Scheduler struct {
 // SchedulerList is the answer to GET /api/v1/schedulers.
 type SchedulerList struct {
 	Items []Scheduler `json:"items"`
+}
+
+// JobEvent is the payload of a job event of GET /api/v1/events: the
+// job's view when it was created or changed, or its name when it was
+// deleted from the store.
+type JobEvent struct {
+	Job *Job `json:"job,omitempty"`
+	// Name and Namespace are set, and Deleted true, when the job is gone.
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Deleted   bool   `json:"deleted,omitempty"`
+}
+
+// Snapshot is the payload of the first event of GET /api/v1/events.
+type Snapshot struct {
+	Jobs       []Job          `json:"jobs"`
+	Nodes      []GPUTypeNodes `json:"nodes"`
+	Schedulers []Scheduler    `json:"schedulers"`
+}
+
+// NodeList is the answer to GET /api/v1/nodes: every GPU type's nodes,
+// by GPU type.
+type NodeList struct {
+	Items []GPUTypeNodes `json:"items"`
+}
+
+// GPUTypeNodes are one GPU type's nodes as its scheduler last wrote them
+// (after every cycle and every node change), sorted by name.
+type GPUTypeNodes struct {
+	GPUType string `json:"gpuType"`
+	Nodes   []Node `json:"nodes"`
+}
+
+// Node is one node and who holds its GPUs.
+type Node struct {
+	Name string `json:"name"`
+	GPUs int    `json:"gpus"`
+	// Ready is false for a node the cluster knows but that cannot run
+	// workers (Kubernetes NotReady, being deleted).
+	Ready bool `json:"ready"`
+	// Cordoned (unschedulable) nodes keep their workers but take no new
+	// ones.
+	Cordoned bool `json:"cordoned"`
+	// Jobs hold the node's GPUs, one GPU per worker, by job name; a job
+	// the caller may not see is not named: all such workers on the node
+	// are one entry with Busy set. FreeGPUs are held by none.
+	Jobs     []NodeJob `json:"jobs"`
+	FreeGPUs int       `json:"freeGPUs"`
+}
+
+// NodeJob is one job's workers on a node.
+type NodeJob struct {
+	// Name and Namespace are absent when Busy.
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Workers are the job's workers (GPUs) on this node; JobWorkers on
+	// all nodes (absent when Busy).
+	Workers    int `json:"workers"`
+	JobWorkers int `json:"jobWorkers,omitempty"`
+	// Busy marks GPUs held by jobs the caller may not see.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Algorithm describes one algorithm of the registry.

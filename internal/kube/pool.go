@@ -76,11 +76,18 @@ func newPool(client *Client, gpuType string) *Pool {
 
 // Nodes returns the GPU type's nodes that are Ready and have GPUs, sorted
 // by name; cordoned ones are marked.
-func (pool *Pool) Nodes() []model.Node {
+func (pool *Pool) Nodes() []model.Node { return pool.nodes(true) }
+
+// NotReadyNodes returns the GPU type's nodes with GPUs that Nodes leaves
+// out because they are not Ready (or are being deleted), sorted by name.
+func (pool *Pool) NotReadyNodes() []model.Node { return pool.nodes(false) }
+
+// nodes returns the GPU type's nodes with GPUs whose readiness is ready.
+func (pool *Pool) nodes(ready bool) []model.Node {
 	var out []model.Node
 	for _, obj := range pool.client.nodes.GetStore().List() {
 		n := obj.(*corev1.Node)
-		if n.Labels[jobspec.LabelAccelerator] != pool.gpuType || !nodeReady(n) {
+		if n.Labels[jobspec.LabelAccelerator] != pool.gpuType || nodeReady(n) != ready {
 			continue
 		}
 		gpus := n.Status.Allocatable[corev1.ResourceName(ResourceGPU)]

@@ -54,6 +54,14 @@ type Metrics struct {
 
 	HTTPRequests *prometheus.CounterVec
 	HTTPDuration *prometheus.HistogramVec
+
+	// EventStreams are the open event streams (GET /api/v1/events);
+	// EventStreamsDropped counts those closed for falling behind;
+	// EventPollDuration times the shared read of the store that feeds
+	// them.
+	EventStreams        prometheus.Gauge
+	EventStreamsDropped prometheus.Counter
+	EventPollDuration   prometheus.Histogram
 }
 
 // decisionBuckets cover 10 µs to about 10 s: allocation and placement
@@ -115,6 +123,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Name: "http_request_duration_seconds", Help: "API request latency by route pattern.",
 			Buckets: prometheus.ExponentialBuckets(1e-4, 2.5, 14),
 		}, []string{"route"}),
+
+		EventStreams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "event_streams",
+			Help: "Open event streams (GET /api/v1/events)."}),
+		EventStreamsDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "event_streams_dropped_total",
+			Help: "Event streams closed because their client fell behind."}),
+		EventPollDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "event_poll_duration_seconds",
+			Help: "Time of one read of the store for the event streams, from the read to every change handed to the streams.", Buckets: decisionBuckets}),
 	}
 	reg.MustRegister(
 		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports,
@@ -123,7 +138,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
 		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
 		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
-		m.HTTPRequests, m.HTTPDuration,
+		m.HTTPRequests, m.HTTPDuration, m.EventStreams, m.EventStreamsDropped, m.EventPollDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m

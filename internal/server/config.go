@@ -79,7 +79,10 @@ type Config struct {
 	// MaxConnections bounds the API's client connections (-1: no limit);
 	// MaxWorkers the workers one job may ask for.
 	MaxConnections, MaxWorkers int
-	Kube                       KubeOptions
+	// MaxEventStreams bounds the API's open event streams (0:
+	// api.DefaultMaxStreams).
+	MaxEventStreams int
+	Kube            KubeOptions
 	// Auth says who may call the API and whether it serves TLS.
 	Auth AuthOptions
 	// Logger is slog.Default() if nil.
@@ -101,6 +104,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--speed: %v must be positive", c.Speed)
 	case c.MaxConnections == 0 || c.MaxConnections < -1:
 		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", c.MaxConnections)
+	case c.MaxEventStreams < 0:
+		return fmt.Errorf("--max-event-streams: %d must be positive", c.MaxEventStreams)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
 	case jobspec.CheckPodSecurity(c.PodSecurity) != nil:

@@ -221,6 +221,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		ListenAddr:  ln.Addr().String(),
 		PodSecurity: s.cfg.PodSecurity, AllowServiceAccount: s.cfg.AllowServiceAccount, Namespaces: s.cfg.jobNamespaces(),
 		DefaultNamespace: s.cfg.defaultNamespace(),
+		Streams:          api.StreamLimits{MaxStreams: s.cfg.MaxEventStreams},
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -231,6 +232,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		ln, scheme = tls.NewListener(ln, sec.tls), "https"
 	}
 	hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: s.cfg.MaxConnections})
+	hs.RegisterOnShutdown(srv.CloseStreams) // Shutdown waits for handlers; streams never end by themselves
 	s.goRun(ctx, "api", func(context.Context) error {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -39,24 +39,8 @@ func simConfig(t *testing.T) Config {
 const example = "../../examples/mpijob-v2beta1-horovod-elastic.yaml"
 
 func TestRunSimServesJobs(t *testing.T) {
-	cfg := simConfig(t)
-	addrc := make(chan string, 1)
-	cfg.Listening = func(addr string) { addrc <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	var base string
-	select {
-	case addr := <-addrc:
-		base = "http://" + addr
-	case err := <-done:
-		t.Fatalf("Run returned before listening: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10 s")
-	}
-	waitReady(t, base)
-
+	base, stop := runSim(t, simConfig(t))
+	ctx := t.Context()
 	c, err := client.New(base, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -77,14 +61,40 @@ func TestRunSimServesJobs(t *testing.T) {
 		t.Fatalf("jobs = %+v, want only %s on nvidia-tesla-v100", jobs, job.Name)
 	}
 
-	cancel()
+	stop()
+}
+
+// runSim runs a server of cfg until the test ends or stop, which fails
+// the test unless Run returns nil within 15 s. It returns the API's URL
+// once the server is ready.
+func runSim(t *testing.T, cfg Config) (base string, stop func()) {
+	t.Helper()
+	addrc := make(chan string, 1)
+	cfg.Listening = func(addr string) { addrc <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
 	select {
+	case addr := <-addrc:
+		base = "http://" + addr
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run after cancel = %v, want nil", err)
+		t.Fatalf("Run returned before listening: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10 s")
+	}
+	waitReady(t, base)
+	return base, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run after cancel = %v, want nil", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("Run did not return within 15 s of the cancel")
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run did not return within 15 s of the cancel")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -443,7 +444,8 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	wallNow := s.cfg.WallClock.Now()
 	writes := make(map[string]store.StatusWrite, len(s.final))
 	maps.Copy(writes, s.final)
-	st := store.SchedulerStatus{Now: now, LastCycle: s.lastCycle, Cycles: s.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs()}
+	st := store.SchedulerStatus{Now: now, LastCycle: s.lastCycle, Cycles: s.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs(),
+		NodeStates: s.nodeStates()}
 	cross := 0
 	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	for _, j := range snap.Jobs {
@@ -488,17 +490,61 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			s.settle(ctx, now, writes, res)
 		}
 	}
-	err := s.cfg.Store.PutStatus(ctx, s.cfg.GPUType, st)
-	s.storeWrote(err)
-	if err != nil {
-		s.log.Error("save scheduler status", "err", err)
-	}
+	s.putStatus(ctx, st)
 	m.JobsReady.WithLabelValues(gt).Set(float64(len(snap.Jobs)))
 	m.JobsWaiting.WithLabelValues(gt).Set(float64(st.Waiting))
 	m.JobsRunning.WithLabelValues(gt).Set(float64(st.Running))
 	m.JobsCrossNode.WithLabelValues(gt).Set(float64(cross))
 	m.GPUs.WithLabelValues(gt).Set(float64(st.GPUs))
 	m.GPUsInUse.WithLabelValues(gt).Set(float64(st.GPUsInUse))
+}
+
+// putStatus writes the scheduler's status and remembers it.
+func (s *Service) putStatus(ctx context.Context, st store.SchedulerStatus) {
+	err := s.cfg.Store.PutStatus(ctx, s.cfg.GPUType, st)
+	s.storeWrote(err)
+	if err != nil {
+		s.log.Error("save scheduler status", "err", err)
+		return
+	}
+	s.status = st
+}
+
+// nodeStates are the GPU type's nodes as the status shows them, sorted by
+// name: the core's (ready) nodes and, when the backend knows them, those
+// that are not ready.
+func (s *Service) nodeStates() []store.NodeState {
+	var out []store.NodeState
+	seen := map[string]bool{}
+	for _, n := range s.core.Nodes() {
+		out = append(out, store.NodeState{Name: n.Name, GPUs: n.GPUs, Cordoned: n.Cordoned})
+		seen[n.Name] = true
+	}
+	if u, ok := s.cfg.Backend.(UnreadyNodes); ok {
+		for _, n := range u.NotReadyNodes() {
+			if !seen[n.Name] {
+				out = append(out, store.NodeState{Name: n.Name, GPUs: n.GPUs, Cordoned: n.Cordoned, NotReady: true})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b store.NodeState) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// saveNodes writes the scheduler status again with the nodes as they are
+// now, so that a node change shows before the next cycle; not before
+// the first status was written. Loop goroutine only.
+func (s *Service) saveNodes(ctx context.Context) {
+	if s.status.Now.IsZero() {
+		return
+	}
+	nodes := s.nodeStates()
+	if slices.Equal(nodes, s.status.NodeStates) {
+		return
+	}
+	st := s.status
+	st.NodeStates = nodes
+	s.putStatus(ctx, st)
 }
 
 // due reports whether a job's status must be written now. A change of
@@ -606,6 +652,7 @@ func (s *Service) watchNodes(ctx context.Context, src NodeSource) error {
 				}
 			}
 			s.gpusPerNode()
+			s.saveNodes(ctx)
 		})
 		if err != nil {
 			return err

@@ -56,6 +56,13 @@ type NodeSource interface {
 	NodesChanged() <-chan struct{}
 }
 
+// UnreadyNodes is a Backend that also knows the GPU type's nodes that
+// are not ready (Kubernetes), which Nodes leaves out: the scheduler
+// status lists them so that people see them.
+type UnreadyNodes interface {
+	NotReadyNodes() []model.Node
+}
+
 // Config configures a Service.
 type Config struct {
 	GPUType    string
@@ -117,6 +124,8 @@ type Service struct {
 	settings  store.Settings
 	cycles    int64
 	lastCycle time.Time
+	// status is the scheduler status last written (zero before the first).
+	status store.SchedulerStatus
 }
 
 // tracked is what the service keeps of a live job besides the core.

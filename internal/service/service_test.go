@@ -773,3 +773,35 @@ func TestWaitingSecondsGauge(t *testing.T) {
 		t.Fatalf("%d waiting-time series once b runs, want none", n)
 	}
 }
+
+// unreadyBackend is the fake cluster with nodes that are not ready.
+type unreadyBackend struct {
+	*fakeBackend
+	unready []model.Node
+}
+
+func (u unreadyBackend) NotReadyNodes() []model.Node { return u.unready }
+
+// The scheduler status lists the nodes (ready ones from the core, the
+// backend's unready ones marked) so that an API process without the
+// scheduler can show them, and a node change is written before the next
+// cycle.
+func TestSchedulerStatusListsNodes(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.backend = unreadyBackend{fakeBackend: h.fake, unready: []model.Node{{Name: "m-down", GPUs: 8, Cordoned: true}}}
+	h.create("a", 1, 1)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	nodesOf := func() []store.NodeState {
+		rec, err := h.st.GetScheduler(context.Background(), gpuType)
+		if err != nil {
+			return nil
+		}
+		return rec.Status.NodeStates
+	}
+	want := []store.NodeState{{Name: "m-down", GPUs: 8, Cordoned: true, NotReady: true}, {Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 4}}
+	waitFor(t, "nodes in the scheduler status", func() bool { return slices.Equal(nodesOf(), want) })
+	h.fake.setNodes(1, 4)
+	want = slices.Delete(want, 2, 3)
+	waitFor(t, "n1 gone from the scheduler status", func() bool { return slices.Equal(nodesOf(), want) })
+}

@@ -145,6 +145,15 @@ type schedulerStatusRecord struct {
 	GPUsInUse int    `json:"gpusInUse" bson:"gpusInUse"`
 	Waiting   int    `json:"waiting" bson:"waiting"`
 	Running   int    `json:"running" bson:"running"`
+	// NodeStates is absent in records written before nodes were kept.
+	NodeStates []nodeStateRecord `json:"nodeStates,omitempty" bson:"nodeStates,omitempty"`
+}
+
+type nodeStateRecord struct {
+	Name     string `json:"name" bson:"name"`
+	GPUs     int    `json:"gpus" bson:"gpus"`
+	Cordoned bool   `json:"cordoned,omitempty" bson:"cordoned,omitempty"`
+	NotReady bool   `json:"notReady,omitempty" bson:"notReady,omitempty"`
 }
 
 // storedFloat is a float64 that survives both encodings even when it is
@@ -613,19 +622,27 @@ func encodeSchedulerStatus(s SchedulerStatus) (schedulerStatusRecord, error) {
 		Waiting:   s.Waiting,
 		Running:   s.Running,
 	}
+	for _, n := range s.NodeStates {
+		r.NodeStates = append(r.NodeStates, nodeStateRecord(n))
+	}
 	return r, e.err
 }
 
 func decodeSchedulerStatus(r schedulerStatusRecord) SchedulerStatus {
+	var nodes []NodeState
+	for _, n := range r.NodeStates {
+		nodes = append(nodes, NodeState(n))
+	}
 	return SchedulerStatus{
-		Now:       decodeTime(r.Now),
-		LastCycle: decodeTime(r.LastCycle),
-		Cycles:    r.Cycles,
-		Nodes:     r.Nodes,
-		GPUs:      r.GPUs,
-		GPUsInUse: r.GPUsInUse,
-		Waiting:   r.Waiting,
-		Running:   r.Running,
+		NodeStates: nodes,
+		Now:        decodeTime(r.Now),
+		LastCycle:  decodeTime(r.LastCycle),
+		Cycles:     r.Cycles,
+		Nodes:      r.Nodes,
+		GPUs:       r.GPUs,
+		GPUsInUse:  r.GPUsInUse,
+		Waiting:    r.Waiting,
+		Running:    r.Running,
 	}
 }
 

@@ -196,6 +196,24 @@ type SchedulerStatus struct {
 	// Jobs counts live jobs by status.
 	Waiting int
 	Running int
+	// NodeStates are the GPU type's nodes as the scheduler last saw them,
+	// sorted by name, so that an API process without the scheduler can
+	// show them; nil when none. Which job holds which GPU is in the jobs'
+	// placements.
+	NodeStates []NodeState
+}
+
+// NodeState is one node of a GPU type as its scheduler saw it.
+type NodeState struct {
+	Name string
+	// GPUs is the node's allocatable GPU count.
+	GPUs int
+	// Cordoned nodes (unschedulable) keep their workers but take no new
+	// ones.
+	Cordoned bool
+	// NotReady nodes are known to the cluster but hold no workers of
+	// Voda's until they are ready again.
+	NotReady bool
 }
 
 // Scheduler is one GPU type's stored record.

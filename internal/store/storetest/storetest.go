@@ -1396,6 +1396,10 @@ func testSchedulers(t *testing.T, f Factory) {
 	st1 := store.SchedulerStatus{
 		Now: time.Date(2024, 5, 6, 7, 8, 9, 10, ist()), LastCycle: time.Date(2024, 5, 6, 7, 8, 8, 999999999, ist()),
 		Cycles: 1 << 40, Nodes: 4, GPUs: 32, GPUsInUse: 30, Waiting: 5, Running: 9,
+		NodeStates: []store.NodeState{
+			{Name: "node-a", GPUs: 8, Cordoned: true, NotReady: true},
+			{Name: "node-b.example", GPUs: 4, Cordoned: true, NotReady: true},
+		},
 	}
 	checkAllSet(t, "Settings", reflect.ValueOf(set1))
 	checkAllSet(t, "SchedulerStatus", reflect.ValueOf(st1))
@@ -1409,7 +1413,7 @@ func testSchedulers(t *testing.T, f Factory) {
 	set2.Params = nil // empty maps come back nil
 	checkScheduler(t, s, "settings replaced", store.Scheduler{GPUType: "v100", Settings: set2, Status: st1})
 
-	st2 := store.SchedulerStatus{Now: time.Unix(0, 1), Cycles: 2}
+	st2 := store.SchedulerStatus{Now: time.Unix(0, 1), Cycles: 2, NodeStates: []store.NodeState{{Name: "ready", GPUs: 1}}}
 	mustPutStatus(t, s, "k80", st2)
 	checkScheduler(t, s, "status only", store.Scheduler{GPUType: "k80", Status: st2})
 	mustPutSettings(t, s, "a100", set1)

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkEventStream measures the event streams' cost with 1,000 live
+// jobs and 1 or 10 open streams: each op changes the status of 100 jobs (as
+// a scheduler's cycle does, in one SaveStatus) and waits until every
+// stream got the 100 job events. It reports the process's CPU time per
+// op (the store writes, the shared poll, the encoding and the 10 clients
+// reading, all in this process), the CPU time per second of an idle
+// poll, and the heap in use with the streams open.
+func BenchmarkEventStream(b *testing.B) {
+	for _, streams := range []int{1, 10} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchmarkStreams(b, streams) })
+	}
+}
+
+func benchmarkStreams(b *testing.B, streams int) {
+	const jobs, changed = 1000, 100
+	f := newFixtureWith(b, func(c *Config) { c.Streams = StreamLimits{Poll: time.Second} })
+	ctx := context.Background()
+	names := make([]string, jobs)
+	for i := range jobs {
+		names[i] = fmt.Sprintf("job-%04d", i)
+		j := store.Job{Name: names[i], Kind: "MPIJob", Namespace: "default",
+			Spec:   model.JobSpec{Name: names[i], GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, SubmitTime: t0.Add(time.Duration(i) * time.Second)},
+			Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}, Est: model.Estimates{RemainingSeconds: -1}}}
+		if err := f.store.CreateJob(ctx, j); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var got atomic.Int64 // job events received, over all streams
+	for range streams {
+		resp, err := http.Get(f.url + RouteEvents)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { resp.Body.Close() })
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(nil, 16<<20)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "event: job") {
+					got.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; f.srv.hub.subscribers() < streams; i++ {
+		if i > 500 {
+			b.Fatal("streams not open after 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	revision := map[string]int64{}
+	runtime.GC()
+	b.ResetTimer()
+	cpu0, wall0 := cpuTime(b), time.Now()
+	for op := 0; op < b.N; op++ {
+		writes := map[string]store.StatusWrite{}
+		for k := range changed {
+			name := names[(op*changed+k)%jobs]
+			writes[name] = store.StatusWrite{Revision: revision[name], Status: store.JobStatus{
+				State: model.JobState{Status: model.StatusWaiting, Queue: op + 1}, Est: model.Estimates{RemainingSeconds: -1}, QueuePosition: k + 1}}
+			revision[name]++
+		}
+		if _, err := f.store.SaveStatus(ctx, writes); err != nil {
+			b.Fatal(err)
+		}
+		want := int64((op + 1) * changed * streams)
+		for got.Load() < want {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "wall-ms/op")
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	idle0 := cpuTime(b)
+	time.Sleep(3 * time.Second)
+	b.ReportMetric(float64((cpuTime(b)-idle0).Milliseconds())/3, "idle-cpu-ms/s")
+	f.srv.CloseStreams()
+}

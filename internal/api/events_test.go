@@ -1,0 +1,393 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/store"
+)
+
+// sse is one server-sent event, or a comment line (name empty).
+type sse struct{ name, data, comment string }
+
+// stream is an open GET /api/v1/events.
+type stream struct {
+	t      *testing.T
+	events chan sse
+	cancel context.CancelFunc
+}
+
+// openStream opens the stream as token's caller (none when empty) on
+// base and fails the test unless it is answered 200.
+func openStream(t *testing.T, base, token string) *stream {
+	t.Helper()
+	resp, cancel := requestStream(t, base, token)
+	if resp.StatusCode != http.StatusOK {
+		cancel()
+		t.Fatalf("GET %s: %d", RouteEvents, resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q, want text/event-stream", ct)
+	}
+	s := &stream{t: t, events: make(chan sse, 4096), cancel: cancel}
+	t.Cleanup(cancel)
+	go func() {
+		defer close(s.events)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		var ev sse
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev != (sse{}) {
+					s.events <- ev
+				}
+				ev = sse{}
+			case strings.HasPrefix(line, ": "):
+				ev.comment = line[2:]
+			case strings.HasPrefix(line, "event: "):
+				ev.name = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				ev.data = line[len("data: "):]
+			}
+		}
+	}()
+	return s
+}
+
+func requestStream(t *testing.T, base, token string) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", base+RouteEvents, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp, cancel
+}
+
+// next waits up to within for the first event that want accepts,
+// skipping the others.
+func (s *stream) next(what string, within time.Duration, want func(sse) bool) sse {
+	s.t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				s.t.Fatalf("stream ended waiting for %s", what)
+			}
+			if want(ev) {
+				return ev
+			}
+		case <-timeout:
+			s.t.Fatalf("no %s within %v", what, within)
+		}
+	}
+}
+
+func (s *stream) snapshot() Snapshot {
+	s.t.Helper()
+	ev := s.next("snapshot", 5*time.Second, func(ev sse) bool { return ev.name != "" })
+	if ev.name != eventSnapshot {
+		s.t.Fatalf("first event %q, want snapshot", ev.name)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal([]byte(ev.data), &snap); err != nil {
+		s.t.Fatalf("snapshot %s: %v", ev.data, err)
+	}
+	return snap
+}
+
+// jobEvent waits for a job event about name that want accepts.
+func (s *stream) jobEvent(name string, want func(JobEvent) bool) JobEvent {
+	s.t.Helper()
+	var je JobEvent
+	s.next("job event of "+name, 2*time.Second, func(ev sse) bool {
+		if ev.name != eventJob {
+			return false
+		}
+		je = JobEvent{}
+		if err := json.Unmarshal([]byte(ev.data), &je); err != nil {
+			s.t.Fatalf("job event %s: %v", ev.data, err)
+		}
+		return (je.Name == name || je.Job != nil && je.Job.Name == name) && want(je)
+	})
+	return je
+}
+
+// streamed is a fixture whose streams poll every 20 ms.
+func streamed(t *testing.T, edit func(*Config)) *fixture {
+	return newFixtureWith(t, func(c *Config) {
+		c.Streams = StreamLimits{Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond}
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// A job shows in the stream within 2 s of its submission, then each
+// change of its status, its GPUs on the nodes, and its end; a scheduler
+// setting change is an event too.
+func TestEventStreamFollowsAJob(t *testing.T) {
+	f := streamed(t, nil)
+	ctx := context.Background()
+	if err := f.store.PutStatus(ctx, "v100", store.SchedulerStatus{Now: t0, Nodes: 1, GPUs: 4,
+		NodeStates: []store.NodeState{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 2, NotReady: true, Cordoned: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := openStream(t, f.url, "")
+	snap := s.snapshot()
+	if len(snap.Jobs) != 0 || len(snap.Schedulers) != 1 || len(snap.Nodes) != 1 || len(snap.Nodes[0].Nodes) != 2 {
+		t.Fatalf("snapshot %+v, want no job, one scheduler, v100's two nodes", snap)
+	}
+	if n := snap.Nodes[0].Nodes[1]; n.Ready || !n.Cordoned {
+		t.Errorf("n1 %+v, want not ready and cordoned", n)
+	}
+
+	start := time.Now()
+	job := f.create(mpiJob("train", "1", "2", "v100"))
+	je := s.jobEvent(job.Name, func(JobEvent) bool { return true })
+	t.Logf("submission to event: %v", time.Since(start))
+	if je.Job.Status != "Submitted" {
+		t.Errorf("first event of %s: %+v, want Submitted", job.Name, je.Job)
+	}
+
+	f.saveStatus(job.Name, store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2,
+		Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}, Updated: t0})
+	s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job.Status == "Running" && je.Job.Workers == 2 })
+	ev := s.next("nodes event", 2*time.Second, func(ev sse) bool { return ev.name == eventNodes })
+	var nodes GPUTypeNodes
+	if err := json.Unmarshal([]byte(ev.data), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	want := []NodeJob{{Name: job.Name, Namespace: "default", Workers: 2, JobWorkers: 2}}
+	if n := nodes.Nodes[0]; !slices.Equal(n.Jobs, want) || n.FreeGPUs != 2 {
+		t.Errorf("n0 %+v, want %+v and 2 free", n, want)
+	}
+
+	f.saveStatus(job.Name, store.JobStatus{State: model.JobState{Status: model.StatusCompleted}, FinishTime: t0.Add(time.Hour), Updated: t0})
+	s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job.Status == "Completed" })
+
+	if code, b := f.do("PUT", "/api/v1/schedulers/v100/ratelimit", "application/json", `{"seconds": 5}`); code != http.StatusOK {
+		t.Fatalf("ratelimit: %d %s", code, b)
+	}
+	s.next("scheduler event", 2*time.Second, func(ev sse) bool {
+		return ev.name == eventScheduler && strings.Contains(ev.data, `"rateLimitSeconds":5`)
+	})
+
+	if err := f.store.DeleteJob(ctx, job.Name); err != nil {
+		t.Fatal(err)
+	}
+	s.jobEvent(job.Name, func(je JobEvent) bool { return je.Deleted }) // found by a full list: 30 polls
+}
+
+// A caller sees in the stream only the jobs of namespaces where it may
+// list them; the GPUs the others hold are busy, without names.
+func TestEventStreamNamespaces(t *testing.T) {
+	tf, err := auth.ParseTokenFile([]byte(adminToken + ",root,0\n" + userToken + ",alice,1,team-a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := streamed(t, func(c *Config) { c.Authenticator, c.Authorizer = tf, &teamAuthorizer{} })
+	if err := f.store.PutStatus(context.Background(), "v100", store.SchedulerStatus{Now: t0,
+		NodeStates: []store.NodeState{{Name: "n0", GPUs: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(manifest string) string {
+		code, _, _, b := f.as(adminToken, "POST", RouteJobs, "application/yaml", manifest)
+		if code != http.StatusCreated {
+			t.Fatalf("submit: %d %s", code, b)
+		}
+		var j Job
+		_ = json.Unmarshal(b, &j)
+		return j.Name
+	}
+	mine := submit(inNamespace("mine", "team-a"))
+	theirs := submit(inNamespace("theirs", "team-b"))
+	f.saveStatus(theirs, store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 3,
+		Placement: model.JobPlacement{{Node: "n0", Workers: 3}}}, Updated: t0})
+
+	alice, root := openStream(t, f.url, userToken), openStream(t, f.url, adminToken)
+	for _, c := range []struct {
+		name     string
+		s        *stream
+		wantJobs []string
+		wantN0   []NodeJob
+	}{
+		{"alice", alice, []string{mine}, []NodeJob{{Workers: 3, Busy: true}}},
+		{"root", root, []string{mine, theirs}, []NodeJob{{Name: theirs, Namespace: "team-b", Workers: 3, JobWorkers: 3}}},
+	} {
+		snap := c.s.snapshot()
+		var names []string
+		for _, j := range snap.Jobs {
+			names = append(names, j.Name)
+		}
+		if !slices.Equal(names, c.wantJobs) {
+			t.Errorf("%s's snapshot has %v, want %v", c.name, names, c.wantJobs)
+		}
+		if got := snap.Nodes[0].Nodes[0].Jobs; !slices.Equal(got, c.wantN0) {
+			t.Errorf("%s's snapshot: n0 held by %+v, want %+v", c.name, got, c.wantN0)
+		}
+	}
+	code, _, _, b := f.as(userToken, "GET", RouteNodes, "", "")
+	var list NodeList
+	if err := json.Unmarshal(b, &list); err != nil || code != http.StatusOK {
+		t.Fatalf("alice's GET %s: %d %s", RouteNodes, code, b)
+	}
+	if got, want := list.Items[0].Nodes[0].Jobs, []NodeJob{{Workers: 3, Busy: true}}; !slices.Equal(got, want) {
+		t.Errorf("alice's GET %s: n0 held by %+v, want %+v", RouteNodes, got, want)
+	}
+
+	later := submit(inNamespace("later", "team-b"))
+	mine2 := submit(inNamespace("mine2", "team-a"))
+	root.jobEvent(later, func(JobEvent) bool { return true })
+	alice.next("alice's new job", 2*time.Second, func(ev sse) bool {
+		if ev.name == eventJob && strings.Contains(ev.data, later) {
+			t.Errorf("alice was sent team-b's job: %s", ev.data)
+		}
+		return ev.name == eventJob && strings.Contains(ev.data, mine2)
+	})
+}
+
+// Streams beyond MaxStreams are answered 503; a closed stream frees its
+// place.
+func TestEventStreamLimit(t *testing.T) {
+	f := streamed(t, func(c *Config) { c.Streams.MaxStreams = 1 })
+	s := openStream(t, f.url, "")
+	s.snapshot()
+	if _, b := f.do("GET", RouteMetrics, "", ""); !strings.Contains(string(b), "\nvoda_event_streams 1\n") {
+		t.Errorf("metrics do not count the open stream")
+	}
+	resp, cancel := requestStream(t, f.url, "")
+	resp.Body.Close()
+	cancel()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("second stream: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	s.cancel()
+	waitFor(t, "the stream's place freed", func() bool {
+		f.srv.hub.mu.Lock()
+		defer f.srv.hub.mu.Unlock()
+		return len(f.srv.hub.subs) == 0
+	})
+	openStream(t, f.url, "").snapshot()
+}
+
+// A stream that does not take its events is dropped when its buffer is
+// full, without holding up the others.
+func TestEventStreamDropsSlowConsumer(t *testing.T) {
+	f := streamed(t, func(c *Config) { c.Streams.Buffer = 2 })
+	h := f.srv.hub
+	slow, _, err := h.subscribe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := openStream(t, f.url, "")
+	fast.snapshot()
+	for i := range 4 { // one event a poll: the fast stream keeps up, the slow one's buffer fills
+		name := f.create(mpiJob(fmt.Sprintf("j%d", i), "1", "1", "v100")).Name
+		fast.jobEvent(name, func(JobEvent) bool { return true })
+	}
+	select {
+	case <-slow.gone:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the slow stream was not dropped")
+	}
+	if _, b := f.do("GET", RouteMetrics, "", ""); !strings.Contains(string(b), "\nvoda_event_streams_dropped_total 1\n") {
+		t.Errorf("metrics do not count the dropped stream")
+	}
+}
+
+// An idle stream gets heartbeats, even past the HTTP server's read and
+// write timeouts, and ends when the server shuts down.
+func TestEventStreamHeartbeatTimeoutsAndShutdown(t *testing.T) {
+	f := streamed(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(f.srv.Handler(), Limits{ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	hs.RegisterOnShutdown(f.srv.CloseStreams)
+	go func() { _ = hs.Serve(ln) }()
+	s := openStream(t, "http://"+ln.Addr().String(), "")
+	s.snapshot()
+	deadline := time.Now().Add(time.Second) // five times the timeouts
+	for time.Now().Before(deadline) {
+		s.next("heartbeat", time.Second, func(ev sse) bool { return ev.comment == "heartbeat" })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v (the stream held it)", err)
+	}
+	for range s.events { // drains, then ends
+	}
+}
+
+// waitFor polls cond every 10 ms for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// jobsOnly lets everyone list jobs and nothing else.
+type jobsOnly struct{}
+
+func (jobsOnly) Authorize(_ context.Context, _ auth.User, a auth.Attributes) (bool, string, error) {
+	return a.Resource == auth.ResourceJobs, "jobs only", nil
+}
+
+// A caller who may list jobs but not schedulers gets the jobs, and no
+// nodes or schedulers.
+func TestEventStreamWithoutSchedulerRights(t *testing.T) {
+	tf, err := auth.ParseTokenFile([]byte(userToken + ",alice,1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := streamed(t, func(c *Config) { c.Authenticator, c.Authorizer = tf, jobsOnly{} })
+	s := openStream(t, f.url, userToken)
+	if snap := s.snapshot(); len(snap.Nodes)+len(snap.Schedulers) != 0 {
+		t.Errorf("snapshot %+v, want no nodes or schedulers", snap)
+	}
+	code, _, _, b := f.as(userToken, "POST", RouteJobs, "application/yaml", mpiJob("train", "1", "2", "v100"))
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	if err := f.store.PutSettings(context.Background(), "v100", store.Settings{Algorithm: "FIFO"}); err != nil {
+		t.Fatal(err)
+	}
+	s.next("the job's event", 2*time.Second, func(ev sse) bool {
+		if ev.name == eventNodes || ev.name == eventScheduler {
+			t.Errorf("sent a %s event: %s", ev.name, ev.data)
+		}
+		return ev.name == eventJob && strings.Contains(ev.data, `"scheduler":"FIFO"`)
+	})
+	if code, _, _, _ := f.as(userToken, "GET", RouteNodes, "", ""); code != http.StatusForbidden {
+		t.Errorf("GET %s: %d, want 403", RouteNodes, code)
+	}
+}
