@@ -96,12 +96,13 @@ function handle(name, data) {
       for (const s of data.schedulers || []) state.schedulers.set(s.gpuType, s);
       break;
     case 'job':
-      if (data.deleted) {
+      // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
+      if (data.deleted || !data.job) {
         noteJob({ name: data.name, workers: 0 }, now);
         state.jobs.delete(data.name);
       } else {
-        noteJob(data, now);
-        state.jobs.set(data.name, data);
+        noteJob(data.job, now);
+        state.jobs.set(data.job.name, data.job);
       }
       break;
     case 'nodes':
@@ -303,7 +304,7 @@ function clusterView() {
 // holders lists who holds a node's GPUs: [{job, workers}], job empty when
 // the viewer may not see it.
 function holders(n) {
-  return (n.jobs || n.holders || n.workers || []).map((h) => ({ job: h.job || h.name || '', workers: h.workers || 0 }));
+  return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), workers: h.workers || 0 }));
 }
 
 const columns = [
