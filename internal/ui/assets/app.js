@@ -1,0 +1,484 @@
+// Voda's dashboard. It follows GET /api/v1/events, a server-sent event
+// stream read with fetch so that a bearer token can go with it, keeps the
+// jobs, nodes and schedulers it announces, and draws the view the address
+// names: #/ (cluster), #/jobs, #/jobs/<name>, #/timeline, #/settings.
+'use strict';
+
+const palette = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000', '#F0E442'];
+const textOn = ['#fff', '#000', '#000', '#000', '#000', '#000', '#fff', '#000'];
+const maxHistory = 5000;
+
+const state = {
+  jobs: new Map(),        // name -> job view (as GET /api/v1/jobs/{name})
+  nodes: new Map(),       // GPU type -> nodes
+  schedulers: new Map(),  // GPU type -> scheduler view
+  history: [],            // {t, job, workers}: GPU changes seen since the page opened
+  placements: new Map(),  // job -> [{t, placement}]
+  keys: new Map(),        // job -> legend key (A, B, ...), stable while the page lives
+  token: sessionStorage.getItem('voda-token') || '',
+  sort: { key: 'submitTime', dir: 1 },
+  filter: { text: '', status: '' },
+  flash: '',
+};
+
+// ---- the stream ----------------------------------------------------------
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  if (state.token) h.Authorization = `Bearer ${state.token}`;
+  return h;
+}
+
+function setConnection(text, live) {
+  const el = document.getElementById('connection');
+  el.textContent = text;
+  el.className = live ? 'live' : 'down';
+}
+
+async function follow() {
+  let delay = 500;
+  for (;;) {
+    try {
+      const res = await fetch('/api/v1/events', { headers: headers({ Accept: 'text/event-stream' }) });
+      if (res.status === 401) {
+        setConnection('sign-in needed', false);
+        await signIn(await errorText(res));
+        continue;
+      }
+      if (!res.ok || !res.body) throw new Error(await errorText(res));
+      setConnection('live', true);
+      delay = 500;
+      await readEvents(res.body);
+      setConnection('reconnecting…', false);
+    } catch (e) {
+      setConnection(`disconnected: ${e.message}; retrying`, false);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 10000);
+  }
+}
+
+async function readEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue;
+        const c = line.indexOf(':');
+        const field = c < 0 ? line : line.slice(0, c);
+        const val = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+        if (field === 'event') name = val;
+        else if (field === 'data') data.push(val);
+      }
+      if (data.length) handle(name, JSON.parse(data.join('\n')));
+    }
+  }
+}
+
+function handle(name, data) {
+  const now = Date.now();
+  switch (name) {
+    case 'snapshot':
+      state.jobs.clear();
+      for (const j of data.jobs || []) { noteJob(j, now); state.jobs.set(j.name, j); }
+      state.nodes.clear();
+      for (const g of data.nodes || []) state.nodes.set(g.gpuType, g.nodes || []);
+      state.schedulers.clear();
+      for (const s of data.schedulers || []) state.schedulers.set(s.gpuType, s);
+      break;
+    case 'job':
+      // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
+      if (data.deleted || !data.job) {
+        noteJob({ name: data.name, workers: 0 }, now);
+        state.jobs.delete(data.name);
+      } else {
+        noteJob(data.job, now);
+        state.jobs.set(data.job.name, data.job);
+      }
+      break;
+    case 'nodes':
+      state.nodes.set(data.gpuType, data.nodes || []);
+      break;
+    case 'scheduler':
+      state.schedulers.set(data.gpuType, data);
+      break;
+    default:
+      return;
+  }
+  scheduleRender();
+}
+
+// noteJob records a job's GPU count and placement when they change, for
+// the timeline and the job's placement history.
+function noteJob(j, t) {
+  const prev = state.jobs.get(j.name);
+  const workers = j.workers || 0;
+  if (!prev || (prev.workers || 0) !== workers) {
+    state.history.push({ t, job: j.name, workers });
+    if (state.history.length > maxHistory) state.history.splice(0, state.history.length - maxHistory);
+  }
+  const pl = JSON.stringify(j.placement || {});
+  const hist = state.placements.get(j.name) || [];
+  if (!hist.length || hist[hist.length - 1].key !== pl) {
+    hist.push({ t, key: pl, placement: j.placement || {} });
+    if (hist.length > 100) hist.shift();
+    state.placements.set(j.name, hist);
+  }
+  if (!state.keys.has(j.name)) state.keys.set(j.name, legendKey(state.keys.size));
+}
+
+function legendKey(i) {
+  let s = '';
+  i += 1;
+  while (i > 0) { i -= 1; s = String.fromCharCode(65 + (i % 26)) + s; i = Math.floor(i / 26); }
+  return s;
+}
+
+function colourIndex(name) {
+  const k = state.keys.get(name);
+  let n = 0;
+  for (const ch of k || name) n = n * 26 + ch.charCodeAt(0);
+  return n % palette.length;
+}
+
+async function errorText(res) {
+  try {
+    const body = await res.json();
+    if (body && body.error) return `${res.status} ${body.error.reason}: ${body.error.message}`;
+  } catch (e) { /* not JSON */ }
+  return `${res.status} ${res.statusText}`;
+}
+
+function signIn(message) {
+  const dlg = document.getElementById('login');
+  const form = document.getElementById('login-form');
+  document.getElementById('login-error').textContent = state.token ? message : '';
+  return new Promise((resolve) => {
+    form.onsubmit = (ev) => {
+      ev.preventDefault();
+      state.token = document.getElementById('login-token').value.trim();
+      sessionStorage.setItem('voda-token', state.token);
+      dlg.close();
+      resolve();
+    };
+    if (!dlg.open) dlg.showModal();
+  });
+}
+
+// ---- rendering -----------------------------------------------------------
+
+let pending = false;
+function scheduleRender() {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; render(); });
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k === 'style') {
+      // Through the CSSOM: the page's Content-Security-Policy refuses style attributes.
+      for (const decl of v.split(';')) {
+        const c = decl.indexOf(':');
+        if (c > 0) e.style.setProperty(decl.slice(0, c).trim(), decl.slice(c + 1).trim());
+      }
+    }
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) if (c) e.append(c);
+  return e;
+}
+
+const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+function when(s) { return s ? dateFmt.format(new Date(s)) : '—'; }
+function dur(sec) {
+  if (sec === undefined || sec === null || Number.isNaN(sec)) return '—';
+  const s = Math.round(sec);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return h ? `${h} h ${m} min` : m ? `${m} min ${s % 60} s` : `${s} s`;
+}
+function throughput(j) {
+  const t = j.measured && j.measured.throughput;
+  if (!t || !t.length) return '—';
+  const cur = t.find((x) => x.workers === j.workers) || t[t.length - 1];
+  return `${cur.epochsPerHour.toFixed(2)} epochs/h @${cur.workers}`;
+}
+
+function jobLink(name) {
+  return el('a', { href: `#/jobs/${encodeURIComponent(name)}`, text: name });
+}
+
+function swatch(name) {
+  const i = colourIndex(name);
+  return el('span', { class: 'swatch', style: `background:${palette[i]};color:${textOn[i]}`, 'aria-hidden': 'true', text: state.keys.get(name) || '' });
+}
+
+function render() {
+  const route = location.hash.replace(/^#/, '') || '/';
+  for (const a of document.querySelectorAll('nav a')) {
+    const target = a.getAttribute('href').slice(1);
+    const current = target === '/' ? route === '/' : route === target || route.startsWith(`${target}/`);
+    if (current) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  const main = document.getElementById('main');
+  const active = document.activeElement;
+  const keep = active && active.id && main.contains(active) ? { id: active.id, start: active.selectionStart } : null;
+  let view;
+  if (route.startsWith('/jobs/')) view = jobView(decodeURIComponent(route.slice(6)));
+  else if (route === '/jobs') view = jobsView();
+  else if (route === '/timeline') view = timelineView();
+  else if (route === '/settings') view = settingsView();
+  else view = clusterView();
+  main.replaceChildren(...view);
+  if (keep) {
+    const again = document.getElementById(keep.id);
+    if (again) { again.focus(); if (keep.start !== undefined && again.setSelectionRange) again.setSelectionRange(keep.start, keep.start); }
+  }
+}
+
+function clusterView() {
+  const out = [el('h2', { text: 'Cluster' })];
+  if (!state.nodes.size) out.push(el('p', { text: 'No GPU nodes yet.' }));
+  const shown = new Set();
+  for (const [gpuType, nodes] of [...state.nodes.entries()].sort()) {
+    const total = nodes.reduce((n, x) => n + (x.gpus || 0), 0);
+    const used = nodes.reduce((n, x) => n + holders(x).reduce((m, h) => m + h.workers, 0), 0);
+    out.push(el('h3', { text: `${gpuType}: ${used} of ${total} GPUs in use on ${nodes.length} nodes` }));
+    const grid = el('div', { class: 'nodes', role: 'list', 'aria-label': `${gpuType} nodes` });
+    for (const n of nodes) {
+      const cls = ['node', n.cordoned ? 'cordoned' : '', n.ready === false ? 'notready' : ''].join(' ');
+      const cells = [];
+      for (const h of holders(n)) {
+        for (let k = 0; k < h.workers; k++) {
+          if (h.job) {
+            shown.add(h.job);
+            const i = colourIndex(h.job);
+            cells.push(el('a', { class: 'gpu', href: `#/jobs/${encodeURIComponent(h.job)}`, title: h.job, 'aria-label': `GPU of ${h.job}`, style: `background:${palette[i]};color:${textOn[i]}`, text: state.keys.get(h.job) || '' }));
+          } else {
+            cells.push(el('span', { class: 'gpu busy', title: 'in use by a job you may not see', 'aria-label': 'GPU in use', text: '·' }));
+          }
+        }
+      }
+      while (cells.length < (n.gpus || 0)) cells.push(el('span', { class: 'gpu free', title: 'free', 'aria-label': 'free GPU' }));
+      grid.append(el('div', { class: cls, role: 'listitem', 'data-node': n.name },
+        el('h3', { text: n.name },
+          n.cordoned ? el('span', { class: 'badge cordoned', text: 'cordoned' }) : null,
+          n.ready === false ? el('span', { class: 'badge notready', text: 'not ready' }) : null),
+        el('div', { class: 'gpus' }, cells)));
+    }
+    out.push(grid);
+  }
+  if (shown.size) {
+    out.push(el('ul', { class: 'legend', 'aria-label': 'Jobs holding GPUs' },
+      [...shown].sort().map((name) => el('li', {}, swatch(name), jobLink(name)))));
+  }
+  out.push(...jobsView(true));
+  return out;
+}
+
+// holders lists who holds a node's GPUs: [{job, workers}], job empty when
+// the viewer may not see it.
+function holders(n) {
+  return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), workers: h.workers || 0 }));
+}
+
+const columns = [
+  { key: 'name', label: 'job', text: true, cell: (j) => el('span', {}, swatch(j.name), jobLink(j.name)) },
+  { key: 'namespace', label: 'namespace', text: true },
+  { key: 'status', label: 'status', text: true },
+  { key: 'workers', label: 'workers (min/now/max)', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
+  { key: 'waitingSeconds', label: 'waiting', cell: (j) => dur(j.waitingSeconds) },
+  { key: 'runningSeconds', label: 'running', cell: (j) => dur(j.runningSeconds) },
+  { key: 'totalSeconds', label: 'total', cell: (j) => dur(j.totalSeconds) },
+  { key: 'queuePosition', label: 'queue', cell: (j) => (j.queuePosition ? String(j.queuePosition) : '—') },
+  { key: 'estimatedStart', label: 'est. start', cell: (j) => when(j.estimatedStart) },
+  { key: 'estimatedFinish', label: 'est. finish', cell: (j) => when(j.estimatedFinish) },
+  { key: 'throughput', label: 'measured', cell: throughput },
+  { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
+];
+
+function jobsView(compact) {
+  const out = [el('h2', { text: 'Jobs' })];
+  const statuses = [...new Set([...state.jobs.values()].map((j) => j.status))].sort();
+  out.push(el('div', { class: 'filters' },
+    el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(); } })),
+    el('label', {}, 'Status ', el('select', { id: compact ? 'status-c' : 'status', onchange: (e) => { state.filter.status = e.target.value; scheduleRender(); } },
+      el('option', { value: '', text: 'all' }), statuses.map((s) => el('option', { value: s, text: s, selected: s === state.filter.status }))))));
+  const text = state.filter.text.toLowerCase();
+  const rows = [...state.jobs.values()].filter((j) =>
+    (!state.filter.status || j.status === state.filter.status) &&
+    (!text || [j.name, j.namespace, j.application].some((v) => v && v.toLowerCase().includes(text))));
+  const { key, dir } = state.sort;
+  rows.sort((a, b) => {
+    const va = key === 'throughput' ? throughput(a) : a[key];
+    const vb = key === 'throughput' ? throughput(b) : b[key];
+    if (va === vb) return a.name < b.name ? -1 : 1;
+    if (va === undefined || va === null) return 1;
+    if (vb === undefined || vb === null) return -1;
+    return (va < vb ? -1 : 1) * dir;
+  });
+  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: c.text ? 'text' : '', 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
+    el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(); } }))));
+  const body = rows.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
+    const v = c.cell ? c.cell(j) : (j[c.key] ?? '');
+    return i === 0 ? el('th', { scope: 'row', class: 'text' }, v) : el('td', { class: c.text ? 'text' : '' }, v);
+  })));
+  out.push(el('div', { class: 'scroll' }, el('table', { id: 'jobs' },
+    el('caption', { text: `${rows.length} of ${state.jobs.size} jobs` }), el('thead', {}, head), el('tbody', {}, body))));
+  return out;
+}
+
+function jobView(name) {
+  const j = state.jobs.get(name);
+  if (!j) return [el('h2', { text: name }), el('p', { text: 'No such job, or not one you may see (finished jobs leave after a while).' })];
+  const out = [el('h2', {}, swatch(name), name)];
+  const rows = [
+    ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
+    ['workers', `${j.workers} (min ${j.minWorkers}, max ${j.maxWorkers}, requested ${j.requestedWorkers})`],
+    ['application', j.application || '—'], ['submitted', when(j.submitTime)], ['first start', when(j.firstStart)],
+    ['waiting / running / total', `${dur(j.waitingSeconds)} / ${dur(j.runningSeconds)} / ${dur(j.totalSeconds)}`],
+    ['queue position', j.queuePosition ? String(j.queuePosition) : '—'], ['estimated start', when(j.estimatedStart)],
+    ['estimated finish', when(j.estimatedFinish)], ['remaining (one GPU)', dur(j.remainingSeconds)],
+    ['restarts', String(j.restarts)], ['measured', throughput(j)],
+  ];
+  out.push(el('dl', { class: 'details' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])));
+  out.push(el('p', {}, el('label', {}, 'Progress ', el('progress', { max: '1', value: String(j.progress || 0) })), ` ${Math.round((j.progress || 0) * 100)} %`));
+  out.push(el('h3', { text: 'Placement' }));
+  const pl = Object.entries(j.placement || {}).sort();
+  out.push(pl.length ? el('table', {}, el('caption', { text: 'Workers per node now' }),
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'node' }), el('th', { scope: 'col', text: 'workers' }))),
+    el('tbody', {}, pl.map(([n, w]) => el('tr', {}, el('th', { scope: 'row', class: 'text', text: n }), el('td', { text: String(w) })))))
+    : el('p', { text: 'No GPUs now.' }));
+  const hist = state.placements.get(name) || [];
+  out.push(el('h3', { text: 'Placement history (since this page opened)' }));
+  out.push(el('ol', {}, hist.map((h) => el('li', {}, el('time', { datetime: new Date(h.t).toISOString(), text: when(h.t) }),
+    `: ${Object.entries(h.placement).map(([n, w]) => `${n}×${w}`).join(', ') || 'no GPUs'}`))));
+  out.push(el('h3', { text: 'Estimated speedup' }));
+  out.push(speedupChart(j.speedup || []));
+  return out;
+}
+
+function speedupChart(s) {
+  if (s.length < 2) return el('p', { text: 'No estimate yet.' });
+  const W = 420; const H = 220; const L = 40; const B = 30;
+  const maxK = s.length - 1; const maxS = Math.max(...s, maxK * 0.25, 1);
+  const x = (k) => L + (k / maxK) * (W - L - 10);
+  const y = (v) => H - B - (v / maxS) * (H - B - 10);
+  const pts = s.map((v, k) => `${x(k)},${y(v)}`).join(' ');
+  return svg('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'speedup-title' },
+    svg('title', { id: 'speedup-title', text: `Estimated speedup over one GPU for 1 to ${maxK} GPUs; at ${maxK}: ${s[maxK].toFixed(2)}` }),
+    svg('line', { x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: '#555' }),
+    svg('line', { x1: L, y1: 10, x2: L, y2: H - B, stroke: '#555' }),
+    svg('line', { x1: x(0), y1: y(0), x2: x(maxK), y2: y(Math.min(maxK, maxS)), stroke: '#999', 'stroke-dasharray': '4 4' }),
+    svg('polyline', { points: pts, fill: 'none', stroke: palette[0], 'stroke-width': 2 }),
+    svg('text', { x: W / 2, y: H - 5, 'text-anchor': 'middle', text: 'GPUs' }),
+    svg('text', { x: 5, y: 12, text: `speedup (max ${maxS.toFixed(1)})` }),
+    svg('text', { x: x(maxK), y: H - B + 14, 'text-anchor': 'end', text: String(maxK) }));
+}
+
+function timelineView() {
+  const out = [el('h2', { text: 'GPUs per job over time' }),
+    el('p', { text: 'Since this page opened; each band is one job, stacked.' })];
+  const hist = state.history;
+  if (!hist.length) { out.push(el('p', { text: 'Nothing yet.' })); return out; }
+  const t0 = hist[0].t; const t1 = Math.max(Date.now(), hist[hist.length - 1].t + 1000);
+  const jobs = [...new Set(hist.map((h) => h.job))].sort();
+  const W = 900; const H = 320; const L = 50; const B = 30;
+  const totalGPUs = Math.max(1, [...state.nodes.values()].flat().reduce((n, x) => n + (x.gpus || 0), 0));
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - 10);
+  const y = (g) => H - B - (g / totalGPUs) * (H - B - 10);
+  const times = [...new Set(hist.map((h) => h.t)), t1].sort((a, b) => a - b);
+  const cur = new Map();
+  let hi = 0;
+  const bands = new Map(jobs.map((j) => [j, []]));
+  for (let i = 0; i < times.length - 1; i++) {
+    for (const h of hist) if (h.t === times[i]) cur.set(h.job, h.workers);
+    let base = 0;
+    for (const j of jobs) {
+      const w = cur.get(j) || 0;
+      if (w > 0) bands.get(j).push([times[i], times[i + 1], base, base + w]);
+      base += w;
+    }
+    hi = Math.max(hi, base);
+  }
+  const g = svg('svg', { width: '100%', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'timeline-title' },
+    svg('title', { id: 'timeline-title', text: `GPUs held per job, ${jobs.length} jobs, at most ${hi} of ${totalGPUs} GPUs` }),
+    svg('line', { x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: '#555' }),
+    svg('line', { x1: L, y1: 10, x2: L, y2: H - B, stroke: '#555' }),
+    svg('text', { x: 5, y: 14, text: `${totalGPUs} GPUs` }),
+    svg('text', { x: L, y: H - 8, text: when(t0) }),
+    svg('text', { x: W - 10, y: H - 8, 'text-anchor': 'end', text: when(t1) }));
+  for (const j of jobs) {
+    const i = colourIndex(j);
+    for (const [a, b, lo, up] of bands.get(j)) {
+      g.append(svg('rect', { x: x(a), y: y(up), width: Math.max(1, x(b) - x(a)), height: y(lo) - y(up), fill: palette[i], stroke: '#fff', 'stroke-width': 0.5 },
+        svg('title', { text: `${j}: ${up - lo} GPUs` })));
+    }
+  }
+  out.push(g);
+  out.push(el('ul', { class: 'legend' }, jobs.map((j) => el('li', {}, swatch(j), jobLink(j)))));
+  return out;
+}
+
+let algorithms = null;
+function settingsView() {
+  const out = [el('h2', { text: 'Schedulers' })];
+  if (state.flash) out.push(el('p', { role: 'alert', class: state.flash.startsWith('Saved') ? 'ok' : 'error', id: 'settings-result', text: state.flash }));
+  if (!algorithms) {
+    algorithms = [];
+    fetch('/api/v1/algorithms', { headers: headers() }).then((r) => r.json()).then((b) => { algorithms = (b.items || []).map((a) => a.name); scheduleRender(); }).catch(() => {});
+  }
+  for (const [gpuType, s] of [...state.schedulers.entries()].sort()) {
+    const algo = el('select', { id: `algo-${gpuType}`, 'aria-label': `algorithm of ${gpuType}` },
+      (algorithms.length ? algorithms : [s.algorithm]).map((a) => el('option', { value: a, text: a, selected: a === s.algorithm })));
+    const rate = el('input', { id: `rate-${gpuType}`, type: 'number', min: '0', step: '1', value: String(s.rateLimitSeconds), 'aria-label': `rate limit of ${gpuType} in seconds` });
+    out.push(el('section', { 'data-scheduler': gpuType },
+      el('h3', { text: gpuType }),
+      el('p', {}, `Algorithm ${s.algorithm}, at most one cycle every ${s.rateLimitSeconds} s; last cycle ${when(s.lastCycle)}.`),
+      el('p', {}, el('label', {}, 'Algorithm ', algo), ' ',
+        el('button', { type: 'button', id: `set-algo-${gpuType}`, onclick: () => put(`/api/v1/schedulers/${encodeURIComponent(gpuType)}/algorithm`, { algorithm: algo.value }) , text: 'Set algorithm' })),
+      el('p', {}, el('label', {}, 'Rate limit (s) ', rate), ' ',
+        el('button', { type: 'button', id: `set-rate-${gpuType}`, onclick: () => put(`/api/v1/schedulers/${encodeURIComponent(gpuType)}/ratelimit`, { seconds: Number(rate.value) }), text: 'Set rate limit' }))));
+  }
+  if (!state.schedulers.size) out.push(el('p', { text: 'No schedulers yet.' }));
+  return out;
+}
+
+async function put(url, body) {
+  try {
+    const res = await fetch(url, { method: 'PUT', headers: headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body) });
+    state.flash = res.ok ? 'Saved.' : `Refused: ${await errorText(res)}`;
+  } catch (e) {
+    state.flash = `Failed: ${e.message}`;
+  }
+  scheduleRender();
+}
+
+window.addEventListener('hashchange', () => { state.flash = ''; render(); document.getElementById('main').focus(); });
+render();
+follow();
