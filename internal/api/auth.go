@@ -8,6 +8,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/store"
+	"github.com/vodascheduler/voda/internal/ui"
 )
 
 // routeAttributes maps each route (its ServeMux pattern) to the action it
@@ -42,10 +43,14 @@ var routeAttributes = map[string]auth.Attributes{
 }
 
 // openRoutes are served to anyone: the probes of kubelets and load
-// balancers, which carry no token and reveal nothing.
+// balancers, which carry no token and reveal nothing, and the dashboard's
+// static pages, which are Voda's public code; the data they show comes
+// from the API routes, with the viewer's token.
 var openRoutes = map[string]bool{
-	"GET " + RouteHealthz: true,
-	"GET " + RouteReadyz:  true,
+	"GET " + RouteHealthz:                       true,
+	"GET " + RouteReadyz:                        true,
+	"GET " + ui.Prefix:                          true,
+	"GET " + strings.TrimSuffix(ui.Prefix, "/"): true,
 }
 
 // authorize authenticates r and asks the Authorizer about its route,

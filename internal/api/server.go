@@ -23,6 +23,7 @@ import (
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/store"
+	"github.com/vodascheduler/voda/internal/ui"
 )
 
 // MaxRateLimitSeconds bounds PUT .../ratelimit: a day between cycles is
@@ -246,6 +247,8 @@ func (s *Server) routes() {
 	m.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
 	m.HandleFunc("GET "+RouteReadyz, s.readyz)
+	m.Handle("GET "+ui.Prefix, ui.Handler())
+	m.Handle("GET "+strings.TrimSuffix(ui.Prefix, "/"), http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
 	m.HandleFunc("/", s.noRoute)
 }
 

@@ -27,6 +27,7 @@ type dashboardReport struct {
 		Reloads        int     `json:"reloads"`
 		JobPage        string  `json:"jobPage"`
 		JobPageHash    string  `json:"jobPageHash"`
+		JobPageText    string  `json:"jobPageText"`
 		TimelineCharts int     `json:"timelineCharts"`
 		Refusal        string  `json:"refusal"`
 	} `json:"steps"`
@@ -105,6 +106,14 @@ spec:
 	}
 	if !strings.Contains(s.JobPage, s.Job) || !strings.HasPrefix(s.JobPageHash, "#/jobs/") {
 		t.Errorf("clicking the job opened %q (%s), want its page", s.JobPage, s.JobPageHash)
+	}
+	for _, want := range []string{"status", "Completed", "waiting / running / total", "Placement history", "v100-node-"} {
+		if !strings.Contains(s.JobPageText, want) {
+			t.Errorf("the job's page lacks %q:\n%s", want, s.JobPageText)
+		}
+	}
+	if strings.Contains(s.JobPageText, "[object") || strings.Contains(s.JobPageText, "undefined") {
+		t.Errorf("the job's page shows a rendering bug:\n%s", s.JobPageText)
 	}
 	if s.TimelineCharts != 1 {
 		t.Errorf("timeline shows %d charts, want 1", s.TimelineCharts)

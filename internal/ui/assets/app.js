@@ -199,7 +199,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c);
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined && c !== false) e.append(c);
   return e;
 }
 
@@ -209,7 +209,7 @@ function svg(tag, attrs, ...children) {
     if (k === 'text') e.textContent = v;
     else e.setAttribute(k, v);
   }
-  for (const c of children.flat()) if (c) e.append(c);
+  for (const c of children.flat(Infinity)) if (c) e.append(c);
   return e;
 }
 

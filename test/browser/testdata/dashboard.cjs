@@ -65,6 +65,7 @@ async function main() {
     await admin.waitForSelector('main h2');
     out.steps.jobPage = await admin.$eval('main h2', (h) => h.textContent);
     out.steps.jobPageHash = await admin.evaluate(() => location.hash);
+    out.steps.jobPageText = await admin.$eval('main', (m) => m.innerText);
     await admin.screenshot({ path: path.join(shots, 'dashboard-job.png'), fullPage: true });
     await admin.goto(`${base}/ui/#/timeline`);
     out.steps.timelineCharts = await admin.$$eval('svg[role="img"]', (s) => s.length);
