@@ -3,7 +3,6 @@ package browser
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,33 +47,7 @@ func TestDashboard(t *testing.T) {
 	srv := vodatest.StartServer(t, "--data-dir", filepath.Join(dir, "data"), "--sim-nodes", "v100=2x4",
 		"--speed", "60", "--token-auth-file", tokens, "--log-level", "warn")
 	manifest := filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: dash-job
-spec:
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            env:
-            - {name: MIN_NUM_PROC, value: "%d"}
-            - {name: MAX_NUM_PROC, value: "%d"}
-            - {name: EPOCHS, value: "2"}
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          nodeSelector:
-            vodascheduler/accelerator: v100
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-`, 2, 4)), 0o600); err != nil {
+	if err := os.WriteFile(manifest, vodatest.Manifest("dash-job", 2, 4, 2), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	shots := artifacts(t)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -22,33 +21,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 
 // manifest is a Horovod elastic MPIJob of the original's format.
 func manifest(name string, min, max, epochs int) []byte {
-	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: %s
-spec:
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            env:
-            - {name: MIN_NUM_PROC, value: "%d"}
-            - {name: MAX_NUM_PROC, value: "%d"}
-            - {name: EPOCHS, value: "%d"}
-    Worker:
-      replicas: %d
-      template:
-        spec:
-          nodeSelector:
-            vodascheduler/accelerator: v100
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-`, name, min, max, epochs, min))
+	return vodatest.Manifest(name, min, max, epochs)
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -335,3 +335,35 @@ func ProductionArgs(t *testing.T) []string {
 	}
 	return []string{"--store", uri + sep + "maxPoolSize=4", "--queue", rabbittest.Start(t)}
 }
+
+// Manifest is a Horovod elastic MPIJob of the original Voda's format for
+// the simulated cluster's v100 nodes: min to max workers, epochs to train.
+func Manifest(name string, min, max, epochs int) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: %s
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: horovod/horovod:0.28.1
+            env:
+            - {name: MIN_NUM_PROC, value: "%d"}
+            - {name: MAX_NUM_PROC, value: "%d"}
+            - {name: EPOCHS, value: "%d"}
+    Worker:
+      replicas: %d
+      template:
+        spec:
+          nodeSelector:
+            vodascheduler/accelerator: v100
+          containers:
+          - name: worker
+            image: horovod/horovod:0.28.1
+`, name, min, max, epochs, min))
+}
