@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -355,6 +356,7 @@ func (h *hub) drop(sub *subscriber) {
 
 // snapshot is the state a new stream starts from.
 type snapshot struct {
+	now        time.Time
 	jobs       []*jobEntry // by submit time, then name
 	names      []string
 	nodes      []*nodesState
@@ -401,7 +403,7 @@ func (h *hub) subscribe(ctx context.Context) (*subscriber, *snapshot, error) {
 	sub := &subscriber{ch: make(chan *frame, h.lim.Buffer), gone: make(chan struct{})}
 	h.subs[sub] = struct{}{}
 	h.s.cfg.Metrics.EventStreams.Set(float64(len(h.subs)))
-	snap := &snapshot{}
+	snap := &snapshot{now: h.s.cfg.Clock.Now()}
 	for name := range h.jobs {
 		snap.names = append(snap.names, name)
 	}
@@ -586,7 +588,12 @@ func (s *Server) nodesData(ns *nodesState, sees func(scope) bool) []byte {
 // the encodings the hub keeps.
 func (s *Server) snapshotData(snap *snapshot, cluster bool, sees func(scope) bool) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"jobs":[`)
+	b.WriteString(`{"now":`)
+	now, _ := json.Marshal(snap.now)
+	b.Write(now)
+	b.WriteString(`,"clockRate":`)
+	b.WriteString(strconv.FormatFloat(s.cfg.ClockRate, 'g', -1, 64))
+	b.WriteString(`,"jobs":[`)
 	first := true
 	for _, e := range snap.jobs {
 		if !sees(e.scope) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
@@ -149,7 +151,7 @@ func streamed(t *testing.T, edit func(*Config)) *fixture {
 // change of its status, its GPUs on the nodes, and its end; a scheduler
 // setting change is an event too.
 func TestEventStreamFollowsAJob(t *testing.T) {
-	f := streamed(t, nil)
+	f := streamed(t, func(c *Config) { c.ClockRate = 60 })
 	ctx := context.Background()
 	if err := f.store.PutStatus(ctx, "v100", store.SchedulerStatus{Now: t0, Nodes: 1, GPUs: 4,
 		NodeStates: []store.NodeState{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 2, NotReady: true, Cordoned: true}}}); err != nil {
@@ -163,6 +165,9 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 	if n := snap.Nodes[0].Nodes[1]; n.Ready || !n.Cordoned {
 		t.Errorf("n1 %+v, want not ready and cordoned", n)
 	}
+	if !snap.Now.Equal(t0) || snap.ClockRate != 60 {
+		t.Errorf("snapshot at %v, clock rate %v: want %v and 60", snap.Now, snap.ClockRate, t0)
+	}
 
 	start := time.Now()
 	job := f.create(mpiJob("train", "1", "2", "v100"))
@@ -172,9 +177,17 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 		t.Errorf("first event of %s: %+v, want Submitted", job.Name, je.Job)
 	}
 
+	f.clock.Step(time.Minute)
+	placed := t0.Add(time.Minute)
 	f.saveStatus(job.Name, store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2,
-		Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}, Updated: t0})
-	s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job.Status == "Running" && je.Job.Workers == 2 })
+		Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}, Updated: placed,
+		Allocations: []store.Allocation{{At: placed, Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}}})
+	je = s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job.Status == "Running" && je.Job.Workers == 2 })
+	wantAlloc := []Allocation{{Time: placed, Workers: 2, Placement: map[string]int{"n0": 2}}}
+	if !cmp.Equal(je.Job.Allocations, wantAlloc) || !je.Job.AsOf.Equal(placed) || je.Job.WaitingSeconds != 60 {
+		t.Errorf("running: allocations %+v as of %v, waiting %v s; want %+v as of %v, 60 s", je.Job.Allocations, je.Job.AsOf,
+			je.Job.WaitingSeconds, wantAlloc, placed)
+	}
 	ev := s.next("nodes event", 2*time.Second, func(ev sse) bool { return ev.name == eventNodes })
 	var nodes GPUTypeNodes
 	if err := json.Unmarshal([]byte(ev.data), &nodes); err != nil {

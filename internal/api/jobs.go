@@ -387,11 +387,9 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	if j.Unreadable != "" {
 		out.Reason, out.Message = store.ReasonUnreadable, j.Unreadable
 	}
-	if len(st.Placement) > 0 {
-		out.Placement = map[string]int{}
-		for _, nw := range st.Placement {
-			out.Placement[nw.Node] += nw.Workers
-		}
+	out.Placement = placementMap(st.Placement)
+	for _, a := range j.Status.Allocations {
+		out.Allocations = append(out.Allocations, Allocation{Time: a.At, Workers: a.Placement.Workers(), Placement: placementMap(a.Placement)})
 	}
 	out.FirstStart = timePtr(st.FirstStart)
 	out.FinishTime = timePtr(j.Status.FinishTime)
@@ -417,7 +415,20 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	}
 	running = min(running, total)
 	out.TotalSeconds, out.RunningSeconds, out.WaitingSeconds = total, running, total-running
+	out.AsOf = now
 	return out
+}
+
+// placementMap maps node name to workers there; nil for no placement.
+func placementMap(p model.JobPlacement) map[string]int {
+	if len(p) == 0 {
+		return nil
+	}
+	m := make(map[string]int, len(p))
+	for _, nw := range p {
+		m[nw.Node] += nw.Workers
+	}
+	return m
 }
 
 func timePtr(t time.Time) *time.Time {

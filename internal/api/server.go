@@ -49,6 +49,11 @@ type Config struct {
 	// scheduler's clock when they share a process, which a simulated
 	// cluster runs faster than real time.
 	Clock clock.PassiveClock
+	// ClockRate is how many seconds Clock advances per real second: 1
+	// (the default, for 0) except on a simulated cluster run faster. The
+	// event stream's snapshot tells clients, which advance the times they
+	// show between events.
+	ClockRate float64
 	// NameClock stamps job names (NAME-YYYYMMDD-hhmmss, in UTC): the wall
 	// clock when nil, whatever Clock says, so that names tell people when
 	// they submitted.
@@ -136,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.ClockRate <= 0 {
+		cfg.ClockRate = 1
 	}
 	if cfg.NameClock == nil {
 		cfg.NameClock = clock.RealClock{}

@@ -60,10 +60,18 @@ type Job struct {
 	Scheduler string `json:"scheduler"`
 	// Placement maps node name to workers there.
 	Placement map[string]int `json:"placement,omitempty"`
+	// Allocations are the job's placements over time, oldest first: each
+	// holds from its time until the next one's, the last until now. At
+	// most the newest 64 are kept; absent if the job never held GPUs.
+	Allocations []Allocation `json:"allocations,omitempty"`
 
 	SubmitTime time.Time  `json:"submitTime"`
 	FirstStart *time.Time `json:"firstStart,omitempty"`
 	FinishTime *time.Time `json:"finishTime,omitempty"`
+	// AsOf is the server's time WaitingSeconds, RunningSeconds and
+	// TotalSeconds were computed at: a client that keeps a view (the event
+	// stream's) advances them from it.
+	AsOf time.Time `json:"asOf"`
 	// WaitingSeconds, RunningSeconds and TotalSeconds split the job's life
 	// so far (or until it finished): time without GPUs, time with GPUs.
 	WaitingSeconds float64 `json:"waitingSeconds"`
@@ -94,6 +102,14 @@ type Job struct {
 	// Measured is what the job's progress reports say; absent until it
 	// sent one (docs/progress.md).
 	Measured *Measured `json:"measured,omitempty"`
+}
+
+// Allocation is one change of a job's GPUs: from Time, it held Workers
+// GPUs, on the nodes of Placement (absent with none).
+type Allocation struct {
+	Time      time.Time      `json:"time"`
+	Workers   int            `json:"workers"`
+	Placement map[string]int `json:"placement,omitempty"`
 }
 
 // Measured is what a job's progress reports say.
@@ -180,6 +196,12 @@ type JobEvent struct {
 
 // Snapshot is the payload of the first event of GET /api/v1/events.
 type Snapshot struct {
+	// Now is the server's time when the snapshot was taken, and ClockRate
+	// how many seconds of it pass per real second (1 but on a simulated
+	// cluster run faster): with a job's AsOf, what a client needs to
+	// advance the job's times between events.
+	Now        time.Time      `json:"now"`
+	ClockRate  float64        `json:"clockRate"`
 	Jobs       []Job          `json:"jobs"`
 	Nodes      []GPUTypeNodes `json:"nodes"`
 	Schedulers []Scheduler    `json:"schedulers"`

@@ -43,7 +43,8 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 	st := job.State
 	st.GPUs, st.Placement = 0, nil
 	s.final[name] = store.StatusWrite{
-		Status:   store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now},
+		Status: store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now,
+			Allocations: store.AppendAllocation(t.allocations, now, nil)},
 		Revision: t.revision,
 	}
 	s.cfg.Backend.Forget(name)
@@ -95,6 +96,7 @@ func (s *Service) saveTerminal(ctx context.Context, now time.Time, j store.Job, 
 	st.QueuePosition, st.EstimatedStart = 0, time.Time{}
 	st.Reason, st.Message = "", ""
 	st.FinishTime, st.Updated = now, now
+	st.Allocations = store.AppendAllocation(st.Allocations, now, nil)
 	s.final[j.Name] = store.StatusWrite{Status: st, Revision: j.StatusRevision}
 	s.writeFinal(ctx, now)
 }
@@ -455,7 +457,9 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 		} else {
 			m.JobWaitingSeconds.WithLabelValues(gt, name).Set(max(now.Sub(j.State.WaitingSince).Seconds(), 0))
 		}
-		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.progressOf(name, j.Spec.Epochs)}
+		t := s.jobs[name]
+		js := store.JobStatus{State: j.State, Est: j.Est, Progress: s.progressOf(name, j.Spec.Epochs),
+			Allocations: store.AppendAllocation(t.allocations, now, j.State.Placement)}
 		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
 		}
@@ -474,7 +478,6 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 				js.EstimatedStart = time.Time{}
 			}
 		}
-		t := s.jobs[name]
 		if !s.due(t, js, wallNow) {
 			continue
 		}
@@ -603,6 +606,7 @@ func (s *Service) settle(ctx context.Context, now time.Time, writes map[string]s
 		if t, ok := s.jobs[name]; ok {
 			w.Status.Updated = time.Time{}
 			t.saved, t.written, t.revision = w.Status, true, w.Revision+1
+			t.allocations = w.Status.Allocations
 			t.nextSoft = s.cfg.WallClock.Now().Add(s.cfg.SoftPersist)
 		}
 	}

@@ -140,6 +140,9 @@ type tracked struct {
 	// whether there is one, so an unchanged status is not written again.
 	saved   store.JobStatus
 	written bool
+	// allocations is the job's allocation history as last read or
+	// written; the next status write appends to it.
+	allocations []store.Allocation
 	// nextSoft is the wall time from which a change of only the shown
 	// fields is written (see due).
 	nextSoft time.Time
@@ -413,7 +416,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	s.jobs[name] = &tracked{app: application(j), revision: j.StatusRevision}
+	s.jobs[name] = &tracked{app: application(j), revision: j.StatusRevision, allocations: j.Status.Allocations}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with

@@ -805,3 +805,47 @@ func TestSchedulerStatusListsNodes(t *testing.T) {
 	want = slices.Delete(want, 2, 3)
 	waitFor(t, "n1 gone from the scheduler status", func() bool { return slices.Equal(nodesOf(), want) })
 }
+
+// A job's allocation history is written with its status: each new
+// placement at the cycle that made it, its end without GPUs, and it
+// continues across a restart of the scheduler.
+func TestAllocationHistory(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.create("a", 1, 8)
+	h.run()
+	j := h.waitStatus("a", model.StatusRunning)
+	if got := j.Status.Allocations; len(got) != 1 || !got[0].Placement.Equal(j.Status.State.Placement) {
+		t.Fatalf("a's allocations after its start: %+v, want its placement %v", got, j.Status.State.Placement)
+	}
+	started := j.Status.Allocations[0].At
+
+	h.clk.Step(time.Minute)
+	h.create("b", 4, 4)
+	h.notify("b")
+	h.waitStatus("b", model.StatusRunning)
+	waitFor(t, "a's shrink in its history", func() bool { return len(h.get("a").Status.Allocations) == 2 })
+	j = h.get("a")
+	if got := j.Status.Allocations[1]; !got.Placement.Equal(j.Status.State.Placement) || got.Placement.Workers() != 4 || !got.At.After(started) {
+		t.Fatalf("a's second allocation %+v, want its 4 workers now (%v) after %v", got, j.Status.State.Placement, started)
+	}
+
+	// Restarted, the scheduler resumes b where it was: no new entry;
+	// then a's end appends one without GPUs.
+	h.stop()
+	<-h.stopped
+	h.stopped = make(chan error, 1)
+	h.stopped <- nil // for the first run's cleanup
+	h2 := &harness{t: t, dir: h.dir, fake: newFakeBackend(2, 4), softPersist: -1, st: h.st, q: h.q, clk: h.clk, wall: h.wall, m: h.m}
+	h2.backend = h2.fake
+	h2.run()
+	h.clk.Step(time.Minute)
+	h2.fake.finish("a", model.StatusCompleted)
+	j = h2.waitStatus("a", model.StatusCompleted)
+	got := j.Status.Allocations
+	if len(got) != 3 || len(got[2].Placement) != 0 || !got[2].At.Equal(j.Status.FinishTime) {
+		t.Fatalf("a's allocations after it completed: %+v, want a third without GPUs at %v", got, j.Status.FinishTime)
+	}
+	if b := h.get("b").Status.Allocations; len(b) != 1 || b[0].Placement.Workers() != 4 {
+		t.Fatalf("b's allocations after the restart: %+v, want only its start on 4 GPUs (resumed where it was)", b)
+	}
+}

@@ -85,6 +85,13 @@ type statusRecord struct {
 	Updated        *int64          `json:"updated" bson:"updated"`
 	Reason         string          `json:"reason,omitempty" bson:"reason,omitempty"`
 	Message        string          `json:"message,omitempty" bson:"message,omitempty"`
+	// Allocations is absent in records written before it was kept.
+	Allocations []allocationRecord `json:"allocations,omitempty" bson:"allocations,omitempty"`
+}
+
+type allocationRecord struct {
+	At        *int64              `json:"at" bson:"at"`
+	Placement []nodeWorkersRecord `json:"placement,omitempty" bson:"placement,omitempty"`
 }
 
 type stateRecord struct {
@@ -418,6 +425,10 @@ func (r *jobRecord) setAside(reason string, now *int64) {
 		// The core's LastChange is when the GPU count last changed, and
 		// it changes now.
 		st.State.LastChange = now
+		if len(st.Allocations) >= MaxAllocations {
+			st.Allocations = st.Allocations[len(st.Allocations)-MaxAllocations+1:]
+		}
+		st.Allocations = append(st.Allocations, allocationRecord{At: now})
 	}
 	st.State.Status = string(model.StatusFailed)
 	st.State.GPUs = 0
@@ -487,7 +498,36 @@ func (e *encoder) status(s JobStatus) statusRecord {
 		Updated:        e.time("status.updated", s.Updated),
 		Reason:         s.Reason,
 		Message:        s.Message,
+		Allocations:    e.allocations(s.Allocations),
 	}
+}
+
+func (e *encoder) allocations(h []Allocation) []allocationRecord {
+	if len(h) == 0 {
+		return nil
+	}
+	if len(h) > MaxAllocations {
+		if e.err == nil {
+			e.err = fmt.Errorf("status.allocations: %d entries, at most %d", len(h), MaxAllocations)
+		}
+		return nil
+	}
+	r := make([]allocationRecord, len(h))
+	for i, a := range h {
+		r[i] = allocationRecord{At: e.time("status.allocations.at", a.At), Placement: encodePlacement(a.Placement)}
+	}
+	return r
+}
+
+func decodeAllocations(r []allocationRecord) []Allocation {
+	if len(r) == 0 {
+		return nil
+	}
+	h := make([]Allocation, len(r))
+	for i, a := range r {
+		h[i] = Allocation{At: decodeTime(a.At), Placement: decodePlacement(a.Placement)}
+	}
+	return h
 }
 
 func decodeStatus(r statusRecord) JobStatus {
@@ -501,6 +541,7 @@ func decodeStatus(r statusRecord) JobStatus {
 		Updated:        decodeTime(r.Updated),
 		Reason:         r.Reason,
 		Message:        r.Message,
+		Allocations:    decodeAllocations(r.Allocations),
 	}
 }
 

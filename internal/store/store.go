@@ -119,6 +119,43 @@ type JobStatus struct {
 	// otherwise. Message says the same for people.
 	Reason  string
 	Message string
+	// Allocations are the job's placements over time, oldest first: each
+	// holds from its At until the next one's (the last until now). Only
+	// the newest MaxAllocations are kept; the first kept is therefore not
+	// always the job's first start. Written by the scheduler with
+	// AppendAllocation; nil for a job that never held GPUs.
+	Allocations []Allocation
+}
+
+// MaxAllocations bounds JobStatus.Allocations: AppendAllocation drops the
+// oldest beyond it, and SaveStatus refuses more.
+const MaxAllocations = 64
+
+// Allocation is one change of a job's GPUs: from At, it held Placement
+// (nil: no GPUs).
+type Allocation struct {
+	At        time.Time
+	Placement model.JobPlacement
+}
+
+// AppendAllocation returns h with an entry for p at at, if p differs from
+// h's last placement (a job that never held GPUs gets no entry for
+// holding none), keeping the newest MaxAllocations. h is not modified.
+func AppendAllocation(h []Allocation, at time.Time, p model.JobPlacement) []Allocation {
+	last := model.JobPlacement(nil)
+	if len(h) > 0 {
+		last = h[len(h)-1].Placement
+	}
+	if last.Equal(p) {
+		return h
+	}
+	out := make([]Allocation, 0, min(len(h)+1, MaxAllocations))
+	out = append(out, h[max(len(h)+1-MaxAllocations, 0):]...)
+	var cp model.JobPlacement
+	if len(p) > 0 {
+		cp = p.Clone()
+	}
+	return append(out, Allocation{At: at, Placement: cp})
 }
 
 // Reasons a JobStatus may carry.
@@ -269,7 +306,8 @@ type Store interface {
 	// becomes a Failed job whose Status.Reason is ReasonUnrestorable and
 	// Status.Message is reason, with FinishTime and Updated set to now,
 	// GPUs and placement cleared (QueuePosition and EstimatedStart too, as
-	// a Failed job does not wait; LastChange becomes now if it held GPUs)
+	// a Failed job does not wait; if it held GPUs, LastChange becomes now and
+	// an allocation without GPUs at now ends its Allocations)
 	// and StatusRevision incremented; every field that can still be read
 	// is kept. An unreadable record is replaced by one holding its name
 	// (Name and Spec.Name), what could be read (GPU type) and the original

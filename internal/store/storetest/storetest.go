@@ -212,6 +212,11 @@ func fullJob(name string) store.Job {
 			Updated:        base.Add(3*time.Hour + 19),
 			Reason:         store.ReasonUnschedulable,
 			Message:        "needs 16 GPUs, v100 has 8 in all",
+			Allocations: []store.Allocation{
+				{At: base.Add(time.Second + 1), Placement: model.JobPlacement{{Node: "node-a", Workers: 2}}},
+				{At: base.Add(time.Minute + 5), Placement: model.JobPlacement{{Node: "node-c", Workers: 4}}},
+				{At: base.Add(2*time.Minute + 7), Placement: model.JobPlacement{{Node: "node-b", Workers: 3}, {Node: "node-a", Workers: 1}}},
+			},
 		},
 		StatusRevision:   7,
 		Progress:         []byte(`{"generation":"r7f3-0-4","steps":1200,"throughput":{"4@1":612.5}}`),
@@ -361,6 +366,22 @@ func testTimeOutOfRange(t *testing.T, f Factory) {
 	}
 	if got := mustGet(t, s, "a"); got.Status.State.Status != model.StatusWaiting || got.StatusRevision != 0 {
 		t.Errorf("SaveStatus that failed wrote job a's status: revision %d, %+v", got.StatusRevision, got.Status)
+	}
+
+	// Too long an allocation history is refused the same way.
+	long := make([]store.Allocation, store.MaxAllocations+1)
+	for i := range long {
+		long[i] = store.Allocation{At: time.Unix(int64(i), 0), Placement: model.JobPlacement{{Node: "n", Workers: i%2 + 1}}}
+	}
+	_, err = s.SaveStatus(ctx, map[string]store.StatusWrite{
+		"a": {Status: good},
+		"b": {Status: store.JobStatus{State: model.JobState{Status: model.StatusRunning}, Allocations: long}},
+	})
+	if err == nil {
+		t.Errorf("SaveStatus with %d allocations: no error", len(long))
+	}
+	if got := mustGet(t, s, "a"); got.StatusRevision != 0 {
+		t.Errorf("SaveStatus that failed on allocations wrote job a's status: revision %d", got.StatusRevision)
 	}
 
 	if err := s.PutStatus(ctx, "v100", store.SchedulerStatus{Now: far}); err == nil {
@@ -1135,6 +1156,7 @@ func testSetAside(t *testing.T, f Factory) {
 	want.Status.State.GPUs = 0
 	want.Status.State.Placement = nil
 	want.Status.State.LastChange = now
+	want.Status.Allocations = append(slices.Clone(held.Status.Allocations), store.Allocation{At: now.UTC()})
 	want.Status.QueuePosition = 0
 	want.Status.EstimatedStart = time.Time{}
 	want.Status.FinishTime = now
