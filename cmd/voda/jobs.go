@@ -622,7 +622,37 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	describeMeasured(&d, j, now)
 	describeOutlook(&d, j, at)
 	describePlacement(&d, j.Placement)
+	describeAllocations(&d, j.Allocations, loc)
 	d.write(w)
+}
+
+// describedAllocations is how many of a job's newest allocation changes
+// describe shows; the JSON output has them all.
+const describedAllocations = 10
+
+// describeAllocations adds the job's newest allocation changes, oldest
+// first.
+func describeAllocations(d *describer, h []api.Allocation, loc *time.Location) {
+	if len(h) == 0 {
+		return
+	}
+	note := ""
+	if len(h) > describedAllocations {
+		note = fmt.Sprintf("the newest %d of %d (-o json has all)", describedAllocations, len(h))
+		h = h[len(h)-describedAllocations:]
+	}
+	d.add("Allocations", note)
+	for _, a := range h {
+		what := "no GPUs"
+		if a.Workers > 0 {
+			nodes := make([]string, 0, len(a.Placement))
+			for _, n := range slices.Sorted(maps.Keys(a.Placement)) {
+				nodes = append(nodes, fmt.Sprintf("%s×%d", n, a.Placement[n]))
+			}
+			what = fmt.Sprintf("%d %s on %s", a.Workers, plural(a.Workers, "worker", "workers"), strings.Join(nodes, ", "))
+		}
+		d.sub(a.Time.In(loc).Format(time.RFC3339), what)
+	}
 }
 
 // describeMeasured adds what the job's progress reports measured: its
@@ -745,19 +775,33 @@ func (d *describer) sub(label, value string) {
 }
 
 func (d *describer) write(w io.Writer) {
-	width, subWidth := 0, 0
-	for _, l := range d.lines {
-		if l.sub {
-			subWidth = max(subWidth, len(l.label)+1)
-		} else {
+	// Main lines align together; sub lines within their run.
+	width := 0
+	subWidth := make([]int, len(d.lines))
+	for i, l := range d.lines {
+		if !l.sub {
 			width = max(width, len(l.label)+1)
+			continue
+		}
+		j := i
+		for j < len(d.lines) && d.lines[j].sub {
+			j++
+		}
+		if i == 0 || !d.lines[i-1].sub {
+			run := 0
+			for _, m := range d.lines[i:j] {
+				run = max(run, len(m.label)+1)
+			}
+			for k := i; k < j; k++ {
+				subWidth[k] = run
+			}
 		}
 	}
 	var b bytes.Buffer
-	for _, l := range d.lines {
+	for i, l := range d.lines {
 		var line string
 		if l.sub {
-			line = fmt.Sprintf("  %-*s  %s", subWidth, l.label+":", l.value)
+			line = fmt.Sprintf("  %-*s  %s", subWidth[i], l.label+":", l.value)
 		} else {
 			line = fmt.Sprintf("%-*s  %s", width, l.label+":", l.value)
 		}

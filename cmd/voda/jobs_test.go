@@ -42,6 +42,10 @@ func testJobs() []api.Job {
 			SubmitTime: *at(10, 0, 0), FirstStart: at(10, 0, 5),
 			WaitingSeconds: 5, RunningSeconds: 595, TotalSeconds: 600,
 			AttainedService: 1190, Restarts: 1, Progress: 0.42, RemainingSeconds: seconds(3720),
+			Allocations: []api.Allocation{
+				{Time: *at(10, 0, 5), Workers: 1, Placement: map[string]int{"node-a": 1}},
+				{Time: *at(10, 3, 0), Workers: 2, Placement: map[string]int{"node-b": 1, "node-a": 1}},
+			},
 		},
 		{
 			Name: "bert-20250601-100500", Namespace: "team-a", Kind: "PyTorchJob", GPUType: "v100", Status: "Waiting",
@@ -384,6 +388,9 @@ Remaining:         about 1h2m on one GPU
 Placement:
   node-a:  1 worker
   node-b:  1 worker
+Allocations:
+  2025-06-01T10:00:05Z:  1 worker on node-a×1
+  2025-06-01T10:03:00Z:  2 workers on node-a×1, node-b×1
 `,
 		},
 		{
@@ -684,5 +691,31 @@ func TestDescribeJobMeasured(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("describe lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// describe shows the newest allocation changes, saying how many it left
+// out, and a change to no GPUs as such.
+func TestDescribeAllocations(t *testing.T) {
+	t.Parallel()
+	var h []api.Allocation
+	for i := range describedAllocations + 2 {
+		a := api.Allocation{Time: at(10, i, 0).UTC(), Workers: i % 2, Placement: map[string]int{"node-a": i % 2}}
+		if a.Workers == 0 {
+			a.Placement = nil
+		}
+		h = append(h, a)
+	}
+	var d describer
+	describeAllocations(&d, h, time.UTC)
+	var b bytes.Buffer
+	d.write(&b)
+	got := b.String()
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != describedAllocations+1 || !strings.Contains(lines[0], "the newest 10 of 12") {
+		t.Fatalf("describe:\n%s\nwant a title saying the newest %d of %d, then %d lines", got, describedAllocations, len(h), describedAllocations)
+	}
+	if !strings.Contains(lines[1], "10:02:00Z:  no GPUs") || !strings.Contains(lines[len(lines)-1], "10:11:00Z:  1 worker on node-a×1") {
+		t.Errorf("describe:\n%s\nwant 10:02 (no GPUs) first and 10:11 (1 worker on node-a) last", got)
 	}
 }

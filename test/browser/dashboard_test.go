@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,18 +18,22 @@ type dashboardReport struct {
 	Console    []string `json:"console"`
 	PageErrors []string `json:"pageErrors"`
 	Steps      struct {
-		Nodes          int     `json:"nodes"`
-		CreateStatus   int     `json:"createStatus"`
-		Job            string  `json:"job"`
-		RowMs          float64 `json:"rowMs"`
-		GPUsMs         float64 `json:"gpusMs"`
-		CompletedMs    float64 `json:"completedMs"`
-		Reloads        int     `json:"reloads"`
-		JobPage        string  `json:"jobPage"`
-		JobPageHash    string  `json:"jobPageHash"`
-		JobPageText    string  `json:"jobPageText"`
-		TimelineCharts int     `json:"timelineCharts"`
-		Refusal        string  `json:"refusal"`
+		Nodes          int      `json:"nodes"`
+		CreateStatus   int      `json:"createStatus"`
+		Job            string   `json:"job"`
+		RowMs          float64  `json:"rowMs"`
+		GPUsMs         float64  `json:"gpusMs"`
+		CompletedMs    float64  `json:"completedMs"`
+		Reloads        int      `json:"reloads"`
+		JobPage        string   `json:"jobPage"`
+		JobPageHash    string   `json:"jobPageHash"`
+		JobPageText    string   `json:"jobPageText"`
+		TimelineCharts int      `json:"timelineCharts"`
+		TimelineJobs   []string `json:"timelineJobs"`
+		HistoryEntries int      `json:"historyEntries"`
+		WaitingJob     string   `json:"waitingJob"`
+		WaitingTicks   []string `json:"waitingTicks"`
+		Refusal        string   `json:"refusal"`
 	} `json:"steps"`
 }
 
@@ -50,9 +55,14 @@ func TestDashboard(t *testing.T) {
 	if err := os.WriteFile(manifest, vodatest.Manifest("dash-job", 2, 4, 2), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// More GPUs than the cluster has: it waits for good.
+	waiting := filepath.Join(dir, "waiting.yaml")
+	if err := os.WriteFile(waiting, vodatest.Manifest("dash-wait", 16, 16, 2), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	shots := artifacts(t)
 	cmd := exec.Command(node, filepath.Join(repoRoot(t), "test", "browser", "testdata", "dashboard.cjs"),
-		srv.URL(), "admin-token", "user-token", manifest, shots)
+		srv.URL(), "admin-token", "user-token", manifest, waiting, shots)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -88,8 +98,15 @@ func TestDashboard(t *testing.T) {
 	if strings.Contains(s.JobPageText, "[object") || strings.Contains(s.JobPageText, "undefined") {
 		t.Errorf("the job's page shows a rendering bug:\n%s", s.JobPageText)
 	}
-	if s.TimelineCharts != 1 {
-		t.Errorf("timeline shows %d charts, want 1", s.TimelineCharts)
+	if s.HistoryEntries < 2 || !strings.Contains(s.JobPageText, "no GPUs") {
+		t.Errorf("the job's placement history has %d entries, want its start and its end (no GPUs):\n%s", s.HistoryEntries, s.JobPageText)
+	}
+	if s.TimelineCharts != 1 || !slices.Contains(s.TimelineJobs, s.Job) {
+		t.Errorf("timeline after a reload: %d charts, jobs %v; want 1 chart with %s", s.TimelineCharts, s.TimelineJobs, s.Job)
+	}
+	// At --speed 60, 2.5 s of real time are 150 s of the server's.
+	if len(s.WaitingTicks) != 2 || s.WaitingTicks[0] == s.WaitingTicks[1] || !strings.Contains(s.WaitingTicks[1], "min") {
+		t.Errorf("waiting time of %s read 2.5 s apart: %q, want it advanced past a minute", s.WaitingJob, s.WaitingTicks)
 	}
 	if !strings.Contains(s.Refusal, "403") {
 		t.Errorf("a user's settings change: %q, want a 403 refusal", s.Refusal)

@@ -6,15 +6,18 @@
 
 const palette = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000', '#F0E442'];
 const textOn = ['#fff', '#000', '#000', '#000', '#000', '#000', '#fff', '#000'];
-const maxHistory = 5000;
+const timelineSteps = 300;
+const week = 7 * 24 * 3600e3;
+// The timeline's spans; 0 is from the oldest change kept (at most a week).
+const windows = [['since the oldest change kept', 0], ['last hour', 3600e3], ['last 6 h', 6 * 3600e3], ['last 24 h', 24 * 3600e3], ['last 7 days', week]];
 
 const state = {
   jobs: new Map(),        // name -> job view (as GET /api/v1/jobs/{name})
   nodes: new Map(),       // GPU type -> nodes
   schedulers: new Map(),  // GPU type -> scheduler view
-  history: [],            // {t, job, workers}: GPU changes seen since the page opened
-  placements: new Map(),  // job -> [{t, placement}]
   keys: new Map(),        // job -> legend key (A, B, ...), stable while the page lives
+  clock: { now: Date.now(), wall: Date.now(), rate: 1 }, // the server's time at a wall time, and its rate
+  window: 0,              // the timeline's span (windows)
   token: sessionStorage.getItem('voda-token') || '',
   sort: { key: 'submitTime', dir: 1 },
   filter: { text: '', status: '' },
@@ -88,8 +91,9 @@ function handle(name, data) {
   const now = Date.now();
   switch (name) {
     case 'snapshot':
+      state.clock = { now: Date.parse(data.now) || now, wall: now, rate: data.clockRate > 0 ? data.clockRate : 1 };
       state.jobs.clear();
-      for (const j of data.jobs || []) { noteJob(j, now); state.jobs.set(j.name, j); }
+      for (const j of data.jobs || []) { noteJob(j); state.jobs.set(j.name, j); }
       state.nodes.clear();
       for (const g of data.nodes || []) state.nodes.set(g.gpuType, g.nodes || []);
       state.schedulers.clear();
@@ -98,10 +102,9 @@ function handle(name, data) {
     case 'job':
       // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
       if (data.deleted || !data.job) {
-        noteJob({ name: data.name, workers: 0 }, now);
         state.jobs.delete(data.name);
       } else {
-        noteJob(data.job, now);
+        noteJob(data.job);
         state.jobs.set(data.job.name, data.job);
       }
       break;
@@ -117,23 +120,47 @@ function handle(name, data) {
   scheduleRender();
 }
 
-// noteJob records a job's GPU count and placement when they change, for
-// the timeline and the job's placement history.
-function noteJob(j, t) {
-  const prev = state.jobs.get(j.name);
-  const workers = j.workers || 0;
-  if (!prev || (prev.workers || 0) !== workers) {
-    state.history.push({ t, job: j.name, workers });
-    if (state.history.length > maxHistory) state.history.splice(0, state.history.length - maxHistory);
-  }
-  const pl = JSON.stringify(j.placement || {});
-  const hist = state.placements.get(j.name) || [];
-  if (!hist.length || hist[hist.length - 1].key !== pl) {
-    hist.push({ t, key: pl, placement: j.placement || {} });
-    if (hist.length > 100) hist.shift();
-    state.placements.set(j.name, hist);
-  }
+// noteJob gives a job its legend key, and its allocations their times in
+// milliseconds.
+function noteJob(j) {
+  j.allocationTimes = (j.allocations || []).map((a) => Date.parse(a.time));
   if (!state.keys.has(j.name)) state.keys.set(j.name, legendKey(state.keys.size));
+}
+
+// serverNow is the server's time now: the snapshot's, advanced at the
+// server's clock rate (faster than real time on a simulated cluster).
+function serverNow() {
+  const c = state.clock;
+  return c.now + (Date.now() - c.wall) * c.rate;
+}
+
+const doneStatuses = new Set(['Completed', 'Failed', 'Canceled']);
+
+// times returns a job's waiting, running and total seconds now: as of its
+// view's asOf, advanced by the server's time since, on the side the job
+// is on (none once it finished).
+function times(j) {
+  let d = 0;
+  if (!doneStatuses.has(j.status) && !j.finishTime && j.asOf) d = Math.max(0, (serverNow() - Date.parse(j.asOf)) / 1000);
+  const running = j.workers > 0;
+  return {
+    waiting: (j.waitingSeconds || 0) + (running ? 0 : d),
+    running: (j.runningSeconds || 0) + (running ? d : 0),
+    total: (j.totalSeconds || 0) + d,
+  };
+}
+
+// tick advances the shown times (cells marked .tick) once a second
+// without drawing the view again.
+function tick() {
+  for (const e of document.querySelectorAll('.tick')) {
+    const j = state.jobs.get(e.dataset.job);
+    if (j) e.textContent = dur(times(j)[e.dataset.f]);
+  }
+}
+
+function ticking(j, f) {
+  return el('span', { class: 'tick', 'data-job': j.name, 'data-f': f, text: dur(times(j)[f]) });
 }
 
 function legendKey(i) {
@@ -214,6 +241,8 @@ function svg(tag, attrs, ...children) {
 }
 
 const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const timeShort = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
+const timeMedium = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 function when(s) { return s ? dateFmt.format(new Date(s)) : '—'; }
 function dur(sec) {
   if (sec === undefined || sec === null || Number.isNaN(sec)) return '—';
@@ -312,15 +341,25 @@ const columns = [
   { key: 'namespace', label: 'namespace', text: true },
   { key: 'status', label: 'status', text: true },
   { key: 'workers', label: 'workers (min/now/max)', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
-  { key: 'waitingSeconds', label: 'waiting', cell: (j) => dur(j.waitingSeconds) },
-  { key: 'runningSeconds', label: 'running', cell: (j) => dur(j.runningSeconds) },
-  { key: 'totalSeconds', label: 'total', cell: (j) => dur(j.totalSeconds) },
+  { key: 'waitingSeconds', label: 'waiting', cell: (j) => ticking(j, 'waiting') },
+  { key: 'runningSeconds', label: 'running', cell: (j) => ticking(j, 'running') },
+  { key: 'totalSeconds', label: 'total', cell: (j) => ticking(j, 'total') },
   { key: 'queuePosition', label: 'queue', cell: (j) => (j.queuePosition ? String(j.queuePosition) : '—') },
   { key: 'estimatedStart', label: 'est. start', cell: (j) => when(j.estimatedStart) },
   { key: 'estimatedFinish', label: 'est. finish', cell: (j) => when(j.estimatedFinish) },
   { key: 'throughput', label: 'measured', cell: throughput },
   { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
 ];
+
+function sortValue(j, key) {
+  switch (key) {
+    case 'throughput': return throughput(j);
+    case 'waitingSeconds': return times(j).waiting;
+    case 'runningSeconds': return times(j).running;
+    case 'totalSeconds': return times(j).total;
+    default: return j[key];
+  }
+}
 
 function jobsView(compact) {
   const out = [el('h2', { text: 'Jobs' })];
@@ -335,8 +374,8 @@ function jobsView(compact) {
     (!text || [j.name, j.namespace, j.application].some((v) => v && v.toLowerCase().includes(text))));
   const { key, dir } = state.sort;
   rows.sort((a, b) => {
-    const va = key === 'throughput' ? throughput(a) : a[key];
-    const vb = key === 'throughput' ? throughput(b) : b[key];
+    const va = sortValue(a, key);
+    const vb = sortValue(b, key);
     if (va === vb) return a.name < b.name ? -1 : 1;
     if (va === undefined || va === null) return 1;
     if (vb === undefined || vb === null) return -1;
@@ -355,18 +394,18 @@ function jobsView(compact) {
 
 function jobView(name) {
   const j = state.jobs.get(name);
-  if (!j) return [el('h2', { text: name }), el('p', { text: 'No such job, or not one you may see (finished jobs leave after a while).' })];
+  if (!j) return [el('h2', { text: name }), el('p', { text: 'No such job, or not one you may see.' })];
   const out = [el('h2', {}, swatch(name), name)];
   const rows = [
     ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
     ['workers', `${j.workers} (min ${j.minWorkers}, max ${j.maxWorkers}, requested ${j.requestedWorkers})`],
     ['application', j.application || '—'], ['submitted', when(j.submitTime)], ['first start', when(j.firstStart)],
-    ['waiting / running / total', `${dur(j.waitingSeconds)} / ${dur(j.runningSeconds)} / ${dur(j.totalSeconds)}`],
+    ['waiting / running / total', [ticking(j, 'waiting'), ' / ', ticking(j, 'running'), ' / ', ticking(j, 'total')]],
     ['queue position', j.queuePosition ? String(j.queuePosition) : '—'], ['estimated start', when(j.estimatedStart)],
     ['estimated finish', when(j.estimatedFinish)], ['remaining (one GPU)', dur(j.remainingSeconds)],
     ['restarts', String(j.restarts)], ['measured', throughput(j)],
   ];
-  out.push(el('dl', { class: 'details' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])));
+  out.push(el('dl', { class: 'details' }, rows.map(([k, v]) => [el('dt', { text: k }), typeof v === 'string' ? el('dd', { text: v }) : el('dd', {}, v)])));
   out.push(el('p', {}, el('label', {}, 'Progress ', el('progress', { max: '1', value: String(j.progress || 0) })), ` ${Math.round((j.progress || 0) * 100)} %`));
   out.push(el('h3', { text: 'Placement' }));
   const pl = Object.entries(j.placement || {}).sort();
@@ -374,10 +413,16 @@ function jobView(name) {
     el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'node' }), el('th', { scope: 'col', text: 'workers' }))),
     el('tbody', {}, pl.map(([n, w]) => el('tr', {}, el('th', { scope: 'row', class: 'text', text: n }), el('td', { text: String(w) })))))
     : el('p', { text: 'No GPUs now.' }));
-  const hist = state.placements.get(name) || [];
-  out.push(el('h3', { text: 'Placement history (since this page opened)' }));
-  out.push(el('ol', {}, hist.map((h) => el('li', {}, el('time', { datetime: new Date(h.t).toISOString(), text: when(h.t) }),
-    `: ${Object.entries(h.placement).map(([n, w]) => `${n}×${w}`).join(', ') || 'no GPUs'}`))));
+  const hist = j.allocations || [];
+  out.push(el('h3', { text: 'Placement history' }));
+  if (!hist.length) out.push(el('p', { text: 'It never held GPUs.' }));
+  else {
+    if (hist.length >= 64) out.push(el('p', { text: 'The newest 64 changes; older ones are not kept.' }));
+    out.push(el('ol', { id: 'placement-history' }, hist.map((a, i) => el('li', {},
+      el('time', { datetime: a.time, text: when(a.time) }),
+      `: ${a.workers ? `${a.workers} GPU${a.workers > 1 ? 's' : ''} (${Object.entries(a.placement || {}).sort().map(([n, w]) => `${n}×${w}`).join(', ')})` : 'no GPUs'}`,
+      i + 1 < hist.length ? ` for ${dur((j.allocationTimes[i + 1] - j.allocationTimes[i]) / 1000)}` : ''))));
+  }
   out.push(el('h3', { text: 'Estimated speedup' }));
   out.push(speedupChart(j.speedup || []));
   return out;
@@ -401,47 +446,82 @@ function speedupChart(s) {
     svg('text', { x: x(maxK), y: H - B + 14, 'text-anchor': 'end', text: String(maxK) }));
 }
 
+// timelineView draws the GPUs each job held over the chosen span, stacked
+// as the simulator's plot is, from the jobs' allocation histories: the
+// span is cut into timelineSteps steps and each job drawn with what it
+// held at each step's start.
 function timelineView() {
   const out = [el('h2', { text: 'GPUs per job over time' }),
-    el('p', { text: 'Since this page opened; each band is one job, stacked.' })];
-  const hist = state.history;
-  if (!hist.length) { out.push(el('p', { text: 'Nothing yet.' })); return out; }
-  const t0 = hist[0].t; const t1 = Math.max(Date.now(), hist[hist.length - 1].t + 1000);
-  const jobs = [...new Set(hist.map((h) => h.job))].sort();
-  const W = 900; const H = 320; const L = 50; const B = 30;
-  const totalGPUs = Math.max(1, [...state.nodes.values()].flat().reduce((n, x) => n + (x.gpus || 0), 0));
-  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - 10);
-  const y = (g) => H - B - (g / totalGPUs) * (H - B - 10);
-  const times = [...new Set(hist.map((h) => h.t)), t1].sort((a, b) => a - b);
-  const cur = new Map();
-  let hi = 0;
-  const bands = new Map(jobs.map((j) => [j, []]));
-  for (let i = 0; i < times.length - 1; i++) {
-    for (const h of hist) if (h.t === times[i]) cur.set(h.job, h.workers);
-    let base = 0;
-    for (const j of jobs) {
-      const w = cur.get(j) || 0;
-      if (w > 0) bands.get(j).push([times[i], times[i + 1], base, base + w]);
-      base += w;
-    }
-    hi = Math.max(hi, base);
+    el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(); } },
+      windows.map(([label, ms]) => el('option', { value: String(ms), text: label, selected: ms === state.window })))))];
+  const t1 = serverNow();
+  let t0 = t1 - state.window;
+  if (!state.window) {
+    t0 = t1 - 60e3;
+    for (const j of state.jobs.values()) if (j.allocationTimes && j.allocationTimes.length) t0 = Math.min(t0, j.allocationTimes[0]);
+    t0 = Math.max(t0, t1 - week);
   }
-  const g = svg('svg', { width: '100%', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'timeline-title' },
-    svg('title', { id: 'timeline-title', text: `GPUs held per job, ${jobs.length} jobs, at most ${hi} of ${totalGPUs} GPUs` }),
+  const step = (t1 - t0) / timelineSteps;
+  const totalGPUs = Math.max(1, [...state.nodes.values()].flat().reduce((n, x) => n + (x.gpus || 0), 0));
+  const jobs = [];
+  let truncated = 0;
+  for (const j of [...state.jobs.values()].sort((a, b) => (a.submitTime < b.submitTime ? -1 : a.submitTime > b.submitTime ? 1 : a.name < b.name ? -1 : 1))) {
+    const ts = j.allocationTimes || [];
+    const as = j.allocations || [];
+    if (!as.length || (ts[ts.length - 1] < t0 && !as[as.length - 1].workers)) continue;
+    if (as.length >= 64 && ts[0] > t0) truncated++;
+    const w = new Array(timelineSteps).fill(0);
+    let k = 0;
+    let held = false;
+    for (let i = 0; i < timelineSteps; i++) {
+      const t = t0 + i * step;
+      while (k < ts.length && ts[k] <= t) k++;
+      w[i] = k > 0 ? as[k - 1].workers : 0;
+      held = held || w[i] > 0;
+    }
+    if (held) jobs.push({ name: j.name, w });
+  }
+  if (!jobs.length) { out.push(el('p', { text: 'No job held GPUs in this span.' })); return out; }
+  const W = 900; const H = 320; const L = 50; const B = 30;
+  const x = (i) => L + (i / timelineSteps) * (W - L - 10);
+  const base = new Array(timelineSteps).fill(0);
+  let hi = 0;
+  const shapes = jobs.map((job) => {
+    const lo = base.slice();
+    for (let i = 0; i < timelineSteps; i++) base[i] += job.w[i];
+    return { job, lo, up: base.slice() };
+  });
+  for (const v of base) hi = Math.max(hi, v);
+  const top = Math.max(totalGPUs, hi);
+  const y = (g) => H - B - (g / top) * (H - B - 10);
+  const g = svg('svg', { width: '100%', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'timeline-title', id: 'timeline' },
+    svg('title', { id: 'timeline-title', text: `GPUs held per job from ${when(t0)} to ${when(t1)}: ${jobs.length} jobs, at most ${hi} of ${totalGPUs} GPUs at once` }),
     svg('line', { x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: '#555' }),
     svg('line', { x1: L, y1: 10, x2: L, y2: H - B, stroke: '#555' }),
-    svg('text', { x: 5, y: 14, text: `${totalGPUs} GPUs` }),
+    svg('line', { x1: L, y1: y(totalGPUs), x2: W - 10, y2: y(totalGPUs), stroke: '#999', 'stroke-dasharray': '4 4' }),
+    svg('text', { x: 5, y: y(totalGPUs) - 3, text: `${totalGPUs} GPUs` }),
     svg('text', { x: L, y: H - 8, text: when(t0) }),
     svg('text', { x: W - 10, y: H - 8, 'text-anchor': 'end', text: when(t1) }));
-  for (const j of jobs) {
-    const i = colourIndex(j);
-    for (const [a, b, lo, up] of bands.get(j)) {
-      g.append(svg('rect', { x: x(a), y: y(up), width: Math.max(1, x(b) - x(a)), height: y(lo) - y(up), fill: palette[i], stroke: '#fff', 'stroke-width': 0.5 },
-        svg('title', { text: `${j}: ${up - lo} GPUs` })));
-    }
+  const timeFmt = t1 - t0 < 2 * 3600e3 ? timeMedium : timeShort;
+  for (const q of [1, 2, 3]) {
+    const xq = x((q * timelineSteps) / 4);
+    g.append(svg('line', { x1: xq, y1: H - B, x2: xq, y2: H - B + 4, stroke: '#555' }),
+      svg('text', { x: xq, y: H - B + 15, 'text-anchor': 'middle', text: timeFmt.format(new Date(t0 + ((t1 - t0) * q) / 4)) }));
+  }
+  for (const { job, lo, up } of shapes) {
+    // One polygon per job: its upper edge forwards, its lower edge back,
+    // as steps.
+    const pts = [];
+    for (let i = 0; i < timelineSteps; i++) pts.push(`${x(i)},${y(up[i])}`, `${x(i + 1)},${y(up[i])}`);
+    for (let i = timelineSteps - 1; i >= 0; i--) pts.push(`${x(i + 1)},${y(lo[i])}`, `${x(i)},${y(lo[i])}`);
+    const i = colourIndex(job.name);
+    g.append(svg('polygon', { points: pts.join(' '), fill: palette[i], stroke: '#fff', 'stroke-width': 0.5, 'data-job': job.name },
+      svg('title', { text: `${job.name}: up to ${Math.max(...job.w)} GPUs` })));
   }
   out.push(g);
-  out.push(el('ul', { class: 'legend' }, jobs.map((j) => el('li', {}, swatch(j), jobLink(j)))));
+  out.push(el('p', { class: 'note', text: `Drawn at ${timelineSteps} steps of ${dur(step / 1000)}; a change shows from the step after it. Each band is one job, oldest at the bottom.` +
+    (truncated ? ` ${truncated} jobs changed more than 64 times; their older changes are not kept and are not drawn.` : '') }));
+  out.push(el('ul', { class: 'legend', 'aria-label': 'Jobs in the timeline' }, jobs.map((j) => el('li', {}, swatch(j.name), jobLink(j.name)))));
   return out;
 }
 
@@ -482,3 +562,6 @@ async function put(url, body) {
 window.addEventListener('hashchange', () => { state.flash = ''; render(); document.getElementById('main').focus(); });
 render();
 follow();
+setInterval(tick, 1000);
+// The timeline's right edge is now: it moves on between events.
+setInterval(() => { if (location.hash === '#/timeline') scheduleRender(); }, 10000);

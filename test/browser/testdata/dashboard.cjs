@@ -1,17 +1,19 @@
 'use strict';
 // Drives the dashboard of a running `voda server` in Chromium with
 // playwright-core and prints what happened as JSON. Usage:
-//   node dashboard.cjs BASE_URL ADMIN_TOKEN USER_TOKEN MANIFEST_FILE SHOTS_DIR
+//   node dashboard.cjs BASE_URL ADMIN_TOKEN USER_TOKEN MANIFEST_FILE WAITING_MANIFEST_FILE SHOTS_DIR
 // As the admin: open /ui/, submit the manifest through the API, time until
 // the job's row and its GPUs show, wait for the job to complete without a
-// reload, open its page by clicking it. As the user: try to change an
-// algorithm and read the refusal.
+// reload, open its page by clicking it; submit a job that cannot start and
+// read its waiting time twice; reload and find the finished job's GPUs in
+// the timeline. As the user: try to change an algorithm and read the
+// refusal.
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
 async function main() {
-  const [base, adminToken, userToken, manifestFile, shots] = process.argv.slice(2);
+  const [base, adminToken, userToken, manifestFile, waitingFile, shots] = process.argv.slice(2);
   const manifest = fs.readFileSync(manifestFile, 'utf8');
   const name = /name:\s*(\S+)/.exec(manifest)[1];
   const browser = await chromium.launch({
@@ -39,10 +41,11 @@ async function main() {
     await admin.waitForSelector('.node', { timeout: 10000 });
     out.steps.nodes = await admin.$$eval('.node', (ns) => ns.length);
 
-    const submitted = Date.now();
-    const res = await fetch(`${base}/api/v1/jobs`, {
-      method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/yaml' }, body: manifest,
+    const submit = (body) => fetch(`${base}/api/v1/jobs`, {
+      method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/yaml' }, body,
     });
+    const submitted = Date.now();
+    const res = await submit(manifest);
     const created = await res.json();
     out.steps.createStatus = res.status;
     const job = (created && created.name) || name;
@@ -66,9 +69,28 @@ async function main() {
     out.steps.jobPage = await admin.$eval('main h2', (h) => h.textContent);
     out.steps.jobPageHash = await admin.evaluate(() => location.hash);
     out.steps.jobPageText = await admin.$eval('main', (m) => m.innerText);
+    out.steps.historyEntries = await admin.$$eval('#placement-history li', (l) => l.length);
     await admin.screenshot({ path: path.join(shots, 'dashboard-job.png'), fullPage: true });
+
+    // A job that cannot start: its waiting time goes on between events.
+    const waiting = await (await submit(fs.readFileSync(waitingFile, 'utf8'))).json();
+    out.steps.waitingJob = waiting.name;
+    await admin.goto(`${base}/ui/#/jobs`);
+    const cell = `tr[data-job="${waiting.name}"] .tick[data-f="waiting"]`;
+    await admin.waitForSelector(cell, { timeout: 10000 });
+    const first = await admin.$eval(cell, (e) => e.textContent);
+    await new Promise((r) => setTimeout(r, 2500));
+    out.steps.waitingTicks = [first, await admin.$eval(cell, (e) => e.textContent)];
+
+    // A new page, so a new snapshot: the finished job's GPUs come from
+    // its stored allocations, not from what this page saw.
     await admin.goto(`${base}/ui/#/timeline`);
+    await admin.reload();
+    await admin.waitForSelector('#connection.live', { timeout: 10000 });
+    await admin.waitForSelector('#timeline', { timeout: 10000 });
     out.steps.timelineCharts = await admin.$$eval('svg[role="img"]', (s) => s.length);
+    out.steps.timelineJobs = await admin.$$eval('#timeline polygon', (ps) => ps.map((p) => p.dataset.job));
+    await admin.screenshot({ path: path.join(shots, 'dashboard-timeline.png'), fullPage: true });
 
     const user = await as(userToken);
     watch(user, 'user');
