@@ -23,6 +23,9 @@
 //	pod-complete.stage.kwok.x-k8s.io/delay: "20s"  // Succeeded, exit code 0, 20 s after Running
 //	pod-fail.stage.kwok.x-k8s.io/delay: "20s"      // Failed, exit code 1, 20 s after Running
 //
+// [Env.SetNodeReady] makes a node NotReady (kwok holds its Ready condition
+// False) or Ready again; [Env.SetNodeCordoned] cordons or uncordons it.
+//
 // Nothing may send traffic to node, pod or service IPs: they are fake.
 //
 // Labels the operators put on the pods they create (checked on live pods by
