@@ -31,7 +31,9 @@ func cpuTime(tb testing.TB) time.Duration {
 // stream got the 100 job events. It reports the process's CPU time per
 // op (the store writes, the shared poll, the encoding and the 10 clients
 // reading, all in this process), the CPU time per second of an idle
-// poll, and the heap in use with the streams open.
+// poll, and the heap in use with the streams open. Each job carries an
+// allocation history of 8 changes (as a job resized a few times does), so
+// the views are the size the dashboard gets.
 func BenchmarkEventStream(b *testing.B) {
 	for _, streams := range []int{1, 10} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchmarkStreams(b, streams) })
@@ -47,7 +49,8 @@ func benchmarkStreams(b *testing.B, streams int) {
 		names[i] = fmt.Sprintf("job-%04d", i)
 		j := store.Job{Name: names[i], Kind: "MPIJob", Namespace: "default",
 			Spec:   model.JobSpec{Name: names[i], GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, SubmitTime: t0.Add(time.Duration(i) * time.Second)},
-			Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}, Est: model.Estimates{RemainingSeconds: -1}}}
+			Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}, Est: model.Estimates{RemainingSeconds: -1},
+				Allocations: benchHistory(i)}}
 		if err := f.store.CreateJob(ctx, j); err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +87,8 @@ func benchmarkStreams(b *testing.B, streams int) {
 		for k := range changed {
 			name := names[(op*changed+k)%jobs]
 			writes[name] = store.StatusWrite{Revision: revision[name], Status: store.JobStatus{
-				State: model.JobState{Status: model.StatusWaiting, Queue: op + 1}, Est: model.Estimates{RemainingSeconds: -1}, QueuePosition: k + 1}}
+				State: model.JobState{Status: model.StatusWaiting, Queue: op + 1}, Est: model.Estimates{RemainingSeconds: -1}, QueuePosition: k + 1,
+				Allocations: benchHistory(op + k)}}
 			revision[name]++
 		}
 		if _, err := f.store.SaveStatus(ctx, writes); err != nil {
@@ -107,4 +111,19 @@ func benchmarkStreams(b *testing.B, streams int) {
 	time.Sleep(3 * time.Second)
 	b.ReportMetric(float64((cpuTime(b)-idle0).Milliseconds())/3, "idle-cpu-ms/s")
 	f.srv.CloseStreams()
+}
+
+// benchHistory is an allocation history of 8 changes between 1 and 8
+// workers on two of 64 nodes, ending without GPUs.
+func benchHistory(seed int) []store.Allocation {
+	h := make([]store.Allocation, 0, 8)
+	for i := range 7 {
+		w := (seed+i)%8 + 1
+		p := model.JobPlacement{{Node: fmt.Sprintf("node-%02d", (seed+i)%64), Workers: (w + 1) / 2}}
+		if w > 1 {
+			p = append(p, model.NodeWorkers{Node: fmt.Sprintf("node-%02d", (seed+i+1)%64), Workers: w / 2})
+		}
+		h = append(h, store.Allocation{At: t0.Add(time.Duration(seed+i) * time.Minute), Placement: p})
+	}
+	return append(h, store.Allocation{At: t0.Add(time.Duration(seed+7) * time.Minute)})
 }
