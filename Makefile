@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost clean
 
 all: vet test build
 
@@ -79,6 +79,15 @@ bench:
 load: test-deps
 	VODA_PROGRESS_LOAD_JOBS=1000 $(GO) test ./test/e2e -run 'TestLoad|TestProgressLoad' -count=1 -v
 	$(GO) test ./test/kube -run 'TestLoadWithKubernetesAuth' -count=1 -v
+
+## dashboard-cost: the server's CPU, memory and Go heap with 1,000 jobs, 60 s without a dashboard, with 10 open in one
+## Chromium (the cluster view and its jobs table), and without again; each page's time to show every job
+## (test/browser TestDashboardLoad at full size; Chromium and playwright-core as make test installs them, node on PATH)
+dashboard-cost:
+	./hack/test-deps.sh
+	./hack/tools.sh browser
+	VODA_DASHBOARD_LOAD_JOBS=1000 VODA_DASHBOARD_LOAD_PAGES=10 VODA_DASHBOARD_LOAD_WINDOW=60s \
+	  $(GO) test ./test/browser -run TestDashboardLoad -count=1 -v -timeout 20m
 
 ## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target
 fuzz:

@@ -7,4 +7,15 @@
 //
 // Screenshots are saved under $VODA_ARTIFACTS (default .cache/artifacts
 // in the repository), for people to look at.
+//
+// TestDashboardLoad measures the server's cost of the dashboard's live
+// stream with many jobs and several dashboards open in one Chromium. Its
+// sizes come from the environment; the defaults are small, for `make test`:
+//
+//	VODA_DASHBOARD_LOAD_JOBS    jobs submitted (default 100)
+//	VODA_DASHBOARD_LOAD_PAGES   dashboards open at once (default 2)
+//	VODA_DASHBOARD_LOAD_WINDOW  each measuring window (default 10s)
+//
+// `make dashboard-cost` runs it with 1,000 jobs, 10 dashboards and 60 s
+// windows.
 package browser

@@ -232,11 +232,28 @@ func SelfCPU() time.Duration { return ProcCPU(os.Getpid()) }
 // baseURL whose line begins with prefix, by name and labels.
 func MetricSamples(t *testing.T, baseURL, prefix string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(baseURL + api.RouteMetrics)
+	return MetricSamplesAs(t, baseURL, prefix, nil)
+}
+
+// MetricSamplesAs is MetricSamples for a server with authentication: the
+// request carries header (e.g. a bearer token).
+func MetricSamplesAs(t *testing.T, baseURL, prefix string, header http.Header) map[string]float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, baseURL+api.RouteMetrics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header != nil {
+		req.Header = header.Clone()
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", api.RouteMetrics, resp.Status)
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
