@@ -7,6 +7,13 @@
 const palette = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000', '#F0E442'];
 const textOn = ['#fff', '#000', '#000', '#000', '#000', '#000', '#fff', '#000'];
 const timelineSteps = 300;
+// The jobs table shows this many rows at first, and this many more on
+// each "show more": drawing thousands of rows on every change would keep
+// a browser busy.
+const pageRows = 100;
+// Changes that arrive in a burst are drawn at most this often (ms); what
+// the viewer does is drawn at once.
+const renderEvery = 250;
 const week = 7 * 24 * 3600e3;
 // The timeline's spans; 0 is from the oldest change kept (at most a week).
 const windows = [['since the oldest change kept', 0], ['last hour', 3600e3], ['last 6 h', 6 * 3600e3], ['last 24 h', 24 * 3600e3], ['last 7 days', week]];
@@ -19,7 +26,8 @@ const state = {
   clock: { now: Date.now(), wall: Date.now(), rate: 1 }, // the server's time at a wall time, and its rate
   window: 0,              // the timeline's span (windows)
   token: sessionStorage.getItem('voda-token') || '',
-  sort: { key: 'submitTime', dir: 1 },
+  sort: { key: 'submitTime', dir: -1 }, // newest first
+  limit: pageRows,        // rows the jobs table shows
   filter: { text: '', status: '' },
   flash: '',
 };
@@ -204,10 +212,15 @@ function signIn(message) {
 // ---- rendering -----------------------------------------------------------
 
 let pending = false;
-function scheduleRender() {
+let lastRender = 0;
+// scheduleRender draws the view again soon: at the next frame when now
+// is true (the viewer did something), else at most every renderEvery ms.
+function scheduleRender(now) {
+  if (now) { pending = false; render(); return; }
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => { pending = false; render(); });
+  const wait = Math.max(0, lastRender + renderEvery - Date.now());
+  setTimeout(() => requestAnimationFrame(() => { if (pending) { pending = false; render(); } }), wait);
 }
 
 function el(tag, attrs, ...children) {
@@ -268,6 +281,7 @@ function swatch(name) {
 }
 
 function render() {
+  lastRender = Date.now();
   const route = location.hash.replace(/^#/, '') || '/';
   for (const a of document.querySelectorAll('nav a')) {
     const target = a.getAttribute('href').slice(1);
@@ -365,30 +379,37 @@ function jobsView(compact) {
   const out = [el('h2', { text: 'Jobs' })];
   const statuses = [...new Set([...state.jobs.values()].map((j) => j.status))].sort();
   out.push(el('div', { class: 'filters' },
-    el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(); } })),
-    el('label', {}, 'Status ', el('select', { id: compact ? 'status-c' : 'status', onchange: (e) => { state.filter.status = e.target.value; scheduleRender(); } },
+    el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(true); } })),
+    el('label', {}, 'Status ', el('select', { id: compact ? 'status-c' : 'status', onchange: (e) => { state.filter.status = e.target.value; scheduleRender(true); } },
       el('option', { value: '', text: 'all' }), statuses.map((s) => el('option', { value: s, text: s, selected: s === state.filter.status }))))));
   const text = state.filter.text.toLowerCase();
   const rows = [...state.jobs.values()].filter((j) =>
     (!state.filter.status || j.status === state.filter.status) &&
     (!text || [j.name, j.namespace, j.application].some((v) => v && v.toLowerCase().includes(text))));
   const { key, dir } = state.sort;
-  rows.sort((a, b) => {
-    const va = sortValue(a, key);
-    const vb = sortValue(b, key);
-    if (va === vb) return a.name < b.name ? -1 : 1;
+  const keyed = rows.map((j) => ({ j, v: sortValue(j, key) }));
+  keyed.sort((a, b) => {
+    const va = a.v;
+    const vb = b.v;
+    if (va === vb) return a.j.name < b.j.name ? -1 : 1;
     if (va === undefined || va === null) return 1;
     if (vb === undefined || vb === null) return -1;
     return (va < vb ? -1 : 1) * dir;
   });
+  const shown = keyed.slice(0, state.limit).map((k) => k.j);
   const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: c.text ? 'text' : '', 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
-    el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(); } }))));
-  const body = rows.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
+    el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(true); } }))));
+  const body = shown.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
     const v = c.cell ? c.cell(j) : (j[c.key] ?? '');
     return i === 0 ? el('th', { scope: 'row', class: 'text' }, v) : el('td', { class: c.text ? 'text' : '' }, v);
   })));
   out.push(el('div', { class: 'scroll' }, el('table', { id: 'jobs' },
     el('caption', { text: `${rows.length} of ${state.jobs.size} jobs` }), el('thead', {}, head), el('tbody', {}, body))));
+  if (shown.length < rows.length) {
+    out.push(el('p', { class: 'more' }, `Showing the first ${shown.length}. `,
+      el('button', { type: 'button', id: compact ? 'more-c' : 'more', text: `Show ${Math.min(pageRows, rows.length - shown.length)} more`, onclick: () => { state.limit += pageRows; scheduleRender(true); } }), ' ',
+      el('button', { type: 'button', id: compact ? 'all-c' : 'all', text: `Show all ${rows.length}`, onclick: () => { state.limit = Infinity; scheduleRender(true); } })));
+  }
   return out;
 }
 
@@ -452,7 +473,7 @@ function speedupChart(s) {
 // held at each step's start.
 function timelineView() {
   const out = [el('h2', { text: 'GPUs per job over time' }),
-    el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(); } },
+    el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(true); } },
       windows.map(([label, ms]) => el('option', { value: String(ms), text: label, selected: ms === state.window })))))];
   const t1 = serverNow();
   let t0 = t1 - state.window;
