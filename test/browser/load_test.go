@@ -65,6 +65,14 @@ type loadFinal struct {
 		Streams     int     `json:"streams"`
 		Navigations int     `json:"navigations"`
 		HeldBytes   float64 `json:"heldBytes"`
+		// MainThread is the page's main-thread time while held, in
+		// seconds, as Chromium counts it; nil if it could not say.
+		MainThread *struct {
+			Script float64 `json:"script"`
+			Style  float64 `json:"style"`
+			Layout float64 `json:"layout"`
+			Task   float64 `json:"task"`
+		} `json:"mainThread"`
 	} `json:"pages"`
 }
 
@@ -313,6 +321,19 @@ func TestDashboardLoad(t *testing.T) {
 	fmt.Fprintf(&b, "  %-36s %12s %12.1f\n", "stream KiB/s received per page", "-", heldBytes/float64(pages)/1024/(final.HeldMs/1000))
 	fmt.Fprintf(&b, "  %-36s %12s %12.0f\n", "stream KiB until a page showed all", "-", loadMean(ready.StreamBytes)/1024)
 	fmt.Fprintf(&b, "  %-36s %12s %12.0f\n", "node and Chromium CPU (ms/s)", "-", ms(browserCPU)/loaded.wall.Seconds())
+	var script, style, layout, task float64
+	measured := 0
+	for _, p := range final.Pages {
+		if m := p.MainThread; m != nil {
+			script, style, layout, task = script+m.Script, style+m.Style, layout+m.Layout, task+m.Task
+			measured++
+		}
+	}
+	if measured > 0 && final.HeldMs > 0 {
+		per := func(v float64) float64 { return 1000 * v / float64(measured) / (final.HeldMs / 1000) }
+		fmt.Fprintf(&b, "  %-36s %12s %12s\n", "a page's main thread (ms/s)", "-",
+			fmt.Sprintf("%.0f: script %.0f, style %.0f, layout %.0f", per(task), per(script), per(style), per(layout)))
+	}
 	fmt.Fprintf(&b, "  page time to all %d jobs (ms): min %.0f, median %.0f, max %.0f; by page %v", jobs,
 		sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1], pageMs)
 	t.Log(b.String())

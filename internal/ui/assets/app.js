@@ -11,9 +11,13 @@ const timelineSteps = 300;
 // each "show more": drawing thousands of rows on every change would keep
 // a browser busy.
 const pageRows = 100;
-// Changes that arrive in a burst are drawn at most this often (ms); what
-// the viewer does is drawn at once.
-const renderEvery = 250;
+// Changes that arrive in a burst are drawn at most every renderEvery ms,
+// or ten times as long as the last drawing took (its script, style and
+// layout), whichever is longer, so that drawing takes a bounded share of
+// the page's time however busy the cluster or the viewer's machine; what
+// the viewer does is drawn at once. A hidden page draws nothing until it
+// is shown again.
+const renderEvery = 500;
 const week = 7 * 24 * 3600e3;
 // The timeline's spans; 0 is from the oldest change kept (at most a week).
 const windows = [['since the oldest change kept', 0], ['last hour', 3600e3], ['last 6 h', 6 * 3600e3], ['last 24 h', 24 * 3600e3], ['last 7 days', week]];
@@ -161,6 +165,7 @@ function times(j) {
 // tick advances the shown times (cells marked .tick) once a second
 // without drawing the view again.
 function tick() {
+  if (document.hidden) return;
   for (const e of document.querySelectorAll('.tick')) {
     const j = state.jobs.get(e.dataset.job);
     if (j) e.textContent = dur(times(j)[e.dataset.f]);
@@ -213,13 +218,15 @@ function signIn(message) {
 
 let pending = false;
 let lastRender = 0;
+let renderMs = 0;
 // scheduleRender draws the view again soon: at the next frame when now
 // is true (the viewer did something), else at most every renderEvery ms.
 function scheduleRender(now) {
   if (now) { pending = false; render(); return; }
   if (pending) return;
   pending = true;
-  const wait = Math.max(0, lastRender + renderEvery - Date.now());
+  if (document.hidden) return;
+  const wait = Math.max(0, lastRender + Math.max(renderEvery, 10 * renderMs) - Date.now());
   setTimeout(() => requestAnimationFrame(() => { if (pending) { pending = false; render(); } }), wait);
 }
 
@@ -281,7 +288,17 @@ function swatch(name) {
 }
 
 function render() {
-  lastRender = Date.now();
+  const started = performance.now();
+  try {
+    draw();
+    void document.body.offsetHeight; // style and layout now, to count them
+  } finally {
+    renderMs = performance.now() - started;
+    lastRender = Date.now();
+  }
+}
+
+function draw() {
   const route = location.hash.replace(/^#/, '') || '/';
   for (const a of document.querySelectorAll('nav a')) {
     const target = a.getAttribute('href').slice(1);
@@ -580,6 +597,7 @@ async function put(url, body) {
   scheduleRender();
 }
 
+document.addEventListener('visibilitychange', () => { if (!document.hidden) scheduleRender(true); });
 window.addEventListener('hashchange', () => { state.flash = ''; render(); document.getElementById('main').focus(); });
 render();
 follow();

@@ -12,8 +12,9 @@
 // null), and holds the pages open until it reads a line or its stdin
 // closes, or HOLD_MS pass, whichever comes first. Last it prints one line
 // of JSON with what the pages logged (console errors and warnings, page
-// errors), each page's caption, connection state, event streams opened and
-// the bytes its stream received while held, saves a screenshot of the first
+// errors), each page's caption, connection state, event streams opened,
+// the bytes its stream received while held and its main thread's time while
+// held (Chromium's Performance metrics: script, style, layout, all tasks), saves a screenshot of the first
 // page as SHOT, and closes the browser, which it does whatever happens.
 const { chromium } = require('playwright-core');
 
@@ -61,6 +62,8 @@ async function open(i) {
   cdp.on('Network.responseReceived', (e) => { if (e.response.url.includes('/api/v1/events')) p.streamIds.add(e.requestId); });
   cdp.on('Network.dataReceived', (e) => { if (p.streamIds.has(e.requestId)) p.bytes += e.encodedDataLength || e.dataLength; });
   await cdp.send('Network.enable');
+  await cdp.send('Performance.enable');
+  p.cdp = cdp;
   return p;
 }
 
@@ -88,10 +91,23 @@ async function main() {
   const ready = failed.length === 0;
   const bytesAtReady = opened.map((p) => p.bytes);
   line(ready ? { ready, pageMs, streamBytes: opened.map((p) => p.readyBytes) } : { ready, pageMs, error: failed.join('; ') });
+  // Chromium's own account of each page's main thread while held: its
+  // script, style, layout and all tasks, in seconds.
+  const perf = async (p) => {
+    const { metrics } = await p.cdp.send('Performance.getMetrics');
+    return Object.fromEntries(metrics.map((m) => [m.name, m.value]));
+  };
+  const perf0 = ready ? await Promise.all(opened.map(perf)) : [];
   const heldFrom = Date.now();
   out.released = ready ? await release(holdMs) : 'not ready';
   out.heldMs = Date.now() - heldFrom;
   const heldBytes = opened.map((p, i) => p.bytes - bytesAtReady[i]);
+  const perf1 = ready ? await Promise.all(opened.map((p) => perf(p).catch(() => null))) : [];
+  const mainThread = (i) => {
+    if (!perf0[i] || !perf1[i]) return null;
+    const d = (k) => (perf1[i][k] || 0) - (perf0[i][k] || 0);
+    return { script: d('ScriptDuration'), style: d('RecalcStyleDuration'), layout: d('LayoutDuration'), task: d('TaskDuration') };
+  };
   // Busy pages answer slowly: each question has 30 s, all pages at once.
   const text = (p, sel) => Promise.race([
     p.page.$eval(sel, (c) => c.textContent),
@@ -103,6 +119,7 @@ async function main() {
     streams: p.streams,
     navigations: p.navigations,
     heldBytes: heldBytes[i],
+    mainThread: mainThread(i),
   })));
   if (shot) await opened[0].page.screenshot({ path: shot, timeout: 30000 }).catch(() => {});
 }
