@@ -48,7 +48,7 @@ func benchmarkStreams(b *testing.B, streams int) {
 	for i := range jobs {
 		names[i] = fmt.Sprintf("job-%04d", i)
 		j := store.Job{Name: names[i], Kind: "MPIJob", Namespace: "default",
-			Spec:   model.JobSpec{Name: names[i], GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, SubmitTime: t0.Add(time.Duration(i) * time.Second)},
+			Spec: model.JobSpec{Name: names[i], GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, SubmitTime: t0.Add(time.Duration(i) * time.Second)},
 			Status: store.JobStatus{State: model.JobState{Status: model.StatusWaiting}, Est: model.Estimates{RemainingSeconds: -1},
 				Allocations: benchHistory(i)}}
 		if err := f.store.CreateJob(ctx, j); err != nil {
