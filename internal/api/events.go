@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -525,7 +527,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // proxies: do not buffer
 	w.WriteHeader(http.StatusOK)
-	out := &eventWriter{w: w, rc: rc}
+	out := &eventWriter{w: w, rc: rc, sent: s.cfg.Metrics.EventsSent, bytes: s.cfg.Metrics.EventBytesSent}
 	sees := func(sc scope) bool {
 		ok, _ := v.sees(sc.namespace, sc.kind) // an error hides the job; sees logged it
 		return ok
@@ -625,21 +627,32 @@ func (s *Server) snapshotData(snap *snapshot, cluster bool, sees func(scope) boo
 // eventWriter writes server-sent events, each flushed under its own
 // write deadline; the first error sticks and ends the stream.
 type eventWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	err error
+	w           http.ResponseWriter
+	rc          *http.ResponseController
+	err         error
+	sent, bytes *prometheus.CounterVec
 }
 
-func (e *eventWriter) write(parts ...[]byte) {
+func (e *eventWriter) write(name string, parts ...[]byte) {
 	if e.err != nil {
 		return
 	}
+	n := 0
+	defer func() {
+		if e.err == nil {
+			e.sent.WithLabelValues(name).Inc()
+			e.bytes.WithLabelValues(name).Add(float64(n))
+		}
+	}()
 	if err := e.rc.SetWriteDeadline(time.Now().Add(streamWriteWait)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		e.err = err
 		return
 	}
 	for _, p := range parts {
-		if _, e.err = e.w.Write(p); e.err != nil {
+		var k int
+		k, e.err = e.w.Write(p)
+		n += k
+		if e.err != nil {
 			return
 		}
 	}
@@ -647,7 +660,7 @@ func (e *eventWriter) write(parts ...[]byte) {
 }
 
 func (e *eventWriter) event(name string, data []byte) {
-	e.write([]byte("event: "+name+"\ndata: "), data, []byte("\n\n"))
+	e.write(name, []byte("event: "+name+"\ndata: "), data, []byte("\n\n"))
 }
 
-func (e *eventWriter) comment(text string) { e.write([]byte(": " + text + "\n\n")) }
+func (e *eventWriter) comment(text string) { e.write(text, []byte(": "+text+"\n\n")) }

@@ -212,6 +212,15 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.jobEvent(job.Name, func(je JobEvent) bool { return je.Deleted }) // found by a full list: 30 polls
+
+	_, b := f.do("GET", RouteMetrics, "", "")
+	m := string(b)
+	for _, want := range []string{"\nvoda_events_sent_total{event=\"snapshot\"} 1\n", "\nvoda_events_sent_total{event=\"job\"} ",
+		"\nvoda_event_bytes_sent_total{event=\"snapshot\"} ", "\nvoda_event_bytes_sent_total{event=\"job\"} "} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", strings.TrimSpace(want))
+		}
+	}
 }
 
 // A caller sees in the stream only the jobs of namespaces where it may

@@ -58,10 +58,13 @@ type Metrics struct {
 	// EventStreams are the open event streams (GET /api/v1/events);
 	// EventStreamsDropped counts those closed for falling behind;
 	// EventPollDuration times the shared read of the store that feeds
-	// them.
+	// them; EventsSent and EventBytesSent count what the streams wrote,
+	// by event name (heartbeats are "heartbeat").
 	EventStreams        prometheus.Gauge
 	EventStreamsDropped prometheus.Counter
 	EventPollDuration   prometheus.Histogram
+	EventsSent          *prometheus.CounterVec
+	EventBytesSent      *prometheus.CounterVec
 }
 
 // decisionBuckets cover 10 µs to about 10 s: allocation and placement
@@ -130,6 +133,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Event streams closed because their client fell behind."}),
 		EventPollDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "event_poll_duration_seconds",
 			Help: "Time of one read of the store for the event streams, from the read to every change handed to the streams.", Buckets: decisionBuckets}),
+		EventsSent:     counter("events_sent_total", "Events written to the event streams, by event (snapshot, job, nodes, scheduler, heartbeat); one per stream it went to.", "event"),
+		EventBytesSent: counter("event_bytes_sent_total", "Bytes written to the event streams, by event.", "event"),
 	}
 	reg.MustRegister(
 		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports,
@@ -139,6 +144,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
 		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
 		m.HTTPRequests, m.HTTPDuration, m.EventStreams, m.EventStreamsDropped, m.EventPollDuration,
+		m.EventsSent, m.EventBytesSent,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
