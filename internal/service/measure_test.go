@@ -87,13 +87,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 
 	// A new scheduler on the same store starts from the history: a new
 	// job of the application, never measured, gets its rate.
-	h.stop()
-	<-h.stopped
-	h.stopped = make(chan error, 1)
-	h.stopped <- nil // for the first run's cleanup
-	h2 := &harness{t: t, dir: h.dir, fake: newFakeBackend(1, 4), softPersist: -1, st: h.st, q: h.q, clk: h.clk, wall: h.wall, m: h.m}
-	h2.backend = h2.fake
-	h2.run()
+	h2 := h.restart(newFakeBackend(1, 4))
 	var d collector.Detail
 	h2.do(func() { d = h2.svc.collector.Detail("new", "a") })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {

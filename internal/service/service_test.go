@@ -343,6 +343,20 @@ func (h *harness) counter(c *prometheus.CounterVec) int {
 	return int(testutil.ToFloat64(c.WithLabelValues(gpuType)))
 }
 
+// restart stops the service and starts a new one on the same store,
+// queue, clocks and metrics, with a new cluster, as a restarted process
+// would be.
+func (h *harness) restart(fake *fakeBackend) *harness {
+	h.t.Helper()
+	h.stop()
+	<-h.stopped
+	h.stopped = make(chan error, 1)
+	h.stopped <- nil // for the first run's cleanup
+	h2 := &harness{t: h.t, dir: h.dir, fake: fake, backend: fake, softPersist: h.softPersist, st: h.st, q: h.q, clk: h.clk, wall: h.wall, m: h.m}
+	h2.run()
+	return h2
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -831,13 +845,7 @@ func TestAllocationHistory(t *testing.T) {
 
 	// Restarted, the scheduler resumes b where it was: no new entry;
 	// then a's end appends one without GPUs.
-	h.stop()
-	<-h.stopped
-	h.stopped = make(chan error, 1)
-	h.stopped <- nil // for the first run's cleanup
-	h2 := &harness{t: t, dir: h.dir, fake: newFakeBackend(2, 4), softPersist: -1, st: h.st, q: h.q, clk: h.clk, wall: h.wall, m: h.m}
-	h2.backend = h2.fake
-	h2.run()
+	h2 := h.restart(newFakeBackend(2, 4))
 	h.clk.Step(time.Minute)
 	h2.fake.finish("a", model.StatusCompleted)
 	j = h2.waitStatus("a", model.StatusCompleted)

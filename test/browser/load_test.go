@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -190,7 +189,7 @@ func TestDashboardLoad(t *testing.T) {
 		base, "admin-token", strconv.Itoa(pages), strconv.Itoa(jobs),
 		strconv.FormatInt((readyBound+90*time.Second).Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10), shot)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
-	var stderr lockedBuffer
+	var stderr vodatest.SyncBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -503,24 +502,6 @@ func loadMean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-// lockedBuffer is a buffer a process writes to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func loadEnvInt(t *testing.T, key string, def int) int {

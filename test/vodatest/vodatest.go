@@ -58,19 +58,20 @@ func Binary(t *testing.T) string {
 	return vodaBin
 }
 
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
+// SyncBuffer collects a process's output while a test reads it (for
+// failure messages): safe for one writer and concurrent readers.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -84,7 +85,7 @@ type Server struct {
 	Addr string
 	// Args are the flags after `server --addr ADDR`.
 	Args []string
-	logs *syncBuffer
+	logs *SyncBuffer
 	done chan struct{}
 	// caFile, when set, is the certificate authority of a server that
 	// serves HTTPS (StartServerTLS).
@@ -147,7 +148,7 @@ func start(s *Server) *Server {
 // it is ready.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.logs = &syncBuffer{}
+	s.logs = &SyncBuffer{}
 	bin := s.bin
 	if bin == "" {
 		bin = Binary(s.t)

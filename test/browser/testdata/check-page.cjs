@@ -4,15 +4,11 @@
 // page's own file, charts and tables with their sizes, <time> elements and
 // whether the page scrolls sideways. Usage:
 //   node check-page.cjs URL SCREENSHOT.png TIMEZONE
-const { chromium } = require('playwright-core');
+const { launch, run } = require('./launch.cjs');
 
 async function main() {
   const [url, screenshot, timezone] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: process.env.VODA_CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch();
   const out = { console: [], pageErrors: [], requests: [] };
   try {
     const context = await browser.newContext({
@@ -55,7 +51,4 @@ async function main() {
   process.stdout.write(JSON.stringify(out));
 }
 
-main().catch((e) => {
-  process.stderr.write(`${(e && e.stack) || e}\n`);
-  process.exit(1);
-});
+run(main);

@@ -10,17 +10,13 @@
 // refusal.
 const fs = require('fs');
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { launch, run } = require('./launch.cjs');
 
 async function main() {
   const [base, adminToken, userToken, manifestFile, waitingFile, shots] = process.argv.slice(2);
   const manifest = fs.readFileSync(manifestFile, 'utf8');
   const name = /name:\s*(\S+)/.exec(manifest)[1];
-  const browser = await chromium.launch({
-    executablePath: process.env.VODA_CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch();
   const out = { console: [], pageErrors: [], steps: {} };
   const watch = (page, who) => {
     page.on('console', (m) => {
@@ -107,7 +103,4 @@ async function main() {
   process.stdout.write(JSON.stringify(out));
 }
 
-main().catch((e) => {
-  process.stderr.write(`${(e && e.stack) || e}\n`);
-  process.exit(1);
-});
+run(main);

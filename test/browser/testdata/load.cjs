@@ -16,7 +16,7 @@
 // the bytes its stream received while held and its main thread's time while
 // held (Chromium's Performance metrics: script, style, layout, all tasks), saves a screenshot of the first
 // page as SHOT, and closes the browser, which it does whatever happens.
-const { chromium } = require('playwright-core');
+const { launch } = require('./launch.cjs');
 
 const [base, token, pagesArg, jobsArg, readyArg, holdArg, shot] = process.argv.slice(2);
 const pages = Number(pagesArg);
@@ -68,11 +68,7 @@ async function open(i) {
 }
 
 async function main() {
-  browser = await chromium.launch({
-    executablePath: process.env.VODA_CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launch();
   const opened = await Promise.all(Array.from({ length: pages }, (_, i) => open(i)));
   const pageMs = new Array(pages).fill(null);
   const want = `${jobs} of ${jobs} jobs`;
