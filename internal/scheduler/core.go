@@ -17,8 +17,16 @@ import (
 	"github.com/vodascheduler/voda/internal/placement"
 )
 
-// DefaultRateLimit is the least time between two cycles.
+// DefaultRateLimit is the least time between two cycles that may change
+// running jobs. A cycle that only starts waiting jobs on free GPUs is not
+// held by it (see Core.Due).
 const DefaultRateLimit = 30 * time.Second
+
+// DefaultStartInterval is the least time between a cycle and a limited
+// one (a cycle within the rate limit, which only starts waiting jobs on
+// free GPUs): a burst of submissions is decided in a few cycles rather
+// than one each, and a job still starts well within a second.
+const DefaultStartInterval = 250 * time.Millisecond
 
 // DefaultRetryMin and DefaultRetryMax bound the backoff between cycles
 // after a cycle whose actions failed: the wait starts at the minimum and
@@ -89,9 +97,14 @@ type Config struct {
 	// use; the live Kubernetes port is, and a burst of starts then costs
 	// one API round trip per batch rather than per job.
 	ApplyParallelism int
-	// RateLimit is the least time between two cycles (DefaultRateLimit if
-	// zero; negative means none).
+	// RateLimit is the least time between two cycles that may change
+	// running jobs: shrink, halt, migrate or grow them (DefaultRateLimit if
+	// zero; negative means none). Within it, a cycle may still start
+	// waiting jobs on GPUs that are free; see Core.Due.
 	RateLimit time.Duration
+	// StartInterval is the least time between a cycle and the next limited
+	// one (DefaultStartInterval if zero; negative means none).
+	StartInterval time.Duration
 	// Tick is the period of cycles without events (DefaultTick if zero;
 	// negative disables it).
 	Tick time.Duration
@@ -137,6 +150,13 @@ type CycleReport struct {
 	// FailedActions counts actions the port could not apply; they are
 	// retried next cycle.
 	FailedActions int
+	// Limited is true for a cycle that ran within the rate limit: it
+	// applied only the starts of waiting jobs on free GPUs.
+	Limited bool
+	// Deferred are the actions a limited cycle decided but left for the
+	// first cycle the rate limit allows (changes to running jobs, and
+	// starts that need GPUs running jobs hold), in apply order.
+	Deferred []Action
 }
 
 type jobEntry struct {
@@ -157,6 +177,14 @@ type Core struct {
 	dirty     bool
 	cycled    bool
 	lastCycle time.Time
+	// lastFull is when the last cycle the rate limit allowed to change
+	// running jobs ran; deferred says a limited cycle since then left
+	// changes for the next one.
+	lastFull time.Time
+	deferred bool
+	// startable caches whether some waiting job's minimum fits in the
+	// free GPUs (nil: not known since the last change).
+	startable *bool
 	advanced  time.Time
 	// failStreak counts the cycles in a row that failed (an error, or an
 	// action the port could not apply).
@@ -170,6 +198,9 @@ func NewCore(cfg Config) (*Core, error) {
 	}
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.StartInterval == 0 {
+		cfg.StartInterval = DefaultStartInterval
 	}
 	if cfg.Tick == 0 {
 		cfg.Tick = DefaultTick
@@ -195,30 +226,66 @@ func NewCore(cfg Config) (*Core, error) {
 // SetAllocator switches the algorithm; the next cycle uses it.
 func (c *Core) SetAllocator(a algorithm.Allocator) {
 	c.cfg.Allocator = a
+	c.markDirty()
+}
+
+// markDirty records an event that wants a cycle.
+func (c *Core) markDirty() {
 	c.dirty = true
+	c.startable = nil
 }
 
 // Allocator returns the current algorithm.
 func (c *Core) Allocator() algorithm.Allocator { return c.cfg.Allocator }
 
-// SetRateLimit changes the least time between two cycles.
+// SetRateLimit changes the least time between two cycles that may change
+// running jobs.
 func (c *Core) SetRateLimit(d time.Duration) { c.cfg.RateLimit = d }
 
-// RateLimit returns the least time between two cycles.
+// RateLimit returns the least time between two cycles that may change
+// running jobs.
 func (c *Core) RateLimit() time.Duration { return c.cfg.RateLimit }
 
-// Dirty reports whether an event is waiting for a cycle.
-func (c *Core) Dirty() bool { return c.dirty }
+// Dirty reports whether an event is waiting for a cycle, or a limited
+// cycle left changes for the rate limit.
+func (c *Core) Dirty() bool { return c.dirty || c.deferred }
 
-// Due returns when the next cycle should run: as soon as the rate limit
-// allows after an event, else one tick after the last cycle. After cycles
-// that failed, no cycle runs before the retry backoff has passed, rate
-// limit or not. ok is false when nothing is due (no event and no tick).
+// NextFull returns when the next cycle that may change running jobs can
+// run: the last such cycle plus the rate limit (the zero time if no cycle
+// ran yet or there is no rate limit, meaning at once).
+func (c *Core) NextFull() time.Time {
+	if !c.cycled || c.cfg.RateLimit < 0 {
+		return time.Time{}
+	}
+	return c.lastFull.Add(c.cfg.RateLimit)
+}
+
+// Due returns when the next cycle should run. After an event it is as
+// soon as the rate limit allows, except that when a waiting job's minimum
+// fits in the GPUs free now, a limited cycle runs at once (at least
+// StartInterval after the last cycle): it applies only
+// the starts of waiting jobs on free GPUs, which disturb no running job,
+// and leaves every other change to the cycle the rate limit allows. The
+// rate limit thus bounds how often running jobs are changed, not how soon
+// a job starts on an idle cluster. Without events, the next cycle is one
+// tick after the last. After cycles that failed, no cycle runs before the
+// retry backoff has passed, rate limit or not. ok is false when nothing is
+// due (no event, nothing deferred and no tick).
 func (c *Core) Due() (at time.Time, ok bool) {
-	if c.dirty {
+	if c.dirty || c.deferred {
 		at := c.advanced
-		if c.cycled && c.cfg.RateLimit >= 0 {
-			at = c.lastCycle.Add(c.cfg.RateLimit)
+		if full := c.NextFull(); full.After(at) {
+			if c.dirty && c.canStart() {
+				// A limited cycle, after the start interval.
+				if next := c.lastCycle.Add(max(c.cfg.StartInterval, 0)); next.After(at) {
+					at = next
+				}
+				if at.After(full) {
+					at = full
+				}
+			} else {
+				at = full
+			}
 		}
 		if c.cycled && c.failStreak > 0 {
 			if retry := c.lastCycle.Add(c.retryBackoff()); retry.After(at) {
@@ -231,6 +298,46 @@ func (c *Core) Due() (at time.Time, ok bool) {
 		return c.lastCycle.Add(c.cfg.Tick), true
 	}
 	return time.Time{}, false
+}
+
+// canStart reports whether some waiting job's minimum fits in the GPUs
+// free now on nodes that take new workers. It is cached until the next
+// event, so that the loop asking Due often costs one pass over the jobs
+// per event.
+func (c *Core) canStart() bool {
+	if c.startable != nil {
+		return *c.startable
+	}
+	ok := c.computeCanStart()
+	c.startable = &ok
+	return ok
+}
+
+func (c *Core) computeCanStart() bool {
+	least := -1
+	used := map[string]int{}
+	for _, e := range c.jobs {
+		st := &e.job.State
+		if st.GPUs == 0 {
+			if least < 0 || e.job.Spec.MinWorkers < least {
+				least = e.job.Spec.MinWorkers
+			}
+			continue
+		}
+		for _, nw := range st.Placement {
+			used[nw.Node] += nw.Workers
+		}
+	}
+	if least < 0 {
+		return false
+	}
+	free := 0
+	for name, n := range c.nodes {
+		if !n.Cordoned {
+			free += max(0, n.GPUs-used[name])
+		}
+	}
+	return free >= least
 }
 
 // retryBackoff is the least time after a failed cycle before the next:
@@ -293,7 +400,7 @@ func (c *Core) Submit(now time.Time, spec model.JobSpec) error {
 		},
 		Est: model.Estimates{RemainingSeconds: -1},
 	}}
-	c.dirty = true
+	c.markDirty()
 	return nil
 }
 
@@ -307,7 +414,7 @@ func (c *Core) Restore(job model.Job) error {
 	}
 	job.State.Placement = job.State.Placement.Clone()
 	c.jobs[job.Spec.Name] = &jobEntry{job: job}
-	c.dirty = true
+	c.markDirty()
 	return nil
 }
 
@@ -321,7 +428,7 @@ func (c *Core) Finish(now time.Time, name string, status model.Status) (model.Jo
 	}
 	delete(c.jobs, name)
 	e.job.State.Status = status
-	c.dirty = true
+	c.markDirty()
 	return e.job, nil
 }
 
@@ -337,7 +444,7 @@ func (c *Core) SetPriority(now time.Time, name string, priority int) error {
 	}
 	if e.job.Spec.Priority != priority {
 		e.job.Spec.Priority = priority
-		c.dirty = true
+		c.markDirty()
 	}
 	return nil
 }
@@ -368,7 +475,7 @@ func (c *Core) AddNode(now time.Time, n model.Node) error {
 	}
 	c.nodes[n.Name] = n
 	c.byIndex = nil
-	c.dirty = true
+	c.markDirty()
 	return nil
 }
 
@@ -399,7 +506,7 @@ func (c *Core) RemoveNode(now time.Time, name string) error {
 			}
 		}
 	}
-	c.dirty = true
+	c.markDirty()
 	return nil
 }
 
@@ -454,7 +561,11 @@ func (c *Core) Snapshot(now time.Time) *model.Snapshot {
 	return snap
 }
 
-// Cycle runs one scheduling cycle at now and applies its decisions.
+// Cycle runs one scheduling cycle at now and applies its decisions. Within
+// the rate limit (before NextFull) the cycle is limited: it decides as
+// any cycle does, applies only the starts of waiting jobs that fit in the
+// GPUs free now, in the allocator's order, and reports the rest as
+// Deferred; the cycle the rate limit allows decides again.
 func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err error) {
 	if c.cfg.Stopwatch != nil {
 		start := c.cfg.Stopwatch.Now()
@@ -470,9 +581,15 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	// 1. Snapshot.
 	snap := c.Snapshot(now)
 	rep = CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
+	rep.Limited = now.Before(c.NextFull())
 	c.dirty = false
+	c.startable = nil
 	c.cycled = true
 	c.lastCycle = now
+	if !rep.Limited {
+		c.lastFull = now
+		c.deferred = false
+	}
 
 	// 2. Requeue: multi-level algorithms move jobs between queues first.
 	if pr, ok := c.cfg.Allocator.(algorithm.Prioritizer); ok {
@@ -539,13 +656,18 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
 	}
 
-	// 5. Diff and apply: halt -> shrink -> migrate -> start -> grow.
+	// 5. Diff and apply: halt -> shrink -> migrate -> start -> grow; a
+	// limited cycle applies only the starts that fit in free GPUs.
 	rep.Actions = diff(snap, res.Placement)
+	if rep.Limited {
+		rep.Actions, rep.Deferred = startsOnFreeGPUs(snap, rep.Actions, alloc.Order)
+		c.deferred = len(rep.Deferred) > 0
+	}
 	errs := c.applyAll(ctx, rep.Actions)
 	for i, a := range rep.Actions {
 		if err := errs[i]; err != nil {
 			rep.FailedActions++
-			c.dirty = true
+			c.markDirty()
 			c.log.Error("apply action", "action", a.Kind.String(), "job", a.Job, "err", err)
 			continue
 		}
@@ -588,6 +710,52 @@ func (c *Core) applyAll(ctx context.Context, actions []Action) []error {
 		start = end
 	}
 	return errs
+}
+
+// startsOnFreeGPUs splits a plan into the starts that use only GPUs free
+// in snap, taken in the allocator's order (order), and the rest. A start
+// that needs GPUs a running job holds, even those the plan frees by
+// shrinking it, is deferred whole: a job starts with the workers the
+// allocator gave it or not at all.
+func startsOnFreeGPUs(snap *model.Snapshot, actions []Action, order []string) (apply, deferred []Action) {
+	free := make(map[string]int, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		free[n.Name] = n.GPUs
+	}
+	for i := range snap.Jobs {
+		for _, nw := range snap.Jobs[i].State.Placement {
+			free[nw.Node] -= nw.Workers
+		}
+	}
+	rank := make(map[string]int, len(order))
+	for i, name := range order {
+		rank[name] = i
+	}
+	var starts []int
+	for i, a := range actions {
+		if a.Kind == Start {
+			starts = append(starts, i)
+		}
+	}
+	slices.SortStableFunc(starts, func(a, b int) int { return cmp.Compare(rank[actions[a].Job], rank[actions[b].Job]) })
+	ok := make([]bool, len(actions))
+	for _, i := range starts {
+		to := actions[i].To
+		if !slices.ContainsFunc(to, func(nw model.NodeWorkers) bool { return nw.Workers > free[nw.Node] }) {
+			for _, nw := range to {
+				free[nw.Node] -= nw.Workers
+			}
+			ok[i] = true
+		}
+	}
+	for i, a := range actions {
+		if ok[i] {
+			apply = append(apply, a)
+		} else {
+			deferred = append(deferred, a)
+		}
+	}
+	return apply, deferred
 }
 
 // completeOrder appends jobs an allocator left out of its order, in

@@ -199,7 +199,8 @@ func TestDueHonoursRateLimitAndTick(t *testing.T) {
 	if _, ok := c.Due(); ok {
 		t.Fatal("due with no jobs and no event")
 	}
-	c.Submit(t0.Add(time.Second), spec("a", 1, 1, t0))
+	// A job that cannot start on the free GPUs waits for the rate limit.
+	c.Submit(t0.Add(time.Second), spec("a", 8, 8, t0))
 	if at, _ := c.Due(); !at.Equal(t0.Add(DefaultRateLimit)) {
 		t.Fatalf("after an event due at %v, want the rate limit %v", at, t0.Add(DefaultRateLimit))
 	}
