@@ -393,7 +393,14 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	}
 	out.FirstStart = timePtr(st.FirstStart)
 	out.FinishTime = timePtr(j.Status.FinishTime)
-	out.EstimatedStart = timePtr(j.Status.EstimatedStart)
+	// The estimate was made at the scheduler's last cycle; once its time
+	// has passed with the job still waiting, the job is expected at the
+	// next cycle: now, never in the past.
+	if es := j.Status.EstimatedStart; !es.IsZero() && es.Before(now) && st.GPUs == 0 && !statusOf(j).Done() {
+		out.EstimatedStart = &now
+	} else {
+		out.EstimatedStart = timePtr(es)
+	}
 	if rem := j.Status.Est.RemainingSeconds; rem >= 0 && !statusOf(j).Done() {
 		out.RemainingSeconds = &rem
 	}

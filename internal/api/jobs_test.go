@@ -211,6 +211,34 @@ func TestReasonsAndUnreadableRecords(t *testing.T) {
 	}
 }
 
+// An estimated start whose time has passed while the job still waits is
+// shown as now (the job is expected at the next cycle), never in the past;
+// a future one as the scheduler made it.
+func TestEstimatedStartNeverInThePast(t *testing.T) {
+	t.Parallel()
+	waiting := func(name string, start time.Time) store.Job {
+		j := store.Job{Name: name, Kind: "MPIJob", Spec: model.JobSpec{GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, SubmitTime: t0.Add(-time.Hour)}}
+		j.Status.State.Status = model.StatusWaiting
+		j.Status.QueuePosition = 1
+		j.Status.EstimatedStart = start
+		return j
+	}
+	past, future := waiting("past-20261121-093015", t0.Add(-6*time.Second)), waiting("future-20261121-093015", t0.Add(time.Hour))
+	f := newFixtureWith(t, func(cfg *Config) {
+		cfg.Store = overlayStore{Store: cfg.Store, jobs: map[string]store.Job{past.Name: past, future.Name: future}}
+	})
+	for name, want := range map[string]time.Time{past.Name: t0, future.Name: t0.Add(time.Hour)} {
+		code, b := f.do("GET", "/api/v1/jobs/"+name, "", "")
+		var j Job
+		if err := json.Unmarshal(b, &j); err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", name, code, b)
+		}
+		if j.EstimatedStart == nil || !j.EstimatedStart.Equal(want) || j.EstimatedStart.Before(j.AsOf) {
+			t.Errorf("%s: estimatedStart %v (asOf %v), want %v", name, j.EstimatedStart, j.AsOf, want)
+		}
+	}
+}
+
 // TestLegacyClients replays the original Voda's clients: its Go CLI
 // (net/http, no Content-Type: the raw YAML, the raw name) and the curl
 // calls of its documentation, which send JSON strings and curl's form

@@ -182,6 +182,9 @@ type Core struct {
 	// changes for the next one.
 	lastFull time.Time
 	deferred bool
+	// deferredStarts are the jobs whose start the last limited cycle left
+	// for the next full one.
+	deferredStarts map[string]bool
 	// startable caches whether some waiting job's minimum fits in the
 	// free GPUs (nil: not known since the last change).
 	startable *bool
@@ -249,6 +252,11 @@ func (c *Core) RateLimit() time.Duration { return c.cfg.RateLimit }
 // Dirty reports whether an event is waiting for a cycle, or a limited
 // cycle left changes for the rate limit.
 func (c *Core) Dirty() bool { return c.dirty || c.deferred }
+
+// StartDeferred reports whether the last cycle, a limited one, decided to
+// start the job but left it for the next full cycle (NextFull), because
+// it needs GPUs a running job holds.
+func (c *Core) StartDeferred(name string) bool { return c.deferredStarts[name] }
 
 // NextFull returns when the next cycle that may change running jobs can
 // run: the last such cycle plus the rate limit (the zero time if no cycle
@@ -427,6 +435,7 @@ func (c *Core) Finish(now time.Time, name string, status model.Status) (model.Jo
 		return model.Job{}, fmt.Errorf("finish job %s: %w", name, ErrUnknownJob)
 	}
 	delete(c.jobs, name)
+	delete(c.deferredStarts, name)
 	e.job.State.Status = status
 	c.markDirty()
 	return e.job, nil
@@ -589,6 +598,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	if !rep.Limited {
 		c.lastFull = now
 		c.deferred = false
+		c.deferredStarts = nil
 	}
 
 	// 2. Requeue: multi-level algorithms move jobs between queues first.
@@ -662,6 +672,15 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	if rep.Limited {
 		rep.Actions, rep.Deferred = startsOnFreeGPUs(snap, rep.Actions, alloc.Order)
 		c.deferred = len(rep.Deferred) > 0
+		c.deferredStarts = nil
+		for _, a := range rep.Deferred {
+			if a.Kind == Start {
+				if c.deferredStarts == nil {
+					c.deferredStarts = map[string]bool{}
+				}
+				c.deferredStarts[a.Job] = true
+			}
+		}
 	}
 	errs := c.applyAll(ctx, rep.Actions)
 	for i, a := range rep.Actions {

@@ -19,11 +19,15 @@ type Forecast struct {
 // position among waiting jobs in the allocator's order and when it may
 // start. The estimate is deliberately simple: running jobs release their
 // GPUs when their estimated remaining time at their current speedup runs
-// out, and waiting jobs start in order, each as soon as the GPUs released
-// cover its minimum plus the minimums of the jobs ahead of it. A running
-// job with an unknown remaining time releases nothing, so jobs behind it
-// may get no estimate. Elastic algorithms may start jobs sooner by
-// shrinking others; non-elastic ones may backfill.
+// out, and waiting jobs start in order, each at the first release after
+// which the GPUs free cover its minimum plus the minimums of the jobs
+// ahead of it that have an estimate. A running job with an unknown
+// remaining time releases nothing. A job whose start cannot be estimated
+// that way (its minimum exceeds the GPU type's GPUs, or it needs GPUs that
+// only jobs of unknown remaining time hold) gets no start and does not
+// hold back the jobs behind it: their forecasts are made as if it were not
+// in line. Elastic algorithms may start jobs sooner by shrinking others;
+// non-elastic ones may backfill. No start is before snap.Now.
 func Forecasts(snap *model.Snapshot, order []string) map[string]Forecast {
 	type release struct {
 		at   time.Time
@@ -52,25 +56,28 @@ func Forecasts(snap *model.Snapshot, order []string) map[string]Forecast {
 		}
 		return releases[a].name < releases[b].name
 	})
+	// freeAfter[k] is the GPUs free once the first k releases happened;
+	// it never decreases, so the first k that covers a need is found by
+	// binary search.
+	freeAfter := make([]int, len(releases)+1)
+	freeAfter[0] = free
+	for k, r := range releases {
+		freeAfter[k+1] = freeAfter[k] + r.gpus
+	}
 	out := map[string]Forecast{}
-	need, next := 0, 0
-	var at time.Time
+	need := 0
 	for _, name := range completeOrder(snap, order) {
 		j, ok := byName[name]
 		if !ok || j.State.GPUs > 0 {
 			continue
 		}
-		need += j.Spec.MinWorkers
 		f := Forecast{Position: len(out) + 1}
-		for free < need && next < len(releases) {
-			free += releases[next].gpus
-			at = releases[next].at
-			next++
-		}
-		if free >= need {
+		want := need + j.Spec.MinWorkers
+		if k := sort.SearchInts(freeAfter, want); k < len(freeAfter) {
+			need = want
 			f.Start = snap.Now
-			if at.After(snap.Now) {
-				f.Start = at
+			if k > 0 && releases[k-1].at.After(snap.Now) {
+				f.Start = releases[k-1].at
 			}
 		}
 		out[name] = f

@@ -82,3 +82,72 @@ func TestForecastsAfterRestart(t *testing.T) {
 		})
 	}
 }
+
+// A job that cannot start, or whose start cannot be estimated, does not
+// hide the forecasts of the jobs behind it (a 40-GPU job first in line on
+// a 32-GPU cluster hid every other waiting job's start).
+func TestForecastsSkipJobsThatCannotBeForecast(t *testing.T) {
+	t0 := time.Unix(1000, 0).UTC()
+	job := func(name string, min, gpus int, rem float64) model.Job {
+		return model.Job{
+			Spec:  model.JobSpec{Name: name, MinWorkers: min, MaxWorkers: 64, RequestedWorkers: min, SubmitTime: t0},
+			State: model.JobState{GPUs: gpus},
+			Est:   model.Estimates{RemainingSeconds: rem},
+		}
+	}
+	nodes := []model.Node{{Name: "n0", GPUs: 8}, {Name: "n1", GPUs: 8}, {Name: "n2", GPUs: 8}, {Name: "n3", GPUs: 8}}
+	tests := []struct {
+		name  string
+		jobs  []model.Job
+		order []string
+		want  map[string]Forecast
+	}{{
+		name: "a job larger than the cluster first in line",
+		jobs: []model.Job{
+			job("run", 1, 32, 32*600), // ends in 600 s
+			job("huge", 40, 0, 100),
+			job("small", 4, 0, 100),
+			job("next", 30, 0, 100),
+		},
+		order: []string{"run", "huge", "small", "next"},
+		want: map[string]Forecast{
+			"huge":  {Position: 1},
+			"small": {Position: 2, Start: t0.Add(600 * time.Second)},
+			"next":  {Position: 3}, // 34 needed behind small
+		},
+	}, {
+		name: "a job that needs the GPUs of a job not yet measured",
+		jobs: []model.Job{
+			job("new", 1, 24, -1),    // just started: no estimate yet
+			job("known", 1, 8, 8*60), // ends in 60 s
+			job("wide", 16, 0, 100),  // needs new's GPUs: unknown
+			job("narrow", 8, 0, 100), // fits in known's GPUs
+		},
+		order: []string{"new", "known", "wide", "narrow"},
+		want: map[string]Forecast{
+			"wide":   {Position: 1},
+			"narrow": {Position: 2, Start: t0.Add(60 * time.Second)},
+		},
+	}, {
+		name: "free GPUs now",
+		jobs: []model.Job{
+			job("run", 1, 16, 16*60),
+			job("a", 8, 0, 100),
+			job("b", 8, 0, 100),
+			job("c", 8, 0, 100),
+		},
+		want: map[string]Forecast{
+			"a": {Position: 1, Start: t0},
+			"b": {Position: 2, Start: t0},
+			"c": {Position: 3, Start: t0.Add(60 * time.Second)},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := &model.Snapshot{Now: t0, Nodes: nodes, Jobs: tt.jobs}
+			if diff := cmp.Diff(tt.want, Forecasts(snap, tt.order)); diff != "" {
+				t.Errorf("Forecasts (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -110,6 +110,9 @@ func TestLimitedCycleDefersChangesToRunningJobs(t *testing.T) {
 	if !c.Dirty() {
 		t.Fatal("not dirty with deferred changes")
 	}
+	if !c.StartDeferred(other) || c.StartDeferred(started.Job) {
+		t.Fatalf("start deferred: %s %v, %s %v; want true, false", other, c.StartDeferred(other), started.Job, c.StartDeferred(started.Job))
+	}
 	// No waiting job fits in the free GPUs now: the next cycle is the rate
 	// limit's, even after another event.
 	c.Submit(at.Add(time.Second), spec("e", 3, 3, at.Add(2*time.Second)))
@@ -127,8 +130,8 @@ func TestLimitedCycleDefersChangesToRunningJobs(t *testing.T) {
 	if got, want := port.kinds(), []string{"shrink:a", "start:" + other, "grow:b"}; !equal(got, want) {
 		t.Fatalf("full cycle applied %v, want %v", got, want)
 	}
-	if c.Dirty() {
-		t.Error("dirty after the full cycle")
+	if c.Dirty() || c.StartDeferred(other) {
+		t.Errorf("after the full cycle: dirty %v, start of %s deferred %v", c.Dirty(), other, c.StartDeferred(other))
 	}
 }
 

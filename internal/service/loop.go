@@ -462,6 +462,10 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			Allocations: store.AppendAllocation(t.allocations, now, j.State.Placement)}
 		if f, ok := fc[name]; ok {
 			js.QueuePosition, js.EstimatedStart = f.Position, f.Start
+			// A start the rate limit holds happens at the next full cycle.
+			if next := s.core.NextFull(); s.core.StartDeferred(name) && next.After(now) {
+				js.EstimatedStart = next
+			}
 		}
 		if j.State.GPUs > 0 {
 			st.Running++
