@@ -356,7 +356,8 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 		s.log.Error("scheduling cycle failed", "err", err)
 	} else if len(rep.Actions) > 0 {
 		s.log.Info("cycle", "jobs", rep.Jobs, "allocated", rep.Allocated, "gpus", rep.GPUs,
-			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions)
+			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions,
+			"limited", rep.Limited, "deferred", len(rep.Deferred))
 	}
 	s.estimate()
 	s.persist(ctx, rep.Time, rep.Order)
