@@ -389,7 +389,7 @@ func TestSimulateHTML(t *testing.T) {
 		{name: "generated workload", args: []string{"--jobs", "30", "--compare", "fifo,elasticfifo"}, svgs: 3,
 			want: []string{"<title>Voda simulation: FIFO, ElasticFIFO on generated", "<h2 id=\"workload-1-h\">Workload generated",
 				"<code>voda simulate --compare fifo,elasticfifo --html ", " --jobs 30 --quiet</code>",
-				"FIFO: blue solid line with circle markers", "ElasticFIFO: orange dashed line with triangle markers"}},
+				"FIFO: blue solid line with circle markers", "ElasticFIFO: vermillion dashed line with triangle markers"}},
 		{name: "one algorithm", args: []string{"--jobs", "10"}, svgs: 2, want: []string{"Voda simulation: ElasticFIFO on generated"}},
 		{name: "workload directory", args: []string{"--workload", wdir, "--compare", "fifo,elasticfifo"}, svgs: 6,
 			want: []string{"Voda simulation: FIFO, ElasticFIFO on 2 workloads", "Mean over 2 workloads", "Workload a", "Workload b"}},
