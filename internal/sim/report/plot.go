@@ -42,8 +42,8 @@ const (
 // with several, the comparison and then one panel per algorithm, so the
 // figure grows taller with the number of runs. Each panel's legend sits
 // between its title and its plot (see legend). The format follows the
-// extension (.png, .svg, .pdf, .jpg); SVG text carries the width it was
-// laid out with and fallback fonts (svgCanvas).
+// extension (PlotFormats); SVG text carries the width it was laid out
+// with and fallback fonts (svgCanvas).
 func Plot(path string, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("plot %s: no runs", path)
@@ -492,7 +492,7 @@ func savePlots(path string, plots []*plot.Plot, heights []vg.Length) error {
 	}
 	cw, err := newCanvas(path, plotWidth, total)
 	if err != nil {
-		return err
+		return fmt.Errorf("plot %w", err)
 	}
 	dc := draw.New(cw)
 	// Tiles have equal heights; stack sub-canvases by hand instead.
@@ -518,6 +518,21 @@ func savePlots(path string, plots []*plot.Plot, heights []vg.Length) error {
 	return nil
 }
 
+// plotFormats are the extensions of the files Plot writes (in any case),
+// as help text lists them.
+var plotFormats = []string{".svg", ".png", ".pdf", ".jpg", ".jpeg"}
+
+// PlotFormats returns the extensions of the files Plot writes: the image
+// format follows the extension, in upper or lower case.
+func PlotFormats() []string { return slices.Clone(plotFormats) }
+
+// CheckPlotFormat returns an error, starting with path, unless path's
+// extension names a format Plot writes; it draws and writes nothing.
+func CheckPlotFormat(path string) error {
+	_, err := newCanvas(path, 1, 1)
+	return err
+}
+
 // newCanvas makes an empty canvas for the file's format.
 func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
@@ -529,7 +544,9 @@ func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 		return newSVGCanvas(w, h), nil
 	case ".pdf":
 		return vgpdf.New(w, h), nil
+	case "":
+		return nil, fmt.Errorf("%s: no extension to tell the image format by (want one of %s)", path, strings.Join(plotFormats, ", "))
 	default:
-		return nil, fmt.Errorf("plot %s: unknown image format %q (use .png, .svg, .pdf or .jpg)", path, ext)
+		return nil, fmt.Errorf("%s: unknown image format %s (want one of %s)", path, ext, strings.Join(plotFormats, ", "))
 	}
 }

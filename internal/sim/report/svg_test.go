@@ -207,3 +207,19 @@ func TestLegendColumns(t *testing.T) {
 		t.Errorf("empty legend: band %v, want 0", band)
 	}
 }
+
+func TestCheckPlotFormat(t *testing.T) {
+	for _, ext := range PlotFormats() {
+		for _, path := range []string{"x" + ext, "dir/x" + strings.ToUpper(ext)} {
+			if err := CheckPlotFormat(path); err != nil {
+				t.Errorf("CheckPlotFormat(%q) = %v, want nil", path, err)
+			}
+		}
+	}
+	for _, path := range []string{"x.gif", "x.svgz", "x.html", "x", "x.png.txt"} {
+		err := CheckPlotFormat(path)
+		if err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), strings.Join(PlotFormats(), ", ")) {
+			t.Errorf("CheckPlotFormat(%q) = %v, want an error naming the file and the formats", path, err)
+		}
+	}
+}
