@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -157,10 +158,26 @@ func (c *svgCanvas) WriteTo(w io.Writer) (int64, error) {
 			fmt.Fprintf(&out, ` class="%s"`, t.class)
 		}
 		out.WriteString(">")
-		out.WriteString(svg[m[4]:m[5]])
+		out.WriteString(xmlText(svg[m[4]:m[5]]))
 		out.WriteString("</text>")
 	}
 	out.WriteString(svg[last:])
 	n, err := io.WriteString(w, out.String())
 	return int64(n), err
+}
+
+// xmlText makes escaped text fit for XML 1.0, which a standalone SVG
+// file is: line breaks and tabs become spaces (SVG text is one line), and
+// other control characters, invalid UTF-8 and non-characters become
+// U+FFFD. gonum writes labels as they are given.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case r < 0x20, r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF:
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }

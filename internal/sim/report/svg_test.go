@@ -223,3 +223,34 @@ func TestCheckPlotFormat(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSVGText draws a figure whose labels are arbitrary strings (run
+// labels come from callers): its SVG must stay well-formed, with the
+// labels in it as given and a textLength on every text.
+func FuzzSVGText(f *testing.F) {
+	for _, s := range []string{"FIFO", `a<b>&"c'`, "</text><text>", "two  spaces", "\u00e9\u4e2d\U0001F600", "line\nbreak", " ", "ctrl\x01char", "bad\xffutf8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, label string) {
+		c := newSVGCanvas(plotWidth, cdfHeight)
+		p := newPlot()
+		p.Title.Text = label
+		key := &legend{}
+		key.add(label, Series(0).lineStyle(), nil)
+		p.Add(key)
+		key.layout(p)
+		p.Draw(draw.New(c))
+		var buf strings.Builder
+		if _, err := c.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range parseSVG(t, buf.String()) {
+			if e.name == "text" && e.text != "" && e.attrs["textLength"] == "" {
+				t.Errorf("text %q has no textLength", e.text)
+			}
+		}
+		if got := legendLabels(t, buf.String()); len(got) != 1 || got[0] != xmlText(label) {
+			t.Errorf("legend labels %q, want [%q]", got, xmlText(label))
+		}
+	})
+}
