@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,21 +164,35 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.Uint64Var(&f.genSeed, "seed", 1, "seed of the generated workload")
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one row per job to this CSV file")
-	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this .svg, .png or .pdf file (one per workload, suffixed with its name, when --workload is a directory)")
+	fl.StringVar(&f.plot, "plot", "", "write plots (JCT CDF per algorithm, GPUs per job over time) to this "+orList(report.PlotFormats())+
+		" file, the format following the extension (one per workload, suffixed with its name, when --workload is a directory)")
 	fl.StringVar(&f.html, "html", "", "write one self-contained HTML page (summary tables, JCT CDFs, GPUs per job over time; colour-blind-safe, no network or scripts needed) to this file; with a directory of workloads it covers every workload and their mean")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	fl.BoolVar(&f.byApp, "by-app", false, "also break the average JCT down by application and, with goodput estimates, show the step-time prediction errors by application")
 }
 
+// polluxDataHint says where the data of the examples comes from, for
+// errors about missing files.
+const polluxDataHint = "the Pollux artifact's workloads and profiles are not in the repository: " +
+	"docs/simulator.md#getting-the-pollux-data says where to get them"
+
 func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags) error {
+	// Everything that can fail without simulating is checked first: a
+	// comparison of every algorithm on the Pollux workloads is 72 runs.
 	c, err := f.comparison()
 	if err != nil {
 		return err
 	}
 	if c.Options.Models, err = perfmodel.Load(f.profiles); err != nil {
-		return fmt.Errorf("--profiles: %w", err)
+		return fmt.Errorf("--profiles: %w", withDataHint(err))
 	}
 	if c.Workloads, err = f.workloads(); err != nil {
+		return withDataHint(err)
+	}
+	if err := f.checkModels(c); err != nil {
+		return err
+	}
+	if err := checkOutputs(f.outputs(c)); err != nil {
 		return err
 	}
 	var progress *report.Progress
@@ -229,7 +244,135 @@ func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 	if c.Options.Interval < 0 {
 		return nil, fmt.Errorf("--interval: %s must not be negative", c.Options.Interval)
 	}
+	if f.plot != "" {
+		if err := report.CheckPlotFormat(f.plot); err != nil {
+			return nil, fmt.Errorf("--plot %w", err)
+		}
+	}
 	return c, nil
+}
+
+// withDataHint adds polluxDataHint to an error about a missing file.
+func withDataHint(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (%s)", err, polluxDataHint)
+	}
+	return err
+}
+
+// checkModels fails unless every job of c's workloads has a performance
+// model, naming the applications that have none, so that a Pollux
+// workload run without its profiles fails now rather than at its first
+// run's first job.
+func (f *simulateFlags) checkModels(c *sim.Comparison) error {
+	var missing []string
+	var in string // the first workload with a job of a missing application
+	var first error
+	for _, w := range c.Workloads {
+		for _, j := range w.Jobs {
+			if slices.Contains(missing, j.App) {
+				continue
+			}
+			if _, err := c.Options.Models.Get(j.App); err != nil {
+				missing = append(missing, j.App)
+				if first == nil {
+					in, first = w.Name, err
+				}
+			}
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		return nil
+	case f.profiles != "":
+		return fmt.Errorf("workload %s: %w: --profiles %s has no profile of it and no built-in model has its name", in, first, f.profiles)
+	}
+	var builtin []string
+	for _, m := range perfmodel.BuiltinParametric() {
+		builtin = append(builtin, m.Name())
+	}
+	return fmt.Errorf("workload %s: no performance model for %s (built in: %s): measured applications, such as the Pollux artifact's, "+
+		"need --profiles DIR (e.g. --profiles ../shared/traces/pollux/traces; see docs/simulator.md#getting-the-pollux-data)",
+		in, strings.Join(missing, ", "), strings.Join(builtin, ", "))
+}
+
+// output is a file a flag asks for.
+type output struct{ flag, path string }
+
+// outputs lists every file the flags ask c's runs to write, with the
+// names writeResults gives them.
+func (f *simulateFlags) outputs(c *sim.Comparison) []output {
+	var out []output
+	if f.jsonOut != "" && f.jsonOut != "-" {
+		out = append(out, output{"--json", f.jsonOut})
+	}
+	pairs := len(c.Algorithms) * len(c.Placers)
+	for wi := range c.Workloads {
+		if f.jobsCSV != "" {
+			for i := range pairs {
+				out = append(out, output{"--jobs-csv", jobsCSVPath(f.jobsCSV, c, wi, i)})
+			}
+		}
+		if f.plot != "" {
+			out = append(out, output{"--plot", plotPath(f.plot, c, wi)})
+		}
+	}
+	if f.html != "" {
+		out = append(out, output{"--html", f.html})
+	}
+	return out
+}
+
+// checkOutputs fails, naming the flag and the file, unless every output
+// can be written and no two flags write the same file.
+func checkOutputs(outs []output) error {
+	by := map[string]string{}
+	for _, o := range outs {
+		key := filepath.Clean(o.path)
+		if other, ok := by[key]; ok && other != o.flag {
+			return fmt.Errorf("%s and %s both write %s", other, o.flag, o.path)
+		}
+		by[key] = o.flag
+		if err := checkWritable(o.path); err != nil {
+			return fmt.Errorf("%s: %w", o.flag, err)
+		}
+	}
+	return nil
+}
+
+// checkWritable fails unless the file path can be written, leaving
+// nothing behind: an existing regular file is opened for writing without
+// truncating it, and a new one is created and removed. Other existing
+// files (a terminal, /dev/null, a pipe) are taken as they are: opening a
+// pipe would block, or end what reads it.
+func checkWritable(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return fmt.Errorf("%s is a directory, want a file", path)
+	case err == nil && !st.Mode().IsRegular():
+		return nil
+	case err == nil:
+		fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %w", path, err)
+		}
+		return fh.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot write %s: directory %s does not exist", path, dir)
+	}
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return os.Remove(path)
 }
 
 // paramFlagError names the flag behind a parameter error. An algorithm
@@ -338,7 +481,7 @@ func (f *simulateFlags) writeResults(stdout io.Writer, c *sim.Comparison, runs [
 		}
 	}
 	if f.plot != "" {
-		if err := writePlots(f.plot, runs); err != nil {
+		if err := writePlots(f.plot, c, runs); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
@@ -444,21 +587,11 @@ func writeText(w io.Writer, rows [][]report.Summary, byApp bool) error {
 	return nil
 }
 
-// writeJobsCSVs writes the jobs of each run of c to path or, with several
-// runs, to path suffixed with the run's workload, algorithm and (when
-// several placers ran) placer.
+// writeJobsCSVs writes the jobs of each run of c to its file (jobsCSVPath).
 func writeJobsCSVs(path string, c *sim.Comparison, runs [][]*report.Run) error {
-	for _, row := range runs {
+	for wi, row := range runs {
 		for i, r := range row {
-			p := path
-			algo, placer := c.Pair(i)
-			switch {
-			case len(c.Placers) > 1:
-				p = suffixed(path, r.Workload, algo, placer)
-			case len(runs) > 1 || len(row) > 1:
-				p = suffixed(path, r.Workload, algo)
-			}
-			if err := writeFile(p, func(w io.Writer) error { return report.WriteJobsCSV(w, r) }); err != nil {
+			if err := writeFile(jobsCSVPath(path, c, wi, i), func(w io.Writer) error { return report.WriteJobsCSV(w, r) }); err != nil {
 				return err
 			}
 		}
@@ -466,19 +599,38 @@ func writeJobsCSVs(path string, c *sim.Comparison, runs [][]*report.Run) error {
 	return nil
 }
 
-// writePlots writes one figure per workload (see report.Plot) to path or,
-// with several workloads, to path suffixed with the workload's name.
-func writePlots(path string, runs [][]*report.Run) error {
-	for _, row := range runs {
-		p := path
-		if len(runs) > 1 {
-			p = suffixed(path, row[0].Workload)
-		}
-		if err := report.Plot(p, row); err != nil {
+// jobsCSVPath is where --jobs-csv path puts the jobs of the i-th run of
+// c's wi-th workload: path or, with several runs, path suffixed with the
+// workload, the algorithm and (when several placers run) the placer.
+func jobsCSVPath(path string, c *sim.Comparison, wi, i int) string {
+	algo, placer := c.Pair(i)
+	switch {
+	case len(c.Placers) > 1:
+		return suffixed(path, c.Workloads[wi].Name, algo, placer)
+	case len(c.Workloads) > 1 || len(c.Algorithms) > 1:
+		return suffixed(path, c.Workloads[wi].Name, algo)
+	}
+	return path
+}
+
+// writePlots writes one figure per workload (see report.Plot) to its file
+// (plotPath).
+func writePlots(path string, c *sim.Comparison, runs [][]*report.Run) error {
+	for wi, row := range runs {
+		if err := report.Plot(plotPath(path, c, wi), row); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// plotPath is where --plot path puts the figure of c's wi-th workload:
+// path or, with several workloads, path suffixed with the workload's name.
+func plotPath(path string, c *sim.Comparison, wi int) string {
+	if len(c.Workloads) > 1 {
+		return suffixed(path, c.Workloads[wi].Name)
+	}
+	return path
 }
 
 // suffixed inserts "-part" for each of parts before the extension of

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/sim/polluxdata"
+	"github.com/vodascheduler/voda/internal/sim/report"
 )
 
 // run executes the voda command with args and returns what it wrote.
@@ -345,32 +347,167 @@ func TestSimulateJobsCSV(t *testing.T) {
 	})
 }
 
+// plotHelpFormats returns the file formats the help of --plot lists.
+func plotHelpFormats(t *testing.T) []string {
+	t.Helper()
+	help := mustRun(t, "simulate", "--help")
+	line := regexp.MustCompile(`(?m)^\s+--plot string\s+(.*)$`).FindStringSubmatch(help)
+	if line == nil {
+		t.Fatalf("simulate --help has no --plot line:\n%s", help)
+	}
+	list := regexp.MustCompile(`to this ((?:\.\w+(?:, | or )?)+) file`).FindStringSubmatch(line[1])
+	if list == nil {
+		t.Fatalf("--plot help %q does not list the formats as 'to this .a, .b or .c file'", line[1])
+	}
+	return regexp.MustCompile(`\.\w+`).FindAllString(list[1], -1)
+}
+
 func TestSimulatePlot(t *testing.T) {
 	t.Parallel()
-	for _, ext := range []string{"png", "svg"} {
+	// The help lists exactly the formats --plot writes, and each writes
+	// its format.
+	formats := plotHelpFormats(t)
+	if diff := cmp.Diff(report.PlotFormats(), formats); diff != "" {
+		t.Errorf("formats in --plot's help (-accepted,+listed):\n%s", diff)
+	}
+	signatures := map[string][]byte{".png": []byte("\x89PNG"), ".svg": []byte("<svg"), ".pdf": []byte("%PDF"),
+		".jpg": {0xFF, 0xD8, 0xFF}, ".jpeg": {0xFF, 0xD8, 0xFF}}
+	for _, ext := range formats {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "x."+ext)
+			path := filepath.Join(t.TempDir(), "x"+ext)
 			mustRun(t, "simulate", "--jobs", "30", "-q", "--compare", "fifo,elasticfifo", "--plot", path)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatalf("plot not written: %v", err)
 			}
-			if len(b) == 0 {
-				t.Fatalf("%s is empty", path)
+			sig, ok := signatures[ext]
+			if !ok {
+				t.Fatalf("no signature known for %s", ext)
 			}
-			switch ext {
-			case "png":
-				if !bytes.HasPrefix(b, []byte("\x89PNG")) {
-					t.Errorf("%s does not start with the PNG signature", path)
-				}
-			case "svg":
-				if !bytes.Contains(b, []byte("<svg")) {
-					t.Errorf("%s has no <svg element", path)
-				}
+			if !bytes.Contains(b[:min(len(b), 512)], sig) {
+				t.Errorf("%s does not start with the %s signature %q", path, ext, sig)
 			}
 		})
 	}
+}
+
+// pollux is a small workload in the Pollux artifact's format, whose
+// applications need measured profiles (--profiles).
+const polluxWorkload = `name,time,application,num_replicas,batch_size
+cifar10-0,107,cifar10,2,2048
+bert-1,110,bert,1,12
+`
+
+// TestSimulateChecksBeforeRunning gives simulate outputs it cannot write
+// and inputs it cannot use: it must fail before the runs start (no
+// progress bar), with an error naming the flag, the file and what would
+// do, and leave no file behind nor change one that was there.
+func TestSimulateChecksBeforeRunning(t *testing.T) {
+	t.Parallel()
+	hint := "docs/simulator.md#getting-the-pollux-data"
+	formats := strings.Join(report.PlotFormats(), ", ")
+	for _, tc := range []struct {
+		name string
+		// args are the flags after --jobs 5; {dir} is the test's
+		// directory, which holds kept.json, w/a.csv and w/b.csv (Voda
+		// workloads), pollux.csv and foo.csv (a Voda workload of an
+		// application without a model); {profiles} is the Pollux
+		// artifact's profiles.
+		args []string
+		want []string
+	}{
+		{name: "unknown plot format", args: []string{"--plot", "{dir}/x.gif"}, want: []string{"--plot {dir}/x.gif", "unknown image format .gif", formats}},
+		{name: "plot without extension", args: []string{"--plot", "{dir}/jct"}, want: []string{"--plot {dir}/jct", "no extension", formats}},
+		{name: "plot format after a long run", args: []string{"--workload", "{dir}/w", "--compare", "all", "--json", "{dir}/kept.json", "--plot", "{dir}/x.GIF"},
+			want: []string{"--plot {dir}/x.GIF", "unknown image format .gif"}},
+		{name: "html in a missing directory", args: []string{"--html", "{dir}/missing/r.html"}, want: []string{"--html: ", "{dir}/missing/r.html", "directory {dir}/missing does not exist"}},
+		{name: "json into a directory", args: []string{"--json", "{dir}/w"}, want: []string{"--json: ", "{dir}/w is a directory"}},
+		{name: "jobs CSV in a missing directory", args: []string{"--compare", "fifo,afs-l", "--jobs-csv", "{dir}/missing/jobs.csv"},
+			want: []string{"--jobs-csv: ", "{dir}/missing/jobs-generated-5-seed1-FIFO.csv", "does not exist"}},
+		{name: "plots of a workload directory in a missing directory", args: []string{"--workload", "{dir}/w", "--plot", "{dir}/missing/p.svg"},
+			want: []string{"--plot: ", "{dir}/missing/p-a.svg", "does not exist"}},
+		{name: "two flags write one file", args: []string{"--json", "{dir}/out", "--html", "{dir}/./out"}, want: []string{"--json and --html both write {dir}/./out"}},
+		{name: "pollux workload without profiles", args: []string{"--workload", "{dir}/pollux.csv"},
+			want: []string{"workload pollux", "no performance model for cifar10", "--profiles DIR", "../shared/traces/pollux/traces", hint}},
+		{name: "application missing from the profiles", args: []string{"--workload", "{dir}/foo.csv", "--profiles", "{profiles}"},
+			want: []string{"workload foo", `application "foo"`, "--profiles {profiles} has no profile of it"}},
+		{name: "missing workload", args: []string{"--workload", "{dir}/traces/pollux/workloads"},
+			want: []string{"{dir}/traces/pollux/workloads", "no such file", hint}},
+		{name: "missing profiles", args: []string{"--workload", "{dir}/pollux.csv", "--profiles", "{dir}/traces/pollux/traces"},
+			want: []string{"--profiles", "{dir}/traces/pollux/traces", "no such file", hint}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeWorkload(t, filepath.Join(mkdir(t, dir, "w")), "a.csv")
+			writeWorkload(t, filepath.Join(dir, "w"), "b.csv")
+			writeTestFile(t, dir, "pollux.csv", polluxWorkload)
+			writeTestFile(t, dir, "foo.csv", "name,submit,app\nfoo-0,0,foo\n")
+			writeTestFile(t, dir, "kept.json", "kept")
+			before := listFiles(t, dir)
+
+			profiles := ""
+			if slices.Contains(tc.args, "{profiles}") {
+				profiles = polluxdata.Traces(t)
+			}
+			expand := strings.NewReplacer("{dir}", dir, "{profiles}", profiles)
+			args := []string{"simulate", "--jobs", "5"}
+			for _, a := range tc.args {
+				args = append(args, expand.Replace(a))
+			}
+			_, stderr, err := run(t, args...)
+			if err == nil {
+				t.Fatalf("voda %s succeeded, want an error", strings.Join(args, " "))
+			}
+			for _, w := range tc.want {
+				if w = expand.Replace(w); !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(stderr, "simulating") {
+				t.Errorf("the runs started before the error; stderr:\n%s", stderr)
+			}
+			if diff := cmp.Diff(before, listFiles(t, dir)); diff != "" {
+				t.Errorf("files in the test's directory (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// mkdir makes the directory name in dir and returns its path.
+func mkdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// listFiles returns every file under dir with its content.
+func listFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		files[strings.TrimPrefix(path, dir)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestSimulateWritesToDevices(t *testing.T) {
+	t.Parallel()
+	// Checking outputs first must not refuse files that are not regular
+	// files, nor open them twice.
+	mustRun(t, "simulate", "--jobs", "5", "-q", "--json", os.DevNull)
 }
 
 func TestSimulateHTML(t *testing.T) {
@@ -389,7 +526,7 @@ func TestSimulateHTML(t *testing.T) {
 		{name: "generated workload", args: []string{"--jobs", "30", "--compare", "fifo,elasticfifo"}, svgs: 3,
 			want: []string{"<title>Voda simulation: FIFO, ElasticFIFO on generated", "<h2 id=\"workload-1-h\">Workload generated",
 				"<code>voda simulate --compare fifo,elasticfifo --html ", " --jobs 30 --quiet</code>",
-				"FIFO: blue solid line with circle markers", "ElasticFIFO: orange dashed line with triangle markers"}},
+				"FIFO: blue solid line with circle markers", "ElasticFIFO: vermillion dashed line with triangle markers"}},
 		{name: "one algorithm", args: []string{"--jobs", "10"}, svgs: 2, want: []string{"Voda simulation: ElasticFIFO on generated"}},
 		{name: "workload directory", args: []string{"--workload", wdir, "--compare", "fifo,elasticfifo"}, svgs: 6,
 			want: []string{"Voda simulation: FIFO, ElasticFIFO on 2 workloads", "Mean over 2 workloads", "Workload a", "Workload b"}},

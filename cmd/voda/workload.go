@@ -110,9 +110,14 @@ func runGenerate(stdout, stderr io.Writer, f *generateFlags) error {
 	if f.count > 1 && f.output == "-" {
 		return errors.New("--count above 1 needs -o DIR, the directory to write workload-<seed>.csv files to")
 	}
+	if f.count == 1 && f.output != "-" {
+		if err := checkWritable(f.output); err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+	}
 	configs, err := polluxConfigs(f.profiles, f.loUtil, f.hiUtil)
 	if err != nil {
-		return err
+		return withDataHint(err)
 	}
 	philly := f.philly
 	if philly == "" {
@@ -120,7 +125,7 @@ func runGenerate(stdout, stderr io.Writer, f *generateFlags) error {
 	}
 	fh, err := os.Open(philly)
 	if err != nil {
-		return fmt.Errorf("read Philly trace: %w", err)
+		return fmt.Errorf("read Philly trace: %w", withDataHint(err))
 	}
 	trace, err := workload.ReadPhilly(fh)
 	fh.Close()

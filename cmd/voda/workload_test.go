@@ -16,6 +16,8 @@ func TestWorkloadGenerateErrors(t *testing.T) {
 		{[]string{"workload", "generate", "--profiles", "x", "--count", "0"}, "--count 0"},
 		{[]string{"workload", "generate", "--profiles", "x", "--count", "2"}, "needs -o DIR"},
 		{[]string{"workload", "generate", "--profiles", t.TempDir()}, "no application directories"},
+		{[]string{"workload", "generate", "--profiles", filepath.Join(t.TempDir(), "traces")}, "docs/simulator.md#getting-the-pollux-data"},
+		{[]string{"workload", "generate", "--profiles", t.TempDir(), "-o", filepath.Join(t.TempDir(), "missing", "w.csv")}, "-o: cannot write"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

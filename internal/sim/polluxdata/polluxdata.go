@@ -12,7 +12,7 @@ import (
 )
 
 // Hint tells a user where to get the data.
-const Hint = "put the Pollux artifact's simulator/{traces,workloads*,results-jobload} in ../shared/traces/pollux beside the repository (see docs/simulator.md, \"Getting the Pollux data\")"
+const Hint = "put the Pollux artifact's simulator/{traces,workloads*,results-jobload} in ../shared/traces/pollux beside the repository (see docs/simulator.md#getting-the-pollux-data)"
 
 // Find returns <repository>/../shared/traces/pollux and whether it holds
 // the traces.

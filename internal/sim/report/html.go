@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Defaults of HTMLOptions.
@@ -234,7 +233,7 @@ func toHTMLTable(t table, caption string) htmlTable {
 // workloadCharts draws the JCT CDF of a workload's runs and the GPUs per
 // job over time of its first limit runs.
 func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps int) ([]htmlChart, []string, error) {
-	cdf, err := jctCDFPlot(row)
+	cdf, cdfPanel, err := jctCDFPlot(row)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +243,7 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 		desc = append(desc, fmt.Sprintf("%s, %s: %d of %d jobs completed, average %.2f h, median %.2f h, 99th percentile %.2f h",
 			runLabel(r, i, withPlacer), Series(i).Describe(), s.Completed, s.Jobs, s.AvgJCT/3600, s.P50JCT/3600, s.P99JCT/3600))
 	}
-	svg, err := chartSVG(cdf, cdfHeight, id+"-cdf", "Job completion time CDF, workload "+name,
+	svg, err := chartSVG(cdf, cdfPanel, id+"-cdf", "Job completion time CDF, workload "+name,
 		"Cumulative fraction of jobs completed against job completion time in hours, one line per run. "+strings.Join(desc, "; ")+".")
 	if err != nil {
 		return nil, nil, err
@@ -252,9 +251,10 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 	charts := []htmlChart{{SVG: svg, Caption: "Job completion time CDF, workload " + name + ": the further left and higher a line, the faster its jobs completed."}}
 
 	var panels []*plot.Plot
+	var heights []vg.Length
 	xmax := 0.0
 	for i, r := range row[:min(limit, len(row))] {
-		g, err := gpusPlot(coarsened(r, steps), withPlacer)
+		g, height, err := gpusPlot(coarsened(r, steps), withPlacer)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -262,6 +262,7 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 			xmax = g.X.Max
 		}
 		panels = append(panels, g)
+		heights = append(heights, height)
 	}
 	for i, g := range panels {
 		g.X.Max = xmax // one time axis, so the runs line up
@@ -272,7 +273,7 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 		if r.GPUs > 0 {
 			cluster = fmt.Sprintf(" on a cluster of %d GPUs (dashed line)", r.GPUs)
 		}
-		svg, err := chartSVG(g, gpusHeight, fmt.Sprintf("%s-gpus-%d", id, i+1), title, fmt.Sprintf(
+		svg, err := chartSVG(g, heights[i], fmt.Sprintf("%s-gpus-%d", id, i+1), title, fmt.Sprintf(
 			"Stacked areas of the GPUs each of the %d jobs held over %.1f hours of simulated time%s, one colour per job, the earliest started at the bottom.",
 			len(r.Jobs), runEnd(r)/3600, cluster))
 		if err != nil {
@@ -296,7 +297,7 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 // accessible name and description. The drawing is gonum's SVG, whose
 // text it escapes; only the opening tag is replaced.
 func chartSVG(p *plot.Plot, height vg.Length, id, title, desc string) (template.HTML, error) {
-	c := vgsvg.New(plotWidth, height)
+	c := newSVGCanvas(plotWidth, height)
 	p.Draw(draw.Crop(draw.New(c), vg.Points(4), -vg.Points(8), vg.Points(4), -vg.Points(6)))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {

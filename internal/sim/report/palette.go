@@ -9,24 +9,38 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// seriesColors is the palette of Okabe and Ito (2008, "Color universal
-// design"), whose colours stay apart with the common colour vision
-// deficiencies, in the order the lines of a figure take them. Yellow
-// comes last for its low contrast on white. Colour is never the only cue:
-// every series also has its dash pattern and marker (SeriesStyle).
+// seriesColors are the colours of the lines of a figure, in the order
+// the lines take them. The first four are Okabe and Ito's (2008, "Color
+// universal design") blue, vermillion, bluish green and black, which stay
+// apart with the common colour vision deficiencies; their reddish purple
+// comes fifth, darkened. Okabe and Ito's orange, sky blue and yellow are
+// left out: on white they have a contrast of 2.3:1, 2.3:1 and 1.3:1, too
+// faint for a 2 pt line. Each of the other seven was picked, from a
+// coarse grid of saturated colours with at least 3.1:1 contrast on white
+// (WCAG asks 3:1 of graphics), as the farthest in CIEDE2000 from those
+// before it. So every colour has a contrast of 3.1:1 or more, and any two
+// differ by a CIEDE2000 of 22 or more, more than Okabe and Ito's own
+// closest pair (orange and yellow, 21.7). Colour is never the only cue: every series also has its
+// dash pattern and marker (SeriesStyle), which tell apart the colours a
+// colour vision deficiency confuses.
 var seriesColors = []color.RGBA{
 	{R: 0x00, G: 0x72, B: 0xB2, A: 0xFF}, // blue
-	{R: 0xE6, G: 0x9F, B: 0x00, A: 0xFF}, // orange
-	{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}, // bluish green
 	{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}, // vermillion
-	{R: 0xCC, G: 0x79, B: 0xA7, A: 0xFF}, // reddish purple
-	{R: 0x56, G: 0xB4, B: 0xE9, A: 0xFF}, // sky blue
+	{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}, // bluish green
 	{R: 0x00, G: 0x00, B: 0x00, A: 0xFF}, // black
-	{R: 0xF0, G: 0xE4, B: 0x42, A: 0xFF}, // yellow
+	{R: 0xC4, G: 0x67, B: 0x9E, A: 0xFF}, // reddish purple
+	{R: 0x5A, G: 0x5A, B: 0x00, A: 0xFF}, // dark olive
+	{R: 0x69, G: 0x00, B: 0xC3, A: 0xFF}, // violet
+	{R: 0x87, G: 0x1E, B: 0x2D, A: 0xFF}, // wine
+	{R: 0x96, G: 0x96, B: 0x00, A: 0xFF}, // olive
+	{R: 0xFF, G: 0x2D, B: 0x4B, A: 0xFF}, // red
+	{R: 0x87, G: 0x69, B: 0xFF, A: 0xFF}, // periwinkle
+	{R: 0x00, G: 0x5A, B: 0x3C, A: 0xFF}, // dark green
 }
 
 // seriesColorNames names seriesColors, for text describing a figure.
-var seriesColorNames = []string{"blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "black", "yellow"}
+var seriesColorNames = []string{"blue", "vermillion", "bluish green", "black", "reddish purple", "dark olive",
+	"violet", "wine", "olive", "red", "periwinkle", "dark green"}
 
 // seriesDashes are dash patterns in points (on, off, ...), all different
 // and long enough to tell apart on a 2 pt line; nil is solid.
@@ -39,10 +53,15 @@ var seriesDashes = [][]float64{
 	{1, 4},
 	{8, 2, 2, 2, 2, 2},
 	{4, 4},
+	{14, 3, 2, 3},
+	{14, 3, 2, 3, 2, 3},
+	{8, 3, 8, 3, 2, 3},
+	{24, 4, 4, 4},
 }
 
 // seriesDashNames names seriesDashes, for text describing a figure.
-var seriesDashNames = []string{"solid", "dashed", "dotted", "dash-dotted", "long-dashed", "sparsely dotted", "dash-dot-dotted", "evenly dashed"}
+var seriesDashNames = []string{"solid", "dashed", "dotted", "dash-dotted", "long-dashed", "sparsely dotted", "dash-dot-dotted",
+	"evenly dashed", "long-dash-dotted", "long-dash-dot-dotted", "dash-dash-dotted", "long-and-short-dashed"}
 
 // seriesMarkers are the markers on the lines, filled and open shapes.
 var seriesMarkers = []struct {
@@ -57,13 +76,52 @@ var seriesMarkers = []struct {
 	{"open triangle", draw.TriangleGlyph{}},
 	{"open square", draw.SquareGlyph{}},
 	{"plus", draw.PlusGlyph{}},
+	{"diamond", shapeGlyph{corners: diamond}},
+	{"open diamond", shapeGlyph{corners: diamond, open: true}},
+	{"downward triangle", shapeGlyph{corners: downTriangle}},
+	{"open downward triangle", shapeGlyph{corners: downTriangle, open: true}},
+}
+
+// Corners of shapeGlyph outlines, in marker radii from the centre.
+var (
+	diamond      = []vg.Point{{X: 0, Y: 1.25}, {X: 1.25, Y: 0}, {X: 0, Y: -1.25}, {X: -1.25, Y: 0}}
+	downTriangle = []vg.Point{{X: 0, Y: -1.25}, {X: 1.08, Y: 0.62}, {X: -1.08, Y: 0.62}}
+)
+
+// shapeGlyph draws a polygon marker, filled or open, for the shapes gonum
+// does not have. Corners are scaled by the glyph's radius; open shapes
+// are stroked 1 pt wide so that they stay visible next to a 2 pt line.
+type shapeGlyph struct {
+	corners []vg.Point
+	open    bool
+}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (g shapeGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	var p vg.Path
+	for i, k := range g.corners {
+		q := vg.Point{X: pt.X + k.X*sty.Radius, Y: pt.Y + k.Y*sty.Radius}
+		if i == 0 {
+			p.Move(q)
+		} else {
+			p.Line(q)
+		}
+	}
+	p.Close()
+	if g.open {
+		c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1)})
+		c.Stroke(p)
+		return
+	}
+	c.SetColor(sty.Color)
+	c.Fill(p)
 }
 
 // SeriesStyle is how a figure draws its i-th line (one algorithm, or one
-// algorithm and placer): a colour of the Okabe-Ito palette, a dash
-// pattern and a marker. The first eight series differ in all three; past
-// eight the colours repeat but with another dash and marker, so that no
-// two of the first 64 series look the same.
+// algorithm and placer): a colour (seriesColors), a dash pattern and a
+// marker. The first twelve series differ in all three; past twelve the
+// colours repeat but with another dash and marker, so that no two of the
+// first 144 series look the same.
 type SeriesStyle struct {
 	Color color.RGBA
 	// ColorName names the colour in words ("blue").

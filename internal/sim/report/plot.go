@@ -16,7 +16,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgpdf"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure sizes.
@@ -41,27 +40,29 @@ const (
 // they first got GPUs, the earliest at the bottom, so the long-running
 // jobs form the base. With one run that is the two panels of that run;
 // with several, the comparison and then one panel per algorithm, so the
-// figure grows taller with the number of runs. The format follows the
-// extension (.png, .svg, .pdf, .jpg).
+// figure grows taller with the number of runs. Each panel's legend sits
+// between its title and its plot (see legend). The format follows the
+// extension (PlotFormats); SVG text carries the width it was laid out
+// with and fallback fonts (svgCanvas).
 func Plot(path string, runs []*Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("plot %s: no runs", path)
 	}
-	cdf, err := jctCDFPlot(runs)
+	cdf, height, err := jctCDFPlot(runs)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	plots := []*plot.Plot{cdf}
-	heights := []vg.Length{cdfHeight}
+	heights := []vg.Length{height}
 	xmax := 0.0
 	withPlacer := placersDiffer(runs)
 	for _, r := range runs {
-		g, err := gpusPlot(r, withPlacer)
+		g, height, err := gpusPlot(r, withPlacer)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
 		plots = append(plots, g)
-		heights = append(heights, gpusHeight)
+		heights = append(heights, height)
 		xmax = math.Max(xmax, g.X.Max)
 	}
 	for _, g := range plots[1:] {
@@ -94,36 +95,32 @@ func placersDiffer(runs []*Run) bool {
 	return false
 }
 
-// jctCDFPlot draws the CDF panel of Plot; runs is not empty.
-func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
-	p := plot.New()
+// jctCDFPlot draws the CDF panel of Plot, and returns its height:
+// cdfHeight and the legend's; runs is not empty.
+func jctCDFPlot(runs []*Run) (*plot.Plot, vg.Length, error) {
+	p := newPlot()
 	p.Title.Text = "Job completion time CDF"
 	p.X.Label.Text = "JCT (hours)"
 	p.Y.Label.Text = "fraction of jobs completed"
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Y.Tick.Marker = niceTicks{n: 5}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.XOffs = -vg.Points(8)
-	p.Legend.YOffs = vg.Points(8)
-	p.Legend.Padding = vg.Points(2)
-	p.Legend.ThumbnailWidth = vg.Points(40) // long enough to show the dashes
+	key := &legend{}
 
 	withPlacer := placersDiffer(runs)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, r := range runs {
 		if r == nil {
-			return nil, fmt.Errorf("run %d is nil", i)
+			return nil, 0, fmt.Errorf("run %d is nil", i)
 		}
 		jcts := JCTs(r)
 		series := Series(i)
 		style := series.lineStyle()
-		marks := &plotter.Scatter{GlyphStyle: series.glyphStyle()}
+		glyph := series.glyphStyle()
+		marks := &plotter.Scatter{GlyphStyle: glyph}
 		label := runLabel(r, i, withPlacer)
 		if len(jcts) == 0 {
-			l := &plotter.Line{LineStyle: style}
-			p.Legend.Add(label+" (no job completed)", l, marks)
+			key.add(label+" (no job completed)", style, &glyph)
 			continue
 		}
 		n := float64(len(r.Jobs))
@@ -135,14 +132,14 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", label, err)
+			return nil, 0, fmt.Errorf("run %s: %w", label, err)
 		}
 		l.LineStyle = style
 		l.StepStyle = plotter.PostStep
 		marks.XYs = cdfMarkers(pts, i, len(runs))
 		p.Add(l, marks)
 		s := Summarize(r)
-		p.Legend.Add(fmt.Sprintf("%s  (avg %.2f h, %d/%d done)", label, s.AvgJCT/3600, s.Completed, s.Jobs), l, marks)
+		key.add(fmt.Sprintf("%s (avg %.2f h, %d/%d done)", label, s.AvgJCT/3600, s.Completed, s.Jobs), style, &glyph)
 		lo, hi = math.Min(lo, pts[0].X), math.Max(hi, pts[len(pts)-1].X)
 	}
 	switch {
@@ -156,7 +153,8 @@ func jctCDFPlot(runs []*Run) (*plot.Plot, error) {
 		p.X.Min, p.X.Max = 0, hi*1.05
 		p.X.Tick.Marker = niceTicks{n: 10}
 	}
-	return p, nil
+	p.Add(key)
+	return p, cdfHeight + key.layout(p), nil
 }
 
 // markersPerLine is how many markers a CDF line carries.
@@ -215,14 +213,15 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// gpusPlot draws the panel of one run of Plot; jctCDFPlot has checked
-// that run is not nil.
-func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, error) {
+// gpusPlot draws the panel of one run of Plot, and returns its height:
+// gpusHeight and the legend's; jctCDFPlot has checked that run is not
+// nil.
+func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, vg.Length, error) {
 	stack, err := newGPUStack(run)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", runLabel(run, 0, withPlacer), err)
+		return nil, 0, fmt.Errorf("run %s: %w", runLabel(run, 0, withPlacer), err)
 	}
-	p := plot.New()
+	p := newPlot()
 	jobs := fmt.Sprintf("%d jobs, one colour each", len(run.Jobs))
 	if len(run.Jobs) == 1 {
 		jobs = "1 job"
@@ -232,26 +231,25 @@ func gpusPlot(run *Run, withPlacer bool) (*plot.Plot, error) {
 	p.Y.Label.Text = "GPUs"
 	p.Add(stack)
 	top := float64(stack.peak)
+	key := &legend{}
 	if run.GPUs > 0 {
 		line, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(run.GPUs)}, {X: stack.end / 3600, Y: float64(run.GPUs)}})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		line.Color = color.Black
 		line.Width = vg.Points(1.5)
 		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("cluster: %d GPUs", run.GPUs), line)
+		key.add(fmt.Sprintf("cluster: %d GPUs", run.GPUs), line.LineStyle, nil)
 		top = math.Max(top, float64(run.GPUs))
 	}
-	p.Legend.Top = true
-	p.Legend.Left = false
-	p.Legend.YOffs = vg.Points(14) // above the plot area, clear of the stack
+	p.Add(key)
 	p.X.Min, p.X.Max = 0, math.Max(stack.end/3600, 1.0/60)
 	p.Y.Min, p.Y.Max = 0, math.Max(1, top*1.08)
 	p.X.Tick.Marker = niceTicks{n: 12}
 	p.Y.Tick.Marker = niceTicks{n: 5, integer: true}
-	return p, nil
+	return p, gpusHeight + key.layout(p), nil
 }
 
 // niceTicks places about n labelled ticks at multiples of 1, 2 or 5 times
@@ -494,7 +492,7 @@ func savePlots(path string, plots []*plot.Plot, heights []vg.Length) error {
 	}
 	cw, err := newCanvas(path, plotWidth, total)
 	if err != nil {
-		return err
+		return fmt.Errorf("plot %w", err)
 	}
 	dc := draw.New(cw)
 	// Tiles have equal heights; stack sub-canvases by hand instead.
@@ -520,6 +518,21 @@ func savePlots(path string, plots []*plot.Plot, heights []vg.Length) error {
 	return nil
 }
 
+// plotFormats are the extensions of the files Plot writes (in any case),
+// as help text lists them.
+var plotFormats = []string{".svg", ".png", ".pdf", ".jpg", ".jpeg"}
+
+// PlotFormats returns the extensions of the files Plot writes: the image
+// format follows the extension, in upper or lower case.
+func PlotFormats() []string { return slices.Clone(plotFormats) }
+
+// CheckPlotFormat returns an error, starting with path, unless path's
+// extension names a format Plot writes; it draws and writes nothing.
+func CheckPlotFormat(path string) error {
+	_, err := newCanvas(path, 1, 1)
+	return err
+}
+
 // newCanvas makes an empty canvas for the file's format.
 func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
@@ -528,10 +541,12 @@ func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	case ".jpg", ".jpeg":
 		return vgimg.JpegCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI))}, nil
 	case ".svg":
-		return vgsvg.New(w, h), nil
+		return newSVGCanvas(w, h), nil
 	case ".pdf":
 		return vgpdf.New(w, h), nil
+	case "":
+		return nil, fmt.Errorf("%s: no extension to tell the image format by (want one of %s)", path, strings.Join(plotFormats, ", "))
 	default:
-		return nil, fmt.Errorf("plot %s: unknown image format %q (use .png, .svg, .pdf or .jpg)", path, ext)
+		return nil, fmt.Errorf("%s: unknown image format %s (want one of %s)", path, ext, strings.Join(plotFormats, ", "))
 	}
 }

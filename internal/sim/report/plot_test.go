@@ -80,7 +80,7 @@ func TestPlotEdgeCases(t *testing.T) {
 			}
 		})
 	}
-	if err := Plot(filepath.Join(dir, "x.gif"), []*Run{oneJob}); err == nil || !strings.Contains(err.Error(), ".png, .svg, .pdf") {
+	if err := Plot(filepath.Join(dir, "x.gif"), []*Run{oneJob}); err == nil || !strings.Contains(err.Error(), ".svg, .png, .pdf, .jpg, .jpeg") {
 		t.Errorf("unknown extension: error %v", err)
 	}
 }
