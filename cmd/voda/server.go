@@ -144,7 +144,7 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.BoolVar(&c.NoSimReports, "no-sim-reports", false, "simulated jobs do not report their progress; processes beside the simulated cluster report it over HTTP instead (docs/progress.md)")
 	f.StringVar(&c.Algorithm, "algorithm", algorithm.DefaultName, "algorithm of GPU types with none set at run time (see voda algorithms)")
 	f.StringVar(&c.Placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
-	f.DurationVar(&c.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two scheduling cycles, unless set at run time")
+	f.DurationVar(&c.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two cycles that change running jobs (shrink, halt, move, grow), unless set at run time; a job that fits in free GPUs starts at once")
 	f.DurationVar(&c.Tick, "tick", scheduler.DefaultTick, "period of cycles when no event asks for one")
 	f.DurationVar(&o.restartCost, "restart-cost", livecluster.DefaultRestartCost, "simulated time a job makes no progress after each new placement")
 	f.DurationVar(&c.Resync, "resync", service.DefaultResync, "wall time between reconciliations of the store with the schedulers")

@@ -153,7 +153,7 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.sim.Options.Nodes, "nodes", 16, "number of nodes")
 	fl.IntVar(&f.sim.Options.GPUsPerNode, "gpus-per-node", 4, "GPUs per node")
 	fl.DurationVar(&f.sim.Options.Interval, "interval", 0, "fixed scheduling interval (60s reproduces the Pollux artifact); 0 is event-driven")
-	fl.DurationVar(&f.sim.Options.RateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two scheduling cycles")
+	fl.DurationVar(&f.sim.Options.RateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two cycles that change running jobs; a job that fits in free GPUs starts at once")
 	fl.DurationVar(&f.sim.Options.Tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
 	fl.DurationVar(&f.restartCost, "restart-cost", sim.DefaultRestartCost, "time a job makes no progress after each (re)placement")
 	fl.BoolVar(&f.sim.Options.Oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates")
