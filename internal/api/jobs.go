@@ -154,7 +154,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", RouteJobs+"/"+job.Name)
-	s.writeJob(w, r, http.StatusCreated, job)
+	s.writeWarnedJob(w, r, http.StatusCreated, job, spec.Warnings)
 }
 
 // dryRunAll is the one value of the dryRun query parameter, as in
@@ -183,7 +183,7 @@ func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobs
 		s.failInternal(w, r, err)
 		return
 	}
-	s.writeJob(w, r, http.StatusOK, job)
+	s.writeWarnedJob(w, r, http.StatusOK, job, spec.Warnings)
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -284,11 +284,20 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, code int, j store.Job) {
+	s.writeWarnedJob(w, r, code, j, nil)
+}
+
+// writeWarnedJob answers a submitted manifest's job with the manifest's
+// warnings: in Warning headers and in the job's warnings.
+func (s *Server) writeWarnedJob(w http.ResponseWriter, r *http.Request, code int, j store.Job, warnings []string) {
 	algo := s.cfg.DefaultAlgorithm
 	if rec, err := s.cfg.Store.GetScheduler(r.Context(), j.Spec.GPUType); err == nil {
 		algo = s.algorithmOf(rec)
 	}
-	writeJSON(w, code, s.view(j, algo, s.cfg.Clock.Now()))
+	v := s.view(j, algo, s.cfg.Clock.Now())
+	v.Warnings = warnings
+	addWarnings(w.Header(), warnings)
+	writeJSON(w, code, v)
 }
 
 // requestDelete marks a live job for deletion and notifies its scheduler.
