@@ -222,7 +222,11 @@ func (f *fakeAPI) delete(w http.ResponseWriter, r *http.Request) {
 	if i < 0 {
 		return
 	}
-	if finished(f.jobs[i].Status) {
+	switch {
+	case finished(f.jobs[i].Status) && f.jobs[i].DeleteRequested:
+		writeJSON(w, http.StatusOK, f.jobs[i]) // deleted before, as the server answers
+		return
+	case finished(f.jobs[i].Status):
 		writeError(w, http.StatusConflict, "", "job %s already finished (%s)", f.jobs[i].Name, f.jobs[i].Status)
 		return
 	}

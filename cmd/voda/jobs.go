@@ -770,7 +770,11 @@ func newDeleteCommand(o *clientOptions) *cobra.Command {
 		Short: "Delete training jobs",
 		Long: `Delete training jobs. The scheduler halts each job (its workers stop and
 free their GPUs) and the job ends Canceled; it stays listed by 'voda get jobs'.
-Deleting a job that already finished is an error.
+
+Deleting a job again succeeds, while it is being halted and after: a
+command that is run twice, or a script that retries, does not fail. Once
+the job is Canceled the message says so: "(already Canceled)". Deleting a
+job that finished by itself (Completed or Failed) is an error.
 
 'voda delete job NAME' is accepted as well, like kubectl.`,
 		Example: `  voda delete mnist-elastic-20250601-100000
@@ -804,7 +808,11 @@ Deleting a job that already finished is an error.
 					errs = append(errs, fmt.Errorf("delete %s: %w", name, err))
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s\n", job.Name)
+				already := ""
+				if finished(job.Status) {
+					already = " (already " + job.Status + ")"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, already)
 			}
 			return errors.Join(errs...)
 		},

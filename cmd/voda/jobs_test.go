@@ -329,7 +329,8 @@ Training job created: mnist-20250601-101000-2
 
 func TestDelete(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, testJobs(), nil)
+	deleted := api.Job{Name: "vgg-20250601-090000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Canceled", DeleteRequested: true}
+	f := newFakeAPI(t, append(testJobs(), deleted), nil)
 	got := mustVoda(t, "delete", "mnist-20250601-100000", "--server", f.URL)
 	if want := "Training job deleted: mnist-20250601-100000\n"; got != want {
 		t.Errorf("delete = %q, want %q", got, want)
@@ -353,6 +354,11 @@ ncf-20250601-100600     Waiting,Deleting   0         Tiresias      4m        0s 
 		"delete gone: job gone not found")
 	if stdout != "Training job deleted: mnist-20250601-100000\n" {
 		t.Errorf("the deletable job was not deleted after the failures: %q", stdout)
+	}
+	// Deleting again succeeds, and says when the job has ended.
+	if got, want := mustVoda(t, "delete", "mnist-20250601-100000", deleted.Name, "--server", f.URL),
+		"Training job deleted: mnist-20250601-100000\nTraining job deleted: vgg-20250601-090000 (already Canceled)\n"; got != want {
+		t.Errorf("delete again = %q, want %q", got, want)
 	}
 	wantError(t, []string{"delete", "job", "--server", f.URL}, "missing the job's name: voda delete NAME (voda get jobs lists them)")
 }

@@ -293,6 +293,60 @@ func TestCandidateAcrossSecondBoundary(t *testing.T) {
 	}
 }
 
+// Deleting is idempotent: a job whose deletion was requested is deleted
+// again without error, 202 while it is halted and 200 once it ended, so
+// that the answer to a second delete or a retry does not depend on how
+// fast the scheduler was. A job that finished without being deleted is a
+// conflict, on both routes.
+func TestDeleteIsIdempotent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cases := []struct {
+		name    string
+		deleted bool
+		status  model.Status
+		code    int // DELETE /api/v1/jobs/{name}
+		legacy  int // DELETE /training
+	}{
+		{name: "live", status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
+		{name: "being halted", deleted: true, status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
+		{name: "deleted and canceled", deleted: true, status: model.StatusCanceled, code: http.StatusOK, legacy: http.StatusOK},
+		{name: "deleted as it completed", deleted: true, status: model.StatusCompleted, code: http.StatusOK, legacy: http.StatusOK},
+		{name: "completed", status: model.StatusCompleted, code: http.StatusConflict, legacy: http.StatusConflict},
+		{name: "failed", status: model.StatusFailed, code: http.StatusConflict, legacy: http.StatusConflict},
+		{name: "canceled outside Voda", status: model.StatusCanceled, code: http.StatusConflict, legacy: http.StatusConflict},
+	}
+	for i, c := range cases {
+		for _, route := range []string{"v1", "legacy"} {
+			j := f.create(mpiJob(fmt.Sprintf("d%d-%s", i, route), "1", "2", "v100"))
+			if c.deleted {
+				if err := f.store.RequestDelete(context.Background(), j.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stored, err := f.store.GetJob(context.Background(), j.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := stored.Status
+			st.State.Status = c.status
+			f.saveStatus(j.Name, st)
+
+			code, want := 0, c.code
+			var b []byte
+			if route == "v1" {
+				code, b = f.do("DELETE", "/api/v1/jobs/"+j.Name, "", "")
+			} else {
+				code, b = f.do("DELETE", RouteLegacyJobs, "text/plain", j.Name)
+				want = c.legacy
+			}
+			if code != want {
+				t.Errorf("%s, %s route: delete answered %d %s, want %d", c.name, route, code, b, want)
+			}
+		}
+	}
+}
+
 // A manifest's unknown fields come back as kube-apiserver writes them: a
 // Warning header each, and the answer's warnings, on every route that
 // takes a manifest, accepted or rejected; they are not stored.

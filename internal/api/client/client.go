@@ -189,7 +189,8 @@ func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
 
 // DeleteJob asks the scheduler to halt a job; the job returned has
 // DeleteRequested set and becomes Canceled once halted. Deleting a job
-// that already finished is a 409 *APIError.
+// again succeeds, and returns it as it is (Canceled once halted); deleting
+// a job that finished by itself (Completed, Failed) is a 409 *APIError.
 func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
 	return named[api.Job](ctx, c, http.MethodDelete, api.RouteJob, "name", name, "job name", nil)
 }
