@@ -63,9 +63,9 @@ job is created. When one is invalid, each invalid document is reported with
 its file, document number, field and reason, nothing is created and the
 command exits non-zero; fix them and run it again. Only a failure while
 creating (the server failing or going away midway) can leave some created:
-they are printed, and the command exits non-zero. (kubectl apply -f DIR
-goes on past a failing file; a job is not: a second run would create again
-the jobs the first one created.)
+they are printed, and the command exits non-zero. A directory is no
+exception: kubectl apply -f DIR goes on past a failing file because applying
+again is harmless, whereas creating again would duplicate the jobs.
 
 A field the job's kind does not know, such as a misspelt one, is accepted
 and ignored, as Kubernetes ignores it; the server warns of it and the

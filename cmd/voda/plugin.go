@@ -39,7 +39,8 @@ const vodaExtensionName = "vodascheduler.io"
 //	        server: https://voda.example.com
 //	        certificate-authority: /etc/voda/ca.crt
 //
-// `kubectl voda config set-server` writes it.
+// `voda config set-server` and `kubectl voda config set-server` write it
+// (config.go).
 type vodaExtension struct {
 	Server               string `json:"server"`
 	CertificateAuthority string `json:"certificate-authority,omitempty"`
