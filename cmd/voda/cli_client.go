@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,6 +43,9 @@ type clientOptions struct {
 	// sent describes the credential the last client sends, for the
 	// error of a 401.
 	sent sentCredential
+	// stderr is the running command's standard error, where the server's
+	// warnings go.
+	stderr io.Writer
 }
 
 // sentCredential is the credential a client sends, and where it came
@@ -61,9 +65,10 @@ type sentCredential struct {
 }
 
 // newClientCommands returns the commands that talk to a Voda server:
-// create, get, describe, delete and set. They share --server, --token,
-// --certificate-authority, --kubeconfig and --context. A 401 of the server
-// is explained with the credential that was sent (explainUnauthorized).
+// create, get, describe, delete and set, which share --server, --token,
+// --certificate-authority, --kubeconfig and --context; and config, which
+// records the server in the kubeconfig. A 401 of the server is explained
+// with the credential that was sent (explainUnauthorized).
 func newClientCommands() []*cobra.Command {
 	return newClientCommandsFor(&clientOptions{})
 }
@@ -77,32 +82,48 @@ func newClientCommandsFor(o *clientOptions) []*cobra.Command {
 		newDeleteCommand(o),
 		newSetCommand(o),
 	}
+	setServer := "voda config set-server"
+	if o.plugin {
+		setServer = "kubectl voda config set-server"
+	}
 	for _, c := range cmds {
 		f := c.PersistentFlags()
 		f.StringVar(&o.server, "server", "",
-			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else the kubeconfig context's (see 'kubectl voda config set-server'), else "+api.DefaultServerAddr+")")
+			"address of the Voda API, host:port or http(s)://host:port (default $"+serverEnv+", else the kubeconfig context's (see '"+setServer+"'), else "+api.DefaultServerAddr+")")
 		f.StringVar(&o.token, "token", "", "bearer token for the server (default $"+tokenEnv+", else the current kubeconfig context's token)")
 		f.StringVar(&o.caFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+caEnv+", else the system's roots)")
 		f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to take the token from when neither --token nor $"+tokenEnv+" is given: the context user's token, tokenFile or exec plugin, sent only to an https or loopback server (default $KUBECONFIG, else ~/.kube/config)")
 		f.StringVar(&o.context, "context", "", "kubeconfig context whose token to send (default the kubeconfig's current context)")
 	}
+	cmds = append(cmds, newConfigCommand(o))
 	for _, c := range cmds {
-		explainUnauthorizedIn(c, o)
+		wrapRuns(c, o)
 	}
 	return cmds
 }
 
-// explainUnauthorizedIn makes every command under c explain a 401 with
-// the credential it sent.
-func explainUnauthorizedIn(c *cobra.Command, o *clientOptions) {
+// wrapRuns makes every command under c print the server's warnings on
+// its standard error and explain a 401 with the credential it sent.
+func wrapRuns(c *cobra.Command, o *clientOptions) {
 	if run := c.RunE; run != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return o.explainUnauthorized(run(cmd, args))
 		}
 	}
 	for _, sub := range c.Commands() {
-		explainUnauthorizedIn(sub, o)
+		wrapRuns(sub, o)
 	}
+}
+
+// warn prints a warning of the server as kubectl does:
+// `Warning: unknown field "spec.slotsPerWorkr"`.
+func (o *clientOptions) warn(text string) {
+	w := o.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "Warning: %s\n", text)
 }
 
 // explainUnauthorized adds to an error that holds a 401 of the server a
@@ -212,7 +233,11 @@ func (o *clientOptions) client() (*client.Client, error) {
 	} else if contextCA != "" {
 		opts = append(opts, from(source+"'s certificate-authority", client.WithCAFile(contextCA)))
 	}
-	return client.New(addr, nil, opts...)
+	c, err := client.New(addr, nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithWarningHandler(o.warn), nil
 }
 
 // kubeconfigOption is the option that sends the token of the kubeconfig
@@ -281,17 +306,8 @@ func resolveGPUType(ctx context.Context, c *client.Client, gpuType string) (stri
 	return "", fmt.Errorf("the server schedules several GPU types (%s): choose one with --gpu-type", strings.Join(types, ", "))
 }
 
-// unknownResource is the error of a get or describe with a resource it
-// does not know.
+// unknownResource is the error of a get, describe or set with a resource
+// it does not know.
 func unknownResource(cmd *cobra.Command, args []string) error {
-	var names []string
-	for _, c := range cmd.Commands() {
-		if c.IsAvailableCommand() {
-			names = append(names, c.Name())
-		}
-	}
-	if len(args) == 0 {
-		return fmt.Errorf("%s needs a resource: %s (see '%s --help')", cmd.CommandPath(), orList(names), cmd.CommandPath())
-	}
-	return fmt.Errorf("unknown resource %q for %s: use %s", args[0], cmd.CommandPath(), orList(names))
+	return subcommandError(cmd, args, "resource")
 }

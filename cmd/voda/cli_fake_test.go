@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -141,6 +142,15 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "", "manifest: %v", err)
 		return
 	}
+	// Top-level keys other than a manifest's are unknown fields, warned
+	// of as the server does.
+	var top map[string]any
+	_ = yaml.Unmarshal(b, &top)
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !slices.Contains([]string{"apiVersion", "kind", "metadata", "spec"}, k) {
+			w.Header().Add("Warning", fmt.Sprintf(`299 - "unknown field \"%s\""`, k))
+		}
+	}
 	if m.Kind != "MPIJob" && m.Kind != "PyTorchJob" {
 		writeError(w, http.StatusBadRequest, "kind", "kind %q is not MPIJob or PyTorchJob", m.Kind)
 		return
@@ -212,7 +222,11 @@ func (f *fakeAPI) delete(w http.ResponseWriter, r *http.Request) {
 	if i < 0 {
 		return
 	}
-	if finished(f.jobs[i].Status) {
+	switch {
+	case finished(f.jobs[i].Status) && f.jobs[i].DeleteRequested:
+		writeJSON(w, http.StatusOK, f.jobs[i]) // deleted before, as the server answers
+		return
+	case finished(f.jobs[i].Status):
 		writeError(w, http.StatusConflict, "", "job %s already finished (%s)", f.jobs[i].Name, f.jobs[i].Status)
 		return
 	}

@@ -188,7 +188,7 @@ algorithm's defaults. The next cycle allocates with the new algorithm.
   Algorithm of nvidia-tesla-v100 set to ElasticSRJF
 
   voda set algorithm Tiresias --param threshold=7200`,
-		Args: cobra.ExactArgs(1),
+		Args: algorithmOperand.check,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(&output, outJSON, outYAML); err != nil {
 				return err
@@ -262,7 +262,7 @@ cycle. SECONDS is a number of seconds (10, 0.5) or a duration (1m30s).
 --gpu-type may be left out when the server schedules a single GPU type.`,
 		Example: `  voda set ratelimit 10 --gpu-type nvidia-tesla-v100
   Rate limit of nvidia-tesla-v100 set to 10s`,
-		Args: cobra.ExactArgs(1),
+		Args: rateLimitOperand.check,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(&output, outJSON, outYAML); err != nil {
 				return err

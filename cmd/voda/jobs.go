@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +31,7 @@ func finished(status string) bool {
 
 type createFlags struct {
 	files     []string
+	recursive bool
 	output    string
 	namespace string
 }
@@ -40,7 +39,7 @@ type createFlags struct {
 func newCreateCommand(o *clientOptions) *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
-		Use:   "create -f FILE [-f FILE...]",
+		Use:   "create -f FILE|DIR [-f FILE|DIR...] [-R]",
 		Short: "Submit training jobs from manifests",
 		Long: `Submit elastic training jobs to a Voda server.
 
@@ -51,6 +50,8 @@ worker template's nodeSelector vodascheduler/accelerator names the GPU type.
 The annotations vodascheduler/min-workers, max-workers, workers, epochs,
 priority and gpu-type may say the same for any kind (see docs/job-spec.md).
 A file may hold several YAML documents separated by '---'; each is a job.
+-f DIR takes every .json, .yaml and .yml file in the directory, in name
+order; with -R, those of its subdirectories too.
 
 The server makes every name unique by appending the submission time, so the
 name printed is the one to use with 'voda get', 'voda describe' and
@@ -62,7 +63,14 @@ job is created. When one is invalid, each invalid document is reported with
 its file, document number, field and reason, nothing is created and the
 command exits non-zero; fix them and run it again. Only a failure while
 creating (the server failing or going away midway) can leave some created:
-they are printed, and the command exits non-zero.`,
+they are printed, and the command exits non-zero. A directory is no
+exception: kubectl apply -f DIR goes on past a failing file because applying
+again is harmless, whereas creating again would duplicate the jobs.
+
+A field the job's kind does not know, such as a misspelt one, is accepted
+and ignored, as Kubernetes ignores it; the server warns of it and the
+command prints the warning on standard error, as kubectl does:
+Warning: unknown field "spec.slotsPerWorkr".`,
 		Example: `  # Submit a job
   voda create -f mnist-elastic.yaml
   Training job created: mnist-elastic-20250601-100000
@@ -71,29 +79,34 @@ they are printed, and the command exits non-zero.`,
   voda create -f bert.yaml -f resnet.yaml
   cat job.json | voda create -f -
 
+  # Every manifest in a directory, and in its subdirectories
+  voda create -f jobs/ -R
+
   # Keep the new name for a script
   name=$(voda create -f mnist-elastic.yaml -o name)`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%s takes its manifests with -f: %s -f %s", cmd.CommandPath(), cmd.CommandPath(), strings.Join(args, " -f "))
+			}
+			if len(f.files) == 0 {
+				return fmt.Errorf("missing the manifests: %s -f FILE (an MPIJob or PyTorchJob in YAML or JSON; -f DIR takes a directory's, -f - standard input)", cmd.CommandPath())
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCreate(cmd, o, f) },
 	}
-	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file to submit, '-' for standard input (repeatable)")
+	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, or directory of .json, .yaml and .yml files, to submit; '-' for standard input (repeatable)")
+	cmd.Flags().BoolVarP(&f.recursive, "recursive", "R", false, "with -f DIR, the manifests of its subdirectories too")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace of the manifests that name none (default: the server's --namespace; as kubectl voda, the kubeconfig context's namespace)")
-	_ = cmd.MarkFlagRequired("filename")
 	addOutputFlag(cmd, &f.output, outJSON, outYAML, outName)
 	return cmd
-}
-
-// manifest is one job manifest and where it came from, for messages.
-type manifest struct {
-	source string
-	body   []byte
 }
 
 func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 	if err := checkOutput(&f.output, outJSON, outYAML, outName); err != nil {
 		return err
 	}
-	manifests, err := readManifests(cmd.InOrStdin(), f.files)
+	manifests, err := readManifests(cmd.InOrStdin(), f.files, f.recursive)
 	if err != nil {
 		return err
 	}
@@ -110,7 +123,7 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := validateManifests(cmd.Context(), c, manifests); err != nil {
+	if err := validateManifests(cmd.Context(), c, manifests, o.warn); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -144,10 +157,22 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 
 // validateManifests has the server validate every manifest (a dry run)
 // and reports every invalid one, so that a run creates all jobs or none.
-func validateManifests(ctx context.Context, c *client.Client, manifests []manifest) error {
+// The dry runs' warnings go to warn, each after its manifest's source,
+// only when no job is to be created: otherwise creating the jobs repeats
+// them.
+func validateManifests(ctx context.Context, c *client.Client, manifests []manifest, warn func(string)) (err error) {
+	var warnings []string
+	defer func() {
+		if err != nil {
+			for _, w := range warnings {
+				warn(w)
+			}
+		}
+	}()
 	var errs []error
 	for _, m := range manifests {
-		_, err := c.ValidateJob(ctx, m.body)
+		vc := c.WithWarningHandler(func(text string) { warnings = append(warnings, m.source+": "+text) })
+		_, err := vc.ValidateJob(ctx, m.body)
 		var ce *client.ConnectionError
 		if errors.As(err, &ce) || errors.Is(err, client.ErrNoDryRun) {
 			return err // nothing more can be checked
@@ -161,80 +186,6 @@ func validateManifests(ctx context.Context, c *client.Client, manifests []manife
 	}
 	return fmt.Errorf("%d of %d %s invalid; no job was created:\n%w",
 		len(errs), len(manifests), plural(len(manifests), "manifest is", "manifests are"), errors.Join(errs...))
-}
-
-// readManifests reads every file ("-" is in) and splits it into its YAML
-// documents.
-func readManifests(in io.Reader, files []string) ([]manifest, error) {
-	var all []manifest
-	stdin := 0
-	for _, file := range files {
-		if file == "-" {
-			stdin++
-		}
-	}
-	if stdin > 1 {
-		return nil, errors.New("-f -: standard input can be read only once")
-	}
-	for _, file := range files {
-		var b []byte
-		var err error
-		source := file
-		if file == "-" {
-			source = "stdin"
-			b, err = io.ReadAll(in)
-		} else {
-			b, err = os.ReadFile(file)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read manifest: %w", err)
-		}
-		docs := splitDocuments(b)
-		if len(docs) == 0 {
-			return nil, fmt.Errorf("%s: no job manifest in it", source)
-		}
-		for i, d := range docs {
-			s := source
-			if len(docs) > 1 {
-				s = fmt.Sprintf("%s (document %d)", source, i+1)
-			}
-			all = append(all, manifest{source: s, body: d})
-		}
-	}
-	return all, nil
-}
-
-// docSeparator is a YAML document start marker on a line of its own.
-var docSeparator = regexp.MustCompile(`^---[ \t]*(#.*)?$`)
-
-// splitDocuments splits a YAML stream at its '---' lines and drops the
-// documents with nothing but comments. A JSON manifest is one document.
-func splitDocuments(b []byte) [][]byte {
-	if json.Valid(b) {
-		return [][]byte{b}
-	}
-	var docs [][]byte
-	var cur []string
-	flush := func() {
-		doc := strings.Join(cur, "\n")
-		cur = nil
-		for _, l := range strings.Split(doc, "\n") {
-			t := strings.TrimSpace(l)
-			if t != "" && !strings.HasPrefix(t, "#") && t != "..." {
-				docs = append(docs, []byte(doc+"\n"))
-				return
-			}
-		}
-	}
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if docSeparator.MatchString(strings.TrimRight(l, "\r")) {
-			flush()
-			continue
-		}
-		cur = append(cur, l)
-	}
-	flush()
-	return docs
 }
 
 // printJobs writes jobs as JSON or YAML: the job itself when one was
@@ -531,7 +482,7 @@ remaining time, and where its workers run. For a waiting job, its position
 in the queue and when the scheduler expects to start it.`,
 		Example: `  voda describe job mnist-elastic-20250601-100000
   voda describe job mnist-elastic-20250601-100000 -o json`,
-		Args: cobra.MinimumNArgs(1),
+		Args: jobNamesOperand.check,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			if err := checkOutput(&output, outJSON, outYAML); err != nil {
 				return err
@@ -819,7 +770,11 @@ func newDeleteCommand(o *clientOptions) *cobra.Command {
 		Short: "Delete training jobs",
 		Long: `Delete training jobs. The scheduler halts each job (its workers stop and
 free their GPUs) and the job ends Canceled; it stays listed by 'voda get jobs'.
-Deleting a job that already finished is an error.
+
+Deleting a job again succeeds, while it is being halted and after: a
+command that is run twice, or a script that retries, does not fail. Once
+the job is Canceled the message says so: "(already Canceled)". Deleting a
+job that finished by itself (Completed or Failed) is an error.
 
 'voda delete job NAME' is accepted as well, like kubectl.`,
 		Example: `  voda delete mnist-elastic-20250601-100000
@@ -827,7 +782,7 @@ Deleting a job that already finished is an error.
 
   # Every waiting job
   voda delete $(voda get jobs --status Waiting -o name)`,
-		Args: cobra.MinimumNArgs(1),
+		Args: jobNamesOperand.check,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := args
 			if names[0] == "job" || names[0] == "jobs" {
@@ -835,8 +790,8 @@ Deleting a job that already finished is an error.
 				// named "job".
 				names = names[1:]
 			}
-			if len(names) == 0 {
-				return errors.New("delete: name the jobs to delete")
+			if err := jobNamesOperand.check(cmd, names); err != nil {
+				return err
 			}
 			c, err := o.client()
 			if err != nil {
@@ -853,7 +808,11 @@ Deleting a job that already finished is an error.
 					errs = append(errs, fmt.Errorf("delete %s: %w", name, err))
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s\n", job.Name)
+				already := ""
+				if finished(job.Status) {
+					already = " (already " + job.Status + ")"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, already)
 			}
 			return errors.Join(errs...)
 		},
@@ -957,8 +916,8 @@ func priorityArgs(cmd *cobra.Command, args []string) (name, priority string, hel
 	if help, _ = flags.GetBool("help"); help {
 		return "", "", true, nil
 	}
-	if len(pos) != 2 {
-		return "", "", false, fmt.Errorf("accepts 2 arg(s), received %d (JOB PRIORITY)", len(pos))
+	if err := priorityOperand.check(cmd, pos); err != nil {
+		return "", "", false, err
 	}
 	return pos[0], pos[1], false, nil
 }

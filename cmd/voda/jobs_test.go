@@ -319,7 +319,7 @@ Training job created: mnist-20250601-101000-2
 		wantError(t, []string{"create", "-f", mnist, "-f", filepath.Join(dir, "missing.yaml"), "--server", f.URL}, "missing.yaml: no such file")
 		wantError(t, []string{"create", "-f", empty, "--server", f.URL}, "empty.yaml: no job manifest in it")
 		wantError(t, []string{"create", "-f", "-", "-f", "-", "--server", f.URL}, "standard input can be read only once")
-		wantError(t, []string{"create", "--server", f.URL}, `required flag(s) "filename" not set`)
+		wantError(t, []string{"create", "--server", f.URL}, "missing the manifests: voda create -f FILE")
 		wantError(t, []string{"create", "-f", mnist, "-o", "wide", "--server", f.URL}, "use json, yaml or name")
 		if n := len(f.Requests()) - before; n != 0 {
 			t.Errorf("%d requests after invalid input, want none", n)
@@ -329,7 +329,8 @@ Training job created: mnist-20250601-101000-2
 
 func TestDelete(t *testing.T) {
 	t.Parallel()
-	f := newFakeAPI(t, testJobs(), nil)
+	deleted := api.Job{Name: "vgg-20250601-090000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Canceled", DeleteRequested: true}
+	f := newFakeAPI(t, append(testJobs(), deleted), nil)
 	got := mustVoda(t, "delete", "mnist-20250601-100000", "--server", f.URL)
 	if want := "Training job deleted: mnist-20250601-100000\n"; got != want {
 		t.Errorf("delete = %q, want %q", got, want)
@@ -354,7 +355,12 @@ ncf-20250601-100600     Waiting,Deleting   0         Tiresias      4m        0s 
 	if stdout != "Training job deleted: mnist-20250601-100000\n" {
 		t.Errorf("the deletable job was not deleted after the failures: %q", stdout)
 	}
-	wantError(t, []string{"delete", "job", "--server", f.URL}, "name the jobs to delete")
+	// Deleting again succeeds, and says when the job has ended.
+	if got, want := mustVoda(t, "delete", "mnist-20250601-100000", deleted.Name, "--server", f.URL),
+		"Training job deleted: mnist-20250601-100000\nTraining job deleted: vgg-20250601-090000 (already Canceled)\n"; got != want {
+		t.Errorf("delete again = %q, want %q", got, want)
+	}
+	wantError(t, []string{"delete", "job", "--server", f.URL}, "missing the job's name: voda delete NAME (voda get jobs lists them)")
 }
 
 func TestDescribeJob(t *testing.T) {
@@ -546,8 +552,8 @@ func TestSetPriorityNegativeAndFlags(t *testing.T) {
 		t.Errorf("--help after the arguments:\n%s", out)
 	}
 	before := len(f.Requests())
-	wantError(t, []string{"set", "priority", job, "--server", f.URL}, "accepts 2 arg(s), received 1")
-	wantError(t, []string{"set", "priority", job, "1", "extra", "--server", f.URL}, "accepts 2 arg(s), received 3")
+	wantError(t, []string{"set", "priority", job, "--server", f.URL}, "missing the priority: voda set priority JOB PRIORITY")
+	wantError(t, []string{"set", "priority", job, "1", "extra", "--server", f.URL}, `too many arguments ("extra"): voda set priority JOB PRIORITY`)
 	wantError(t, []string{"set", "priority", job, "1", "--bogus"}, "unknown flag: --bogus")
 	if n := len(f.Requests()) - before; n != 0 {
 		t.Errorf("%d requests after bad arguments, want none", n)

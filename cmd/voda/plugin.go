@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
-
-	"github.com/vodascheduler/voda/internal/api/client"
 )
 
 // The same binary is Voda's kubectl plugin (docs/cli.md): installed, or
@@ -43,7 +39,8 @@ const vodaExtensionName = "vodascheduler.io"
 //	        server: https://voda.example.com
 //	        certificate-authority: /etc/voda/ca.crt
 //
-// `kubectl voda config set-server` writes it.
+// `voda config set-server` and `kubectl voda config set-server` write it
+// (config.go).
 type vodaExtension struct {
 	Server               string `json:"server"`
 	CertificateAuthority string `json:"certificate-authority,omitempty"`
@@ -88,9 +85,7 @@ context. --server and $VODA_SERVER still take precedence.`,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl voda"},
 	}
-	cmds := newClientCommandsFor(o)
-	cmds = append(cmds, newPluginConfigCommand(o))
-	root.AddCommand(cmds...)
+	root.AddCommand(newClientCommandsFor(o)...)
 	asKubectlVoda(root)
 	return root
 }
@@ -111,81 +106,6 @@ func asKubectlVoda(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		asKubectlVoda(sub)
 	}
-}
-
-// newPluginConfigCommand is `kubectl voda config`.
-func newPluginConfigCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "config",
-		Short: "Record where a context's Voda API is",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
-	}
-	var caFile string
-	set := &cobra.Command{
-		Use:   "set-server URL",
-		Short: "Record the Voda API of the kubeconfig context",
-		Long: `Record in the current kubeconfig context (or --context) where that
-cluster's Voda API is, as the context's extension vodascheduler.io, so that
-later commands in the context find it. The kubeconfig file that defines the
-context is rewritten; nothing else in it changes. The context's token is
-sent only to an https or loopback server.`,
-		Example: `  voda config set-server https://voda.example.com
-  voda config set-server https://voda.example.com --certificate-authority ca.crt --context prod`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return setContextServer(cmd, o, args[0], caFile)
-		},
-	}
-	set.Flags().StringVar(&caFile, "certificate-authority", "", "PEM file of the certificate authority that signed the server's certificate (default: the system's roots)")
-	cmd.AddCommand(set)
-	return cmd
-}
-
-// setContextServer records server (and caFile) in the kubeconfig context.
-func setContextServer(cmd *cobra.Command, o *clientOptions, server, caFile string) error {
-	c, err := client.New(server, nil)
-	if err != nil {
-		return fmt.Errorf("URL: %w", err)
-	}
-	if caFile != "" {
-		abs, err := filepath.Abs(caFile)
-		if err != nil {
-			return fmt.Errorf("--certificate-authority: %w", err)
-		}
-		caFile = abs
-	}
-	po := clientcmd.NewDefaultPathOptions()
-	po.LoadingRules = kubeconfigRules(o.kubeconfig)
-	po.LoadingRules.MigrationRules = nil
-	cfg, err := po.GetStartingConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	name := o.context
-	if name == "" {
-		name = cfg.CurrentContext
-	}
-	kctx := cfg.Contexts[name]
-	if kctx == nil {
-		if name == "" {
-			return errors.New("the kubeconfig has no current context: choose one with --context")
-		}
-		return fmt.Errorf("the kubeconfig has no context %q", name)
-	}
-	raw, err := json.Marshal(vodaExtension{Server: c.BaseURL(), CertificateAuthority: caFile})
-	if err != nil {
-		return err
-	}
-	if kctx.Extensions == nil {
-		kctx.Extensions = map[string]runtime.Object{}
-	}
-	kctx.Extensions[vodaExtensionName] = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
-	if err := clientcmd.ModifyConfig(po, *cfg, false); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Context %q uses the Voda API at %s.\n", name, c.BaseURL())
-	return nil
 }
 
 // contextVoda reads a context's vodaExtension; a context without one is

@@ -154,7 +154,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", RouteJobs+"/"+job.Name)
-	s.writeJob(w, r, http.StatusCreated, job)
+	s.writeWarnedJob(w, r, http.StatusCreated, job, spec.Warnings)
 }
 
 // dryRunAll is the one value of the dryRun query parameter, as in
@@ -183,7 +183,7 @@ func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobs
 		s.failInternal(w, r, err)
 		return
 	}
-	s.writeJob(w, r, http.StatusOK, job)
+	s.writeWarnedJob(w, r, http.StatusOK, job, spec.Warnings)
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -284,22 +284,41 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, code int, j store.Job) {
+	s.writeWarnedJob(w, r, code, j, nil)
+}
+
+// writeWarnedJob answers a submitted manifest's job with the manifest's
+// warnings: in Warning headers and in the job's warnings.
+func (s *Server) writeWarnedJob(w http.ResponseWriter, r *http.Request, code int, j store.Job, warnings []string) {
 	algo := s.cfg.DefaultAlgorithm
 	if rec, err := s.cfg.Store.GetScheduler(r.Context(), j.Spec.GPUType); err == nil {
 		algo = s.algorithmOf(rec)
 	}
-	writeJSON(w, code, s.view(j, algo, s.cfg.Clock.Now()))
+	v := s.view(j, algo, s.cfg.Clock.Now())
+	v.Warnings = warnings
+	addWarnings(w.Header(), warnings)
+	writeJSON(w, code, v)
 }
 
 // requestDelete marks a live job for deletion and notifies its scheduler.
-// It returns the updated job and the HTTP status to answer with, or writes
-// the error itself.
+// It returns the updated job, or writes the error itself.
+//
+// Deleting is idempotent: a job whose deletion was requested before is
+// returned as it is, whether its scheduler is still halting it or has
+// ended it, so that a user who deletes twice and a client that retries
+// both see success, whenever the scheduler's cycle comes. Only a job that
+// finished without being deleted (Completed, Failed, unreadable) is a
+// conflict: there is nothing left to delete, and the name may be a
+// mistake.
 func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
 	j, ok := s.lookup(w, r, name)
 	if !ok {
 		return store.Job{}, false
 	}
-	if st := statusOf(j); st.Done() {
+	switch st := statusOf(j); {
+	case st.Done() && j.DeleteRequested && j.Unreadable == "":
+		return j, true
+	case st.Done():
 		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s already finished (%s)", name, st))
 		return store.Job{}, false
 	}
@@ -317,12 +336,19 @@ func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name stri
 	return j, true
 }
 
+// deleteJob answers 202 while the job is being halted, and 200 once it
+// has ended (deleted before), as Kubernetes answers a deletion that is
+// under way and one that is done.
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 	j, ok := s.requestDelete(w, r, r.PathValue("name"))
 	if !ok {
 		return
 	}
-	s.writeJob(w, r, http.StatusAccepted, j)
+	code := http.StatusAccepted
+	if statusOf(j).Done() {
+		code = http.StatusOK
+	}
+	s.writeJob(w, r, code, j)
 }
 
 func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -317,5 +318,135 @@ func TestCandidateAcrossSecondBoundary(t *testing.T) {
 	s.mu.Unlock()
 	if kept {
 		t.Errorf("the counter of %s is kept two seconds later", a)
+	}
+}
+
+// Deleting is idempotent: a job whose deletion was requested is deleted
+// again without error, 202 while it is halted and 200 once it ended, so
+// that the answer to a second delete or a retry does not depend on how
+// fast the scheduler was. A job that finished without being deleted is a
+// conflict, on both routes.
+func TestDeleteIsIdempotent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cases := []struct {
+		name    string
+		deleted bool
+		status  model.Status
+		code    int // DELETE /api/v1/jobs/{name}
+		legacy  int // DELETE /training
+	}{
+		{name: "live", status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
+		{name: "being halted", deleted: true, status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
+		{name: "deleted and canceled", deleted: true, status: model.StatusCanceled, code: http.StatusOK, legacy: http.StatusOK},
+		{name: "deleted as it completed", deleted: true, status: model.StatusCompleted, code: http.StatusOK, legacy: http.StatusOK},
+		{name: "completed", status: model.StatusCompleted, code: http.StatusConflict, legacy: http.StatusConflict},
+		{name: "failed", status: model.StatusFailed, code: http.StatusConflict, legacy: http.StatusConflict},
+		{name: "canceled outside Voda", status: model.StatusCanceled, code: http.StatusConflict, legacy: http.StatusConflict},
+	}
+	for i, c := range cases {
+		for _, route := range []string{"v1", "legacy"} {
+			j := f.create(mpiJob(fmt.Sprintf("d%d-%s", i, route), "1", "2", "v100"))
+			if c.deleted {
+				if err := f.store.RequestDelete(context.Background(), j.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stored, err := f.store.GetJob(context.Background(), j.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := stored.Status
+			st.State.Status = c.status
+			f.saveStatus(j.Name, st)
+
+			code, want := 0, c.code
+			var b []byte
+			if route == "v1" {
+				code, b = f.do("DELETE", "/api/v1/jobs/"+j.Name, "", "")
+			} else {
+				code, b = f.do("DELETE", RouteLegacyJobs, "text/plain", j.Name)
+				want = c.legacy
+			}
+			if code != want {
+				t.Errorf("%s, %s route: delete answered %d %s, want %d", c.name, route, code, b, want)
+			}
+		}
+	}
+}
+
+// A manifest's unknown fields come back as kube-apiserver writes them: a
+// Warning header each, and the answer's warnings, on every route that
+// takes a manifest, accepted or rejected; they are not stored.
+func TestUnknownFieldWarnings(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	typo := func(name string) string {
+		return strings.Replace(mpiJob(name, "1", "2", "v100"), "spec:\n", "spec:\n  slotsPerWorkr: 1\n", 1)
+	}
+	const text = `unknown field "spec.slotsPerWorkr"`
+	const header = `299 - "unknown field \"spec.slotsPerWorkr\""`
+	cases := []struct {
+		name, method, path, body string
+		code                     int
+		headers, warnings        []string
+	}{
+		{name: "create", method: "POST", path: RouteJobs, body: typo("c"), code: http.StatusCreated, headers: []string{header}, warnings: []string{text}},
+		{name: "dry run", method: "POST", path: RouteJobs + "?dryRun=All", body: typo("d"), code: http.StatusOK, headers: []string{header}, warnings: []string{text}},
+		{name: "legacy create: headers only", method: "POST", path: RouteLegacyJobs, body: typo("l"), code: http.StatusCreated, headers: []string{header}},
+		{name: "clean manifest", method: "POST", path: RouteJobs, body: mpiJob("clean", "1", "2", "v100"), code: http.StatusCreated},
+		{
+			name: "rejected: the misspelt field may be why", method: "POST", path: RouteJobs,
+			body: strings.Replace(mpiJob("r", "1", "2", "v100"), "mpiReplicaSpecs:", "mpiReplicaSpec:", 1), code: http.StatusBadRequest,
+			headers: []string{`299 - "unknown field \"spec.mpiReplicaSpec\""`}, warnings: []string{`unknown field "spec.mpiReplicaSpec"`},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, h, b := f.doWith("", c.method, c.path, "application/yaml", c.body)
+			if code != c.code {
+				t.Fatalf("%d %s, want %d", code, b, c.code)
+			}
+			if diff := cmp.Diff(c.headers, h.Values("Warning")); diff != "" {
+				t.Errorf("Warning headers (-want,+got):\n%s", diff)
+			}
+			var got []string
+			switch {
+			case c.path == RouteLegacyJobs:
+				if !strings.HasPrefix(string(b), "Training job created: l-") || strings.Contains(string(b), "unknown") {
+					t.Errorf("legacy answer %q, want the original's text alone", b)
+				}
+			case code == http.StatusBadRequest:
+				var e Error
+				if err := json.Unmarshal(b, &e); err != nil {
+					t.Fatal(err)
+				}
+				got = e.Error.Warnings
+			default:
+				var j Job
+				if err := json.Unmarshal(b, &j); err != nil {
+					t.Fatal(err)
+				}
+				got = j.Warnings
+				// The warnings belong to the answer, not to the job.
+				if _, b := f.do("GET", "/api/v1/jobs/"+j.Name, "", ""); c.path == RouteJobs && strings.Contains(string(b), "warnings") {
+					t.Errorf("GET after create shows warnings: %s", b)
+				}
+			}
+			if diff := cmp.Diff(c.warnings, got); diff != "" {
+				t.Errorf("warnings (-want,+got):\n%s", diff)
+			}
+		})
+	}
+
+	// Thousands of unknown fields: 20 headers and one that counts the rest.
+	var many strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&many, "  x%04d: 1\n", i)
+	}
+	_, h, _ := f.doWith("", "POST", RouteJobs+"?dryRun=All", "application/yaml", strings.Replace(mpiJob("many", "1", "2", "v100"), "spec:\n", "spec:\n"+many.String(), 1))
+	if ws := h.Values("Warning"); len(ws) != 21 || ws[20] != `299 - "2980 more unknown fields not listed"` {
+		t.Errorf("%d Warning headers, the last %q; want 21, the last counting the rest", len(ws), ws[len(ws)-1])
 	}
 }

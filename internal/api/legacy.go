@@ -26,6 +26,7 @@ func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	addWarnings(w.Header(), spec.Warnings) // the original's text answer stays as it was
 	writeText(w, http.StatusCreated, fmt.Sprintf("Training job created: %s\n", job.Name))
 }
 

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 )
@@ -48,14 +50,34 @@ func (s *Server) failInternal(w http.ResponseWriter, r *http.Request, err error)
 	s.fail(w, http.StatusInternalServerError, "InternalError", "", "the server could not complete the request; see its log")
 }
 
-// failSpec answers a manifest the parser rejected.
+// failSpec answers a manifest the parser rejected, with its warnings.
 func (s *Server) failSpec(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *jobspec.FieldError
 	if errors.As(err, &fe) {
-		s.fail(w, http.StatusBadRequest, "Invalid", fe.Field, fe.Error())
+		addWarnings(w.Header(), fe.Warnings)
+		writeJSON(w, http.StatusBadRequest, Error{Error: ErrorDetail{
+			Code: http.StatusBadRequest, Reason: "Invalid", Field: fe.Field, Message: fe.Error(), Warnings: fe.Warnings,
+		}})
 		return
 	}
 	s.failInternal(w, r, err)
+}
+
+// warnCode is the warn-code of kube-apiserver's warnings (RFC 7234
+// 5.5.7, "Miscellaneous Persistent Warning"), which kubectl prints.
+const warnCode = 299
+
+// addWarnings adds a Warning header per warning, as kube-apiserver
+// writes them: 299 - "unknown field \"spec.slotsPerWorkr\"". jobspec
+// bounds a manifest's warnings, in number and length.
+func addWarnings(h http.Header, warnings []string) {
+	for _, text := range warnings {
+		v, err := utilnet.NewWarningHeader(warnCode, "-", text)
+		if err != nil {
+			continue // a control character; jobspec quotes what it reports, so none
+		}
+		h.Add("Warning", v)
+	}
 }
 
 // maxBody bounds every request body: jobspec's limit on manifests.

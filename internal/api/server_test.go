@@ -261,12 +261,22 @@ func TestDeletePriorityAndSettings(t *testing.T) {
 	if msgs := f.received("v100"); len(msgs) != 2 {
 		t.Errorf("want a notification per change, got %+v", msgs)
 	}
-	// A finished job can be neither deleted nor reprioritised.
+	// Deleting again while the scheduler halts the job answers the same.
+	if code, b := f.do("DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusAccepted {
+		t.Errorf("delete again: %d %s", code, b)
+	}
+	if msgs := f.received("v100"); len(msgs) != 1 {
+		t.Errorf("delete again: want the scheduler told again, got %+v", msgs)
+	}
+	// Once the deleted job is Canceled, deleting it again is done: 200.
 	st := stored.Status
 	st.State.Status = "Canceled"
 	f.saveStatus(j.Name, st)
-	if code, b := f.do("DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusConflict {
-		t.Errorf("delete a finished job: %d %s", code, b)
+	if code, b := f.do("DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusOK || !strings.Contains(string(b), `"status": "Canceled"`) {
+		t.Errorf("delete a deleted, Canceled job: %d %s", code, b)
+	}
+	if msgs := f.received("v100"); len(msgs) != 0 {
+		t.Errorf("delete a Canceled job: the scheduler was told %+v", msgs)
 	}
 
 	code, b = f.do("PUT", "/api/v1/schedulers/v100/algorithm", "application/json", `{"algorithm": "tiresias", "params": {"threshold": "1800"}}`)

@@ -102,6 +102,11 @@ type Job struct {
 	// Measured is what the job's progress reports say; absent until it
 	// sent one (docs/progress.md).
 	Measured *Measured `json:"measured,omitempty"`
+	// Warnings, only in the answer to a submission or a dry run, name the
+	// manifest's fields Kubernetes does not know for its kind
+	// (`unknown field "spec.slotsPerWorkr"`): accepted and ignored. The
+	// answer's Warning headers say the same.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Allocation is one change of a job's GPUs: from Time, it held Workers
@@ -274,4 +279,8 @@ type ErrorDetail struct {
 	Reason  string `json:"reason"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
+	// Warnings, for a rejected manifest, name its fields Kubernetes does
+	// not know for its kind, as Job.Warnings does: a misspelt field is
+	// often why a required one is missing.
+	Warnings []string `json:"warnings,omitempty"`
 }

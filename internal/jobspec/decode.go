@@ -157,7 +157,11 @@ func scalarText(v any) string {
 // quote quotes user text for a reason, cut short so that a huge value
 // does not make a huge message.
 func quote(s string) string {
-	const max = 64
+	return quoteCut(s, 64)
+}
+
+// quoteCut quotes s, cut after max runes and marked with "..." if longer.
+func quoteCut(s string, max int) string {
 	if r := []rune(s); len(r) > max {
 		return strconv.Quote(string(r[:max])) + "..."
 	}

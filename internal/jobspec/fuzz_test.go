@@ -50,6 +50,10 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{baseMPIJob, baseMPIJobV1Short, basePyTorchJob, annotationsOnly} {
 		f.Add([]byte(s))
 	}
+	// Unknown fields, which Parse warns of.
+	f.Add([]byte(edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorkr: 1")))
+	f.Add([]byte(edit(baseMPIJob, mpiWorkerContainer, mpiWorkerContainer+"            imagePullPolicyy: Always\n")))
+	f.Add([]byte(edit(basePyTorchJob, "    minReplicas: 1\n", "    minReplicas: 1\n    maxRestart: 3\n")))
 	for _, s := range aliasSeeds {
 		f.Add([]byte(s))
 	}
@@ -94,11 +98,13 @@ func checkParse(t *testing.T, data []byte, opts Options) *Spec {
 		if fe.Field == "" || fe.Reason == "" {
 			t.Fatalf("incomplete FieldError %+v", fe)
 		}
+		checkWarnings(t, fe.Warnings)
 		return nil
 	}
 	if spec == nil {
 		t.Fatal("nil spec and nil error")
 	}
+	checkWarnings(t, spec.Warnings)
 	if err := spec.JobSpec.Validate(); err != nil {
 		t.Fatalf("accepted spec fails Validate: %v (%+v)", err, spec.JobSpec)
 	}
@@ -143,6 +149,27 @@ func checkParse(t *testing.T, data []byte, opts Options) *Spec {
 		t.Fatalf("JobSpec after Rename (-want,+got):\n%s", diff)
 	}
 	return spec
+}
+
+// checkWarnings checks the bounds of a manifest's warnings: at most
+// maxUnknownFields and a count, each a quoted path of at most
+// maxWarningPath runes (an escaped rune takes at most 10 bytes: \U0001f600).
+func checkWarnings(t *testing.T, warnings []string) {
+	t.Helper()
+	if len(warnings) > maxUnknownFields+1 {
+		t.Fatalf("%d warnings, want at most %d", len(warnings), maxUnknownFields+1)
+	}
+	for i, w := range warnings {
+		if i == maxUnknownFields {
+			if !strings.HasSuffix(w, "more unknown fields not listed") && w != "1 more unknown field not listed" {
+				t.Fatalf("last warning %q does not count the rest", w)
+			}
+			continue
+		}
+		if !strings.HasPrefix(w, `unknown field "`) || len(w) > len(`unknown field ""...`)+10*maxWarningPath {
+			t.Fatalf("warning %q is not a bounded unknown field", w)
+		}
+	}
 }
 
 // fuzzMaxBytes is the body limit FuzzDecodeBody parses with: small, so

@@ -166,6 +166,13 @@ type Spec struct {
 	// container nvidia.com/gpu: 1, and no other container any GPU.
 	// WorkerGPUContainer(Kind, Manifest) computes it from a manifest.
 	WorkerGPUContainer int
+	// Warnings name the manifest's fields that Kubernetes does not know
+	// for its kind (`unknown field "spec.slotsPerWorkr"`, as
+	// kube-apiserver words them): they are accepted and ignored, as
+	// Kubernetes ignores them, so a misspelt one may leave a setting at
+	// its default. At most 21 warnings: 20 fields (paths cut at 160
+	// characters) and one that counts the rest; nil when there are none.
+	Warnings []string
 	// Manifest is the decoded manifest. JSON numbers are json.Number, so
 	// that integers survive unchanged.
 	Manifest map[string]any
@@ -263,6 +270,10 @@ type FieldError struct {
 	Value string
 	// Reason says what is wrong and, where it helps, what is accepted.
 	Reason string
+	// Warnings are Spec.Warnings of a manifest that was rejected after
+	// its kind and API version were found: a misspelt field is often
+	// why a required one is missing.
+	Warnings []string
 }
 
 // Error implements error as "<field>: <reason>".

@@ -52,6 +52,10 @@ import (
 //     Worker's node name; no scheduling gate under vodascheduler/; then
 //     the Pod Security Standards level Options.PodSecurity, with every
 //     check the pod fails (see checkPodSecurity).
+//
+// Once the kind and API version are known, Parse also lists the fields
+// Kubernetes does not know for them (see unknown.go): Spec.Warnings on a
+// manifest it accepts, FieldError.Warnings on one it rejects later.
 func Parse(data []byte, opts Options) (*Spec, error) {
 	s, ferr := parse(data, opts.withDefaults())
 	if ferr != nil {
@@ -70,6 +74,21 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
+	// Before anything is checked, so that a misspelt field is told along
+	// with the error it may cause ("spec.mpiReplicaSpecs: required").
+	warnings := unknownFields(kind, apiVersion, root)
+	s, err := parseKind(root, kind, apiVersion, opts)
+	if err != nil {
+		err.Warnings = warnings
+		return nil, err
+	}
+	s.Warnings = warnings
+	return s, nil
+}
+
+// parseKind checks and reads a manifest of an accepted kind and version
+// (parse, from step 3).
+func parseKind(root map[string]any, kind, apiVersion string, opts Options) (*Spec, *FieldError) {
 	meta, err := readMetadata(root, opts)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"github.com/vodascheduler/voda/internal/api"
 )
 
@@ -32,6 +34,8 @@ type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	token string // sent as a bearer token when not empty
+	// warn, when not nil, gets the text of every warning of every answer.
+	warn func(text string)
 }
 
 // New returns a client of the server at baseURL: "host:port",
@@ -81,6 +85,19 @@ func parseBaseURL(s string) (*url.URL, error) {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
+}
+
+// WithWarningHandler returns a copy of c that calls handle, before a
+// method returns, with the text of each warning the server's answer
+// carried: each Warning header with warn-code 299, in the format
+// kube-apiserver writes (`299 - "unknown field \"spec.slotsPerWorkr\""`),
+// whatever the answer's status. The server warns of a manifest's unknown
+// fields, which it accepts and ignores. handle nil ignores warnings, as a
+// Client does by default.
+func (c *Client) WithWarningHandler(handle func(text string)) *Client {
+	cp := *c
+	cp.warn = handle
+	return &cp
 }
 
 // BaseURL is the server's address as the client uses it, e.g.
@@ -172,7 +189,8 @@ func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
 
 // DeleteJob asks the scheduler to halt a job; the job returned has
 // DeleteRequested set and becomes Canceled once halted. Deleting a job
-// that already finished is a 409 *APIError.
+// again succeeds, and returns it as it is (Canceled once halted); deleting
+// a job that finished by itself (Completed, Failed) is a 409 *APIError.
 func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
 	return named[api.Job](ctx, c, http.MethodDelete, api.RouteJob, "name", name, "job name", nil)
 }
@@ -276,6 +294,7 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		return 0, c.connectionError(ctx, err)
 	}
 	defer resp.Body.Close()
+	c.warnings(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return resp.StatusCode, newAPIError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
@@ -288,6 +307,21 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		return resp.StatusCode, fmt.Errorf("%s %s: the server's answer is not the expected JSON (%w): %s", method, path, err, snippet(b))
 	}
 	return resp.StatusCode, nil
+}
+
+// warnings hands the text of each warn-code 299 Warning header to the
+// warning handler. Headers that do not parse are skipped: a warning is
+// advice, and the answer stands without it.
+func (c *Client) warnings(h http.Header) {
+	if c.warn == nil {
+		return
+	}
+	ws, _ := utilnet.ParseWarningHeaders(h.Values("Warning"))
+	for _, w := range ws {
+		if w.Code == 299 {
+			c.warn(w.Text)
+		}
+	}
 }
 
 // connectionError explains a failed round trip; a canceled or expired

@@ -430,3 +430,54 @@ func TestValidateJobOnServerWithoutDryRun(t *testing.T) {
 		t.Error("an empty manifest was sent")
 	}
 }
+
+// A client with a warning handler hands it the text of each warn-code 299
+// Warning header, in order, of answers good and bad; other codes and
+// headers that do not parse are left out, and a client without a handler,
+// the original of the copy, ignores them.
+func TestWarningHandler(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, v := range []string{
+			`299 - "unknown field \"spec.slotsPerWorkr\""`,
+			`199 - "a miscellaneous warning"`,
+			`not a warning`,
+			`299 voda "unknown field \"metadata.lables\""`,
+		} {
+			w.Header().Add("Warning", v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("dryRun") == "All" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error": {"code": 400, "reason": "Invalid", "message": "no"}}`)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"name": "a-1"}`)
+	}))
+	t.Cleanup(srv.Close)
+	plain, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	c := plain.WithWarningHandler(func(text string) { got = append(got, text) })
+	want := []string{`unknown field "spec.slotsPerWorkr"`, `unknown field "metadata.lables"`}
+	if _, err := c.CreateJob(t.Context(), []byte("kind: MPIJob\n")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings of a 201 (-want,+got):\n%s", diff)
+	}
+	got = nil
+	if _, err := c.ValidateJob(t.Context(), []byte("kind: MPIJob\n")); err == nil {
+		t.Fatal("a 400 is no error")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings of a 400 (-want,+got):\n%s", diff)
+	}
+	got = nil
+	if _, err := plain.CreateJob(t.Context(), []byte("kind: MPIJob\n")); err != nil || got != nil {
+		t.Errorf("the client without a handler: %v, warnings %q", err, got)
+	}
+}
