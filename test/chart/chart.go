@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +70,37 @@ const TestAlerts = `groups:
       summary: Voda is not scraped
 `
 
-// ValueSets returns the value sets the tests render and dry-run.
+// ImageRepository and ImageTag name the image every value set installs:
+// the chart has no default image (none is published), so each rendering
+// names one, as an installation must. The tag is the chart's appVersion,
+// the one the docs push.
+const (
+	ImageRepository = "registry.example.com/voda"
+	ImageTag        = "v0.1.0"
+)
+
+// Image returns the image values of ImageRepository and ImageTag, a new
+// map for each caller to change.
+func Image() map[string]any {
+	return map[string]any{"repository": ImageRepository, "tag": ImageTag}
+}
+
+// WithImage returns values with Image() set as "image" unless they name
+// an image already, leaving values unchanged.
+func WithImage(values map[string]any) map[string]any {
+	if _, ok := values["image"]; ok {
+		return values
+	}
+	out := maps.Clone(values)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["image"] = Image()
+	return out
+}
+
+// ValueSets returns the value sets the tests render and dry-run; each
+// names the image of Image() unless it sets its own.
 func ValueSets() []ValueSet {
 	monitoringFiles := map[string]string{"files/dashboards/chart-test.json": TestDashboard}
 	if dir, err := Dir(); err == nil {
@@ -77,7 +108,7 @@ func ValueSets() []ValueSet {
 			monitoringFiles["files/alerts.yaml"] = TestAlerts
 		}
 	}
-	return []ValueSet{
+	sets := []ValueSet{
 		{Name: "defaults", Namespaces: []string{"default"}},
 		{
 			Name: "mongodb-rabbitmq-3-replicas",
@@ -112,7 +143,7 @@ func ValueSets() []ValueSet {
 				"podSecurity":    "restricted",
 				"nodeSelector":   map[string]any{"node-role.kubernetes.io/control-plane": ""},
 				"tolerations":    []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
-				"image":          map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32), "pullPolicy": "Always"},
+				"image":          map[string]any{"repository": ImageRepository, "digest": "sha256:" + strings.Repeat("ab", 32), "pullPolicy": "Always"},
 				"store":          map[string]any{"embedded": map[string]any{"persistence": map[string]any{"storageClass": "fast", "size": "5Gi"}}},
 			},
 			Namespaces: []string{"default"},
@@ -142,6 +173,10 @@ func ValueSets() []ValueSet {
 			Namespaces: []string{"team-a", "team-b", "team-c"},
 		},
 	}
+	for i := range sets {
+		sets[i].Values = WithImage(sets[i].Values)
+	}
+	return sets
 }
 
 // Render runs helm template on the chart (or on a copy holding files

@@ -232,7 +232,7 @@ func TestRender(t *testing.T) {
 				"--pod-security": "baseline", "--progress-url": "http://voda.voda-system.svc:55587",
 			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue")
 			c := r.container("voda")
-			wantField(t, c, "ghcr.io/vodascheduler/voda:"+appVersion(t), "image")
+			wantField(t, c, ImageRepository+":"+ImageTag, "image")
 			wantField(t, c, "/healthz", "livenessProbe", "httpGet", "path")
 			wantField(t, c, "/readyz", "readinessProbe", "httpGet", "path")
 			if _, ok, _ := unstructured.NestedFieldNoCopy(c, "readinessProbe", "httpGet", "scheme"); ok {
@@ -333,7 +333,7 @@ func TestRender(t *testing.T) {
 				"--progress-url": "https://voda.voda-system.svc:55587", "--pod-security": "restricted",
 			}, "--users-group")
 			c := r.container("voda")
-			wantField(t, c, "ghcr.io/vodascheduler/voda@sha256:"+strings.Repeat("ab", 32), "image")
+			wantField(t, c, ImageRepository+"@sha256:"+strings.Repeat("ab", 32), "image")
 			wantField(t, c, "Always", "imagePullPolicy")
 			for _, p := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
 				wantField(t, c, "HTTPS", p, "httpGet", "scheme")

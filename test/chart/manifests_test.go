@@ -10,8 +10,9 @@ import (
 
 // plainValues render the chart as the plain manifests deploy/rbac.yaml and
 // deploy/roles.yaml: release voda in voda-system, jobs in default,
-// --authentication kubernetes.
-var plainValues = map[string]any{"plainManifests": true}
+// --authentication kubernetes. The image is not in them, but every
+// template refuses to render without one.
+var plainValues = map[string]any{"plainManifests": true, "image": Image()}
 
 // TestDeployManifests checks that deploy/rbac.yaml and deploy/roles.yaml
 // are the chart's rendering of its RBAC, the one source of truth; -update

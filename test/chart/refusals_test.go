@@ -61,10 +61,13 @@ func TestRefusals(t *testing.T) {
 		{"no job namespace", map[string]any{"jobNamespaces": []string{}}, "jobNamespaces"},
 		{"a misspelt value", map[string]any{"replica": 2}, "replica"},
 		{"a duration that is none", map[string]any{"scheduler": map[string]any{"leaderElection": map[string]any{"leaseDuration": "15"}}}, "leaseDuration"},
-		{"a bad digest", map[string]any{"image": map[string]any{"digest": "latest"}}, "/image/digest"},
+		{"a bad digest", map[string]any{"image": map[string]any{"repository": ImageRepository, "digest": "latest"}}, "/image/digest"},
+		{"a bad tag", map[string]any{"image": map[string]any{"repository": ImageRepository, "tag": "v0.1.0:latest"}}, "/image/tag"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := Render(t.Context(), c.values, files[c.name])
+			// Each case names an image, so that what it tests is refused
+			// rather than the missing image (TestImage).
+			out, err := Render(t.Context(), WithImage(c.values), files[c.name])
 			if err == nil {
 				t.Fatalf("rendered, want a refusal with %q:\n%s", c.want, out)
 			}

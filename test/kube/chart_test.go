@@ -100,7 +100,7 @@ func TestChartDryRun(t *testing.T) {
 
 	// The dry-run does check: a broken object is refused, and a pod
 	// template below restricted is warned about.
-	out, err := chart.Render(ctx, nil, nil, "--show-only", "templates/deployment.yaml")
+	out, err := chart.Render(ctx, chart.WithImage(nil), nil, "--show-only", "templates/deployment.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,15 +193,15 @@ func installMonitoringCRDs(t *testing.T) {
 // TestChartDeploymentFromImage runs Voda as the chart deploys it: the
 // voda binary taken out of the container image (hack/image, as make image
 // builds it), with the arguments and environment the chart gives its
-// container (default values, but this test's namespace and GPU type, and
-// an extra variable) and the chart's RBAC (deploy/rbac.yaml is its
-// rendering), authenticated as the chart's ServiceAccount: the server
-// starts, leads its GPU type, and a job a user of voda-user submits is
-// placed. Only what a pod has and a test process has not is replaced: the
+// container (default values, but the image built, named by its digest,
+// this test's namespace and GPU type, and an extra variable) and the
+// chart's RBAC (deploy/rbac.yaml is its rendering), authenticated as the
+// chart's ServiceAccount: the server starts, leads its GPU type, and a job
+// a user of voda-user submits is placed. Only what a pod has and a test process has not is replaced: the
 // API's address, the data folder and the in-cluster credentials
 // (--kubeconfig, the chart's ServiceAccount's token).
 func TestChartDeploymentFromImage(t *testing.T) {
-	bin := imageBinary(t)
+	bin, digest := imageBinary(t)
 	revision, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Fatalf("git rev-parse HEAD: %v", err)
@@ -217,6 +217,8 @@ func TestChartDeploymentFromImage(t *testing.T) {
 	applyRoles(t)
 	bindRole(t, "voda-user", c.ns, user("bob")) // the chart's user role, in the chart's job namespace
 	values := map[string]any{
+		// The image just built, by the digest make image prints.
+		"image":         map[string]any{"repository": chart.ImageRepository, "digest": digest},
 		"jobNamespaces": []string{c.ns},
 		// The stack's other tests' GPU types are not this server's; a short
 		// rate limit so the test does not wait 30 s for a cycle.
@@ -234,6 +236,9 @@ func TestChartDeploymentFromImage(t *testing.T) {
 	}
 	cs, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
 	container := cs[0].(map[string]any)
+	if got, want := container["image"], chart.ImageRepository+"@"+digest; got != want {
+		t.Errorf("the container's image %v, want %s: the image built", got, want)
+	}
 	renderedArgs, _, _ := unstructured.NestedStringSlice(container, "args")
 	if len(renderedArgs) == 0 || renderedArgs[0] != "server" {
 		t.Fatalf("args %q", renderedArgs)

@@ -18,10 +18,11 @@ import (
 
 // imageBinary builds the image into a temporary directory as `make image`
 // does and returns the path of the voda it holds, taken from the OCI
-// layout by hand (index.json, the manifest, its one gzipped tar layer).
+// layout by hand (index.json, the manifest, its one gzipped tar layer),
+// and the image's digest (its manifest's, as make image prints it).
 // The packages are compiled already when vodatest.Binary built its binary
 // with the same flags, so the build mostly links.
-func imageBinary(t *testing.T) string {
+func imageBinary(t *testing.T) (bin, digest string) {
 	t.Helper()
 	vodatest.Binary(t)
 	out := t.TempDir()
@@ -50,12 +51,11 @@ func imageBinary(t *testing.T) string {
 	if len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != "application/vnd.oci.image.layer.v1.tar+gzip" {
 		t.Fatalf("manifest layers %+v, want one gzipped tar", manifest.Layers)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "voda")
+	bin = filepath.Join(t.TempDir(), "voda")
 	if err := extractFile(blob(layout, manifest.Layers[0].Digest), "voda", bin); err != nil {
 		t.Fatal(err)
 	}
-	return bin
+	return bin, index.Manifests[0].Digest
 }
 
 func blob(layout, digest string) string {

@@ -56,12 +56,32 @@ deploy/rbac.yaml. */}}
 {{- printf "%s-scheduler" (include "voda.fullname" .) }}
 {{- end }}
 
+{{/* The container's image: repository@digest, else repository:tag.
+voda.validate makes sure one of them is set: there is no default. */}}
 {{- define "voda.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- printf "%s:%s" .Values.image.repository .Values.image.tag }}
+{{- end }}
+{{- end }}
+
+{{/* voda.validateImage fails the rendering unless the values name an
+image the user has built and pushed: no Voda image is published, so a
+default would only end in ImagePullBackOff. The message says how to build
+one and which values to set. */}}
+{{- define "voda.validateImage" -}}
+{{- $image := .Values.image }}
+{{- $tag := .Chart.AppVersion }}
+{{- $howTo := printf "build it with `make image` (an OCI layout in bin/image/layout and a docker tarball bin/image/voda.tar; see docs/kubernetes.md#the-image), push it to a registry your nodes pull from (e.g. `crane push bin/image/layout registry.example.com/voda:%s`), then set image.repository=registry.example.com/voda and image.tag=%s, or image.digest=sha256:... (the digest make image prints)" $tag $tag }}
+{{- if not $image.repository }}
+{{- fail (printf "image.repository is not set: no Voda image is published, so the chart has no default; %s" $howTo) }}
+{{- end }}
+{{- if or (contains "@" $image.repository) (contains ":" (splitList "/" $image.repository | last)) }}
+{{- fail (printf "image.repository %s holds a tag or digest: give the repository alone (e.g. registry.example.com/voda), the tag in image.tag and the digest in image.digest" $image.repository) }}
+{{- end }}
+{{- if and (not $image.tag) (not $image.digest) }}
+{{- fail (printf "image.repository %s needs image.tag or image.digest: the chart has no default tag, since no Voda image is published; set the tag you pushed (make image names the image after `git describe --tags --always --dirty`: %s on the commit tagged %s, the short commit hash elsewhere) or image.digest=sha256:... as make image prints it (docs/kubernetes.md#the-image)" $image.repository $tag $tag) }}
 {{- end }}
 {{- end }}
 
@@ -101,6 +121,7 @@ replicas}. */}}
 message that says why and what to set instead. Every template includes
 it, so `helm template --show-only` refuses them too. */}}
 {{- define "voda.validate" -}}
+{{- include "voda.validateImage" . }}
 {{- $v := .Values }}
 {{- $split := eq $v.components "split" }}
 {{- $processes := ternary (add $v.api.replicas $v.scheduler.replicas) $v.replicas $split }}
