@@ -34,7 +34,7 @@ simulate:
 ## (RabbitMQ from Debian; kube-apiserver, etcd, kwok and the Kubeflow operators from the Go module proxy)
 ## The Kubernetes integration tests run last, alone, so that the other packages' load tests do not compete with the control plane.
 ## hack/image's tests (the image built twice, read back and run) run without the race detector: they are one goroutine,
-## and under it gzipping the 63 MiB layer takes minutes instead of seconds.
+## and under it gzipping the 66 MiB layer takes minutes instead of seconds.
 test: vet test-deps sdk-test
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/test/kube$$')
 	cd hack/image && $(GO) test -count=1 -timeout 10m ./...
