@@ -9,15 +9,18 @@ import (
 	"github.com/vodascheduler/voda/internal/model"
 )
 
-func TestForecasts(t *testing.T) {
-	t0 := time.Unix(1000, 0).UTC()
-	job := func(name string, min, gpus int, rem float64) model.Job {
-		return model.Job{
-			Spec:  model.JobSpec{Name: name, MinWorkers: min, MaxWorkers: 8, RequestedWorkers: min, SubmitTime: t0},
-			State: model.JobState{GPUs: gpus},
-			Est:   model.Estimates{RemainingSeconds: rem},
-		}
+// forecastJob is a job submitted at t0 holding gpus GPUs, with rem
+// seconds of one-GPU work left (negative: unknown) and a linear speedup.
+func forecastJob(name string, min, gpus int, rem float64) model.Job {
+	return model.Job{
+		Spec:  model.JobSpec{Name: name, MinWorkers: min, MaxWorkers: 64, RequestedWorkers: min, SubmitTime: t0},
+		State: model.JobState{GPUs: gpus},
+		Est:   model.Estimates{RemainingSeconds: rem},
 	}
+}
+
+func TestForecasts(t *testing.T) {
+	job := forecastJob
 	snap := &model.Snapshot{
 		Now:   t0,
 		Nodes: []model.Node{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 4}},
@@ -87,14 +90,7 @@ func TestForecastsAfterRestart(t *testing.T) {
 // hide the forecasts of the jobs behind it (a 40-GPU job first in line on
 // a 32-GPU cluster hid every other waiting job's start).
 func TestForecastsSkipJobsThatCannotBeForecast(t *testing.T) {
-	t0 := time.Unix(1000, 0).UTC()
-	job := func(name string, min, gpus int, rem float64) model.Job {
-		return model.Job{
-			Spec:  model.JobSpec{Name: name, MinWorkers: min, MaxWorkers: 64, RequestedWorkers: min, SubmitTime: t0},
-			State: model.JobState{GPUs: gpus},
-			Est:   model.Estimates{RemainingSeconds: rem},
-		}
-	}
+	job := forecastJob
 	nodes := []model.Node{{Name: "n0", GPUs: 8}, {Name: "n1", GPUs: 8}, {Name: "n2", GPUs: 8}, {Name: "n3", GPUs: 8}}
 	tests := []struct {
 		name  string
