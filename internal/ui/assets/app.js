@@ -34,6 +34,10 @@ const state = {
   limit: pageRows,        // rows the jobs table shows
   filter: { text: '', status: '' },
   flash: '',
+  // loaded is false until the first snapshot is drawn: until then the
+  // views say "Loading…" rather than that there are no jobs, nodes or
+  // schedulers, or that a job does not exist.
+  loaded: false,
 };
 
 // ---- the stream ----------------------------------------------------------
@@ -44,10 +48,13 @@ function headers(extra) {
   return h;
 }
 
-function setConnection(text, live) {
+// setConnection says in the header how the stream is: kind is 'loading'
+// (connecting, or waiting for the snapshot), 'live' (the snapshot is
+// drawn and changes follow) or 'down'.
+function setConnection(text, kind) {
   const el = document.getElementById('connection');
   el.textContent = text;
-  el.className = live ? 'live' : 'down';
+  el.className = kind;
 }
 
 async function follow() {
@@ -56,17 +63,19 @@ async function follow() {
     try {
       const res = await fetch('/api/v1/events', { headers: headers({ Accept: 'text/event-stream' }) });
       if (res.status === 401) {
-        setConnection('sign-in needed', false);
+        setConnection('sign-in needed', 'down');
         await signIn(await errorText(res));
         continue;
       }
       if (!res.ok || !res.body) throw new Error(await errorText(res));
-      setConnection('live', true);
+      // Live only once the snapshot is drawn (handle): a big snapshot
+      // takes a while to arrive after the headers.
+      setConnection('loading…', 'loading');
       delay = 500;
       await readEvents(res.body);
-      setConnection('reconnecting…', false);
+      setConnection('reconnecting…', 'down');
     } catch (e) {
-      setConnection(`disconnected: ${e.message}; retrying`, false);
+      setConnection(`disconnected: ${e.message}; retrying`, 'down');
     }
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 10000);
@@ -110,7 +119,10 @@ function handle(name, data) {
       for (const g of data.nodes || []) state.nodes.set(g.gpuType, g.nodes || []);
       state.schedulers.clear();
       for (const s of data.schedulers || []) state.schedulers.set(s.gpuType, s);
-      break;
+      state.loaded = true;
+      scheduleRender(true);
+      setConnection('live', 'live');
+      return;
     case 'job':
       // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
       if (data.deleted || !data.job) {
@@ -321,8 +333,14 @@ function draw() {
   }
 }
 
+// loading stands in for a view's data until the first snapshot is drawn.
+function loading() {
+  return el('p', { class: 'loading', text: 'Loading…' });
+}
+
 function clusterView() {
   const out = [el('h2', { text: 'Cluster' })];
+  if (!state.loaded) return [...out, loading()];
   if (!state.nodes.size) out.push(el('p', { text: 'No GPU nodes yet.' }));
   const shown = new Set();
   for (const [gpuType, nodes] of [...state.nodes.entries()].sort()) {
@@ -394,6 +412,7 @@ function sortValue(j, key) {
 
 function jobsView(compact) {
   const out = [el('h2', { text: 'Jobs' })];
+  if (!state.loaded) return [...out, loading()];
   const statuses = [...new Set([...state.jobs.values()].map((j) => j.status))].sort();
   out.push(el('div', { class: 'filters' },
     el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(true); } })),
@@ -432,7 +451,7 @@ function jobsView(compact) {
 
 function jobView(name) {
   const j = state.jobs.get(name);
-  if (!j) return [el('h2', { text: name }), el('p', { text: 'No such job, or not one you may see.' })];
+  if (!j) return [el('h2', { text: name }), state.loaded ? el('p', { text: 'No such job, or not one you may see.' }) : loading()];
   const out = [el('h2', {}, swatch(name), name)];
   const rows = [
     ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
@@ -492,6 +511,7 @@ function timelineView() {
   const out = [el('h2', { text: 'GPUs per job over time' }),
     el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(true); } },
       windows.map(([label, ms]) => el('option', { value: String(ms), text: label, selected: ms === state.window })))))];
+  if (!state.loaded) return [...out, loading()];
   const t1 = serverNow();
   let t0 = t1 - state.window;
   if (!state.window) {
@@ -583,7 +603,7 @@ function settingsView() {
       el('p', {}, el('label', {}, 'Rate limit (s) ', rate), ' ',
         el('button', { type: 'button', id: `set-rate-${gpuType}`, onclick: () => put(`/api/v1/schedulers/${encodeURIComponent(gpuType)}/ratelimit`, { seconds: Number(rate.value) }), text: 'Set rate limit' }))));
   }
-  if (!state.schedulers.size) out.push(el('p', { text: 'No schedulers yet.' }));
+  if (!state.schedulers.size) out.push(state.loaded ? el('p', { text: 'No schedulers yet.' }) : loading());
   return out;
 }
 
