@@ -144,6 +144,23 @@ type firstHourReport struct {
 		} `json:"atLive"`
 		AfterNotFound string `json:"afterNotFound"`
 	} `json:"loading"`
+	Hashes []struct {
+		Hash     string   `json:"hash"`
+		Text     string   `json:"text"`
+		Errors   []string `json:"errors"`
+		Dialogs  []string `json:"dialogs"`
+		Live     bool     `json:"live"`
+		Main     string   `json:"main"`
+		Shows    bool     `json:"shows"`
+		Injected []string `json:"injected"`
+		Scroll   [2]int   `json:"scroll"`
+	} `json:"hashes"`
+	Fuzz struct {
+		Tried  int      `json:"tried"`
+		Errors []string `json:"errors"`
+		Blank  []string `json:"blank"`
+		Live   bool     `json:"live"`
+	} `json:"fuzz"`
 }
 
 // inNamespace puts a manifest of vodatest.Manifest in namespace ns.
@@ -154,7 +171,8 @@ func inNamespace(manifest []byte, ns string) []byte {
 // TestDashboardFirstHour opens the dashboard as a newcomer does, on the
 // simulated 4x8 GPU cluster with jobs of long names in long namespaces:
 // while the snapshot is still on its way the page says it is loading (not
-// live, not "0 jobs" or "no such job"), and live once it is drawn.
+// live, not "0 jobs" or "no such job"), and live once it is drawn;
+// malformed addresses render (as text) and the stream still connects.
 func TestDashboardFirstHour(t *testing.T) {
 	browserTools(t) // before starting a server
 	dir := t.TempDir()
@@ -223,6 +241,31 @@ func TestDashboardFirstHour(t *testing.T) {
 		}
 		if !strings.Contains(l.AfterNotFound, "No such job") {
 			t.Errorf("an unknown job once loaded:\n%s\nwant \"No such job\"", l.AfterNotFound)
+		}
+	})
+
+	t.Run("hashes", func(t *testing.T) {
+		if len(r.Hashes) == 0 {
+			t.Fatal("no malformed address tried")
+		}
+		for _, h := range r.Hashes {
+			if !h.Live || len(h.Errors) > 0 || len(h.Dialogs) > 0 {
+				t.Errorf("%s: live %v, errors %q, dialogs %q; want live and none", h.Hash, h.Live, h.Errors, h.Dialogs)
+			}
+			if !h.Shows {
+				t.Errorf("%s: the page does not show %q as text:\n%s", h.Hash, h.Text, h.Main)
+			}
+			if len(h.Injected) > 0 {
+				t.Errorf("%s: the address became markup: %q", h.Hash, h.Injected)
+			}
+			if h.Scroll[0] > h.Scroll[1] {
+				t.Errorf("%s: the page scrolls sideways (%d px wide in %d)", h.Hash, h.Scroll[0], h.Scroll[1])
+			}
+		}
+		f := r.Fuzz
+		if f.Tried < 300 || len(f.Errors) > 0 || len(f.Blank) > 0 || !f.Live {
+			t.Errorf("random addresses: %d tried, errors %q, no view or markup drawn for %q, live after: %v",
+				f.Tried, f.Errors, f.Blank, f.Live)
 		}
 	})
 

@@ -304,28 +304,58 @@ function render() {
   try {
     draw();
     void document.body.offsetHeight; // style and layout now, to count them
+  } catch (e) {
+    // A view that fails to draw must not stop the page: the stream goes
+    // on and the other views still work. The console keeps the error for
+    // whoever debugs it (and fails the browser tests).
+    console.error(e);
+    document.getElementById('main').replaceChildren(el('h2', { text: 'This view failed' }),
+      el('p', { class: 'error', text: String(e && e.message ? e.message : e) }), viewLinks());
   } finally {
     renderMs = performance.now() - started;
     lastRender = Date.now();
   }
 }
 
+// decode is decodeURIComponent for an address anyone may have written or
+// cut short: a malformed percent escape leaves the text as it is.
+function decode(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch (e) {
+    return s;
+  }
+}
+
+// route returns the view the address names: its path and, for a job's
+// page, the job's name.
+function route() {
+  const path = location.hash.replace(/^#/, '') || '/';
+  if (path.startsWith('/jobs/')) return { path, view: 'job', name: decode(path.slice(6)) };
+  const views = { '/': 'cluster', '/jobs': 'jobs', '/timeline': 'timeline', '/settings': 'settings' };
+  return { path, view: Object.hasOwn(views, path) ? views[path] : 'unknown' };
+}
+
 function draw() {
-  const route = location.hash.replace(/^#/, '') || '/';
+  const r = route();
+  const path = r.path;
   for (const a of document.querySelectorAll('nav a')) {
     const target = a.getAttribute('href').slice(1);
-    const current = target === '/' ? route === '/' : route === target || route.startsWith(`${target}/`);
+    const current = target === '/' ? path === '/' : path === target || path.startsWith(`${target}/`);
     if (current) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   const main = document.getElementById('main');
   const active = document.activeElement;
   const keep = active && active.id && main.contains(active) ? { id: active.id, start: active.selectionStart } : null;
   let view;
-  if (route.startsWith('/jobs/')) view = jobView(decodeURIComponent(route.slice(6)));
-  else if (route === '/jobs') view = jobsView();
-  else if (route === '/timeline') view = timelineView();
-  else if (route === '/settings') view = settingsView();
-  else view = clusterView();
+  switch (r.view) {
+    case 'job': view = jobView(r.name); break;
+    case 'jobs': view = jobsView(); break;
+    case 'timeline': view = timelineView(); break;
+    case 'settings': view = settingsView(); break;
+    case 'cluster': view = clusterView(); break;
+    default: view = notFoundView(decode(path));
+  }
   main.replaceChildren(...view);
   if (keep) {
     const again = document.getElementById(keep.id);
@@ -336,6 +366,17 @@ function draw() {
 // loading stands in for a view's data until the first snapshot is drawn.
 function loading() {
   return el('p', { class: 'loading', text: 'Loading…' });
+}
+
+function viewLinks() {
+  return el('p', {}, 'The views: ', el('a', { href: '#/', text: 'Cluster' }), ', ', el('a', { href: '#/jobs', text: 'Jobs' }), ', ',
+    el('a', { href: '#/timeline', text: 'Timeline' }), ', ', el('a', { href: '#/settings', text: 'Settings' }), '.');
+}
+
+// notFoundView answers an address that names no view, such as a link cut
+// short or mistyped; the address is shown as text, never as markup.
+function notFoundView(path) {
+  return [el('h2', { text: 'Not found' }), el('p', { class: 'address' }, 'There is no view at ', el('code', { text: `#${path}` }), '.'), viewLinks()];
 }
 
 function clusterView() {
@@ -619,8 +660,8 @@ async function put(url, body) {
 
 document.addEventListener('visibilitychange', () => { if (!document.hidden) scheduleRender(true); });
 window.addEventListener('hashchange', () => { state.flash = ''; render(); document.getElementById('main').focus(); });
-render();
 follow();
+render();
 setInterval(tick, 1000);
 // The timeline's right edge is now: it moves on between events.
 setInterval(() => { if (location.hash === '#/timeline') scheduleRender(); }, 10000);

@@ -3,13 +3,53 @@
 // Chromium through what a newcomer meets in the first hour, and prints what
 // happened as JSON. Usage:
 //   node first-hour.cjs BASE_URL UNSCHEDULABLE_JOB JOBS SHOTS_DIR
-// JOBS is the number of jobs the server holds. One part:
+// JOBS is the number of jobs the server holds. Two parts:
 //   loading:    the event stream's body is held back after its headers
 //               arrive (a big snapshot on a slow link); what the header and
 //               each view say meanwhile, a screenshot, and what the page
 //               showed at the moment the header turned live.
+//   hashes:     each malformed address opened in a fresh page: whether the
+//               stream connected, what the page shows, markup injected;
+//               then 300 random ones in one page (fuzz).
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
+
+// The addresses a shared link may carry. text is what the page must show
+// of it (as text).
+const hashes = [
+  { hash: '#/jobs/%E0%A4%A', text: '%E0%A4%A' },
+  { hash: '#/jobs/%', text: '%' },
+  { hash: '#/%ZZ/%E0', text: '%ZZ/%E0' },
+  { hash: '#/nowhere', text: '/nowhere' },
+  { hash: '#/jobs/a/b?c=d', text: 'a/b?c=d' },
+  { hash: '#/timeline/', text: '/timeline/' },
+  { hash: `#/jobs/${'x'.repeat(20000)}`, text: 'x'.repeat(200) },
+  { hash: `#/${'%E0%A4'.repeat(3000)}`, text: '%E0%A4%E0%A4' },
+  { hash: '#/jobs/<img src=x onerror=alert(1)>', text: '<img src=x onerror=alert(1)>' },
+  { hash: '#/<script>alert(2)</script>', text: '<script>alert(2)</script>' },
+  { hash: '#/jobs/%3Cb%3Ebold%3C%2Fb%3E%3Csvg%20onload%3Dalert(3)%3E', text: '<b>bold</b><svg onload=alert(3)>' },
+];
+
+// randomHashes returns n addresses made of pieces that have broken routers
+// before, from a fixed seed so that a failure can be replayed.
+function randomHashes(n) {
+  let seed = 25;
+  const rand = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pieces = ['/', 'jobs', 'jobs/', 'timeline', 'settings', '%', '%E0', '%A4', '%ZZ', '%2F', '%25', '%3C', '%00', '%C0%AF',
+    '<', '>', '"', "'", '&', '?', '#', ' ', '..', '\\', 'é', '😀', '\u202e', 'x'];
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let h = rand() < 0.5 ? '#/' : '#';
+    for (let k = 1 + Math.floor(rand() * 12); k > 0; k--) h += pieces[Math.floor(rand() * pieces.length)];
+    out.push(h);
+  }
+  return out;
+}
 
 // holdEvents replaces fetch in the page: the event stream's response comes
 // back as soon as its headers do, but its body waits until
@@ -94,6 +134,50 @@ async function main() {
     l.atLive = await page.evaluate(() => window.atLive || null);
     l.afterNotFound = await go(page, '#/jobs/no-such-job');
     await held.close();
+
+    // ---- hashes ----
+    const ctx = await context(1366, 768);
+    for (const { hash, text } of hashes) {
+      const h = await ctx.newPage();
+      const r = { hash: hash.length > 80 ? `${hash.slice(0, 60)}… (${hash.length} characters)` : hash, text, errors: [], dialogs: [] };
+      h.on('pageerror', (e) => r.errors.push(String(e)));
+      h.on('console', (m) => { if (m.type() === 'error') r.errors.push(`console: ${m.text()}`); });
+      h.on('dialog', (d) => { r.dialogs.push(d.message()); d.dismiss(); });
+      await h.goto(`${base}/ui/${hash}`);
+      r.live = await h.waitForSelector('#connection.live', { timeout: 10000 }).then(() => true, () => false);
+      r.main = await h.$eval('main', (m) => m.innerText);
+      r.shows = r.main.includes(text);
+      r.injected = await h.$$eval('main img, main script, main svg, main b, main iframe, main [onerror], main [onload]', (es) => es.map((e) => e.outerHTML.slice(0, 80)));
+      r.scroll = await h.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      if (r.main.length > 300) r.main = `${r.main.slice(0, 300)}…`;
+      out.hashes.push(r);
+      await h.close();
+    }
+    // Then many more, one after another in one page: each must draw a view.
+    const f = await ctx.newPage();
+    out.fuzz = { tried: 0, errors: [], blank: [] };
+    f.on('pageerror', (e) => out.fuzz.errors.push(String(e)));
+    f.on('console', (m) => { if (m.type() === 'error') out.fuzz.errors.push(`console: ${m.text()}`); });
+    f.on('dialog', (d) => { out.fuzz.errors.push(`dialog: ${d.message()}`); d.dismiss(); });
+    await f.goto(`${base}/ui/#/`);
+    await f.waitForSelector('#connection.live', { timeout: 10000 });
+    const tries = randomHashes(300);
+    out.fuzz.blank = await f.evaluate(async (hs) => {
+      const blank = [];
+      for (const h of hs) {
+        const before = location.href;
+        const changed = new Promise((r) => window.addEventListener('hashchange', r, { once: true }));
+        location.hash = h;
+        if (location.href !== before) await changed;
+        await new Promise((r) => requestAnimationFrame(r));
+        const main = document.getElementById('main');
+        if (!main.querySelector('h2') || !main.innerText.trim() || main.querySelector('img, script, iframe, b')) blank.push(h);
+      }
+      return blank;
+    }, tries);
+    out.fuzz.tried = tries.length;
+    out.fuzz.live = await f.$eval('#connection', (e) => e.className === 'live');
+    await ctx.close();
   } finally {
     await browser.close();
   }
