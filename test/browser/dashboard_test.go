@@ -144,6 +144,15 @@ type firstHourReport struct {
 		} `json:"atLive"`
 		AfterNotFound string `json:"afterNotFound"`
 	} `json:"loading"`
+	Message struct {
+		Error string `json:"error"`
+		Page  string `json:"page"`
+		Row   struct {
+			Text   string   `json:"text"`
+			Titles []string `json:"titles"`
+			Error  string   `json:"error"`
+		} `json:"row"`
+	} `json:"message"`
 	Hashes []struct {
 		Hash     string   `json:"hash"`
 		Text     string   `json:"text"`
@@ -171,8 +180,10 @@ func inNamespace(manifest []byte, ns string) []byte {
 // TestDashboardFirstHour opens the dashboard as a newcomer does, on the
 // simulated 4x8 GPU cluster with jobs of long names in long namespaces:
 // while the snapshot is still on its way the page says it is loading (not
-// live, not "0 jobs" or "no such job"), and live once it is drawn;
-// malformed addresses render (as text) and the stream still connects.
+// live, not "0 jobs" or "no such job"), and live once it is drawn; a job
+// that needs more GPUs than the cluster has shows why on its page and in
+// the jobs table; malformed addresses render (as text) and the stream
+// still connects.
 func TestDashboardFirstHour(t *testing.T) {
 	browserTools(t) // before starting a server
 	dir := t.TempDir()
@@ -241,6 +252,18 @@ func TestDashboardFirstHour(t *testing.T) {
 		}
 		if !strings.Contains(l.AfterNotFound, "No such job") {
 			t.Errorf("an unknown job once loaded:\n%s\nwant \"No such job\"", l.AfterNotFound)
+		}
+	})
+
+	t.Run("message", func(t *testing.T) {
+		m := r.Message
+		const want = "needs at least 33 GPUs (its minimum workers); the v100 nodes have 32 in all"
+		if m.Error != "" || !strings.Contains(m.Page, "Unschedulable") || !strings.Contains(m.Page, want) {
+			t.Errorf("the unschedulable job's page (%s) lacks its reason and message %q:\n%s", m.Error, want, m.Page)
+		}
+		if m.Row.Error != "" || !strings.Contains(m.Row.Text, "Unschedulable") ||
+			!slices.ContainsFunc(m.Row.Titles, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("its row in the jobs table (%s): %q with hints %q; want the reason, and the message as a hint", m.Row.Error, m.Row.Text, m.Row.Titles)
 		}
 	})
 

@@ -429,7 +429,7 @@ function holders(n) {
 const columns = [
   { key: 'name', label: 'job', text: true, cell: (j) => el('span', {}, swatch(j.name), jobLink(j.name)) },
   { key: 'namespace', label: 'namespace', text: true },
-  { key: 'status', label: 'status', text: true },
+  { key: 'status', label: 'status', text: true, cell: statusCell },
   { key: 'workers', label: 'workers (min/now/max)', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
   { key: 'waitingSeconds', label: 'waiting', cell: (j) => ticking(j, 'waiting') },
   { key: 'runningSeconds', label: 'running', cell: (j) => ticking(j, 'running') },
@@ -440,6 +440,14 @@ const columns = [
   { key: 'throughput', label: 'measured', cell: throughput },
   { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
 ];
+
+// statusCell shows a job's status and, where there is one, its reason; the
+// reason's tooltip is the message (what the job needs, what there is),
+// which the job's page shows in full.
+function statusCell(j) {
+  if (!j.reason) return j.status;
+  return el('span', {}, `${j.status} `, el('span', { class: 'reason', title: j.message || j.reason, text: j.reason }));
+}
 
 function sortValue(j, key) {
   switch (key) {
@@ -495,7 +503,7 @@ function jobView(name) {
   if (!j) return [el('h2', { text: name }), state.loaded ? el('p', { text: 'No such job, or not one you may see.' }) : loading()];
   const out = [el('h2', {}, swatch(name), name)];
   const rows = [
-    ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
+    ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ...(j.message ? [['message', j.message]] : []), ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
     ['workers', `${j.workers} (min ${j.minWorkers}, max ${j.maxWorkers}, requested ${j.requestedWorkers})`],
     ['application', j.application || '—'], ['submitted', when(j.submitTime)], ['first start', when(j.firstStart)],
     ['waiting / running / total', [ticking(j, 'waiting'), ' / ', ticking(j, 'running'), ' / ', ticking(j, 'total')]],

@@ -3,11 +3,12 @@
 // Chromium through what a newcomer meets in the first hour, and prints what
 // happened as JSON. Usage:
 //   node first-hour.cjs BASE_URL UNSCHEDULABLE_JOB JOBS SHOTS_DIR
-// JOBS is the number of jobs the server holds. Two parts:
+// JOBS is the number of jobs the server holds. Three parts:
 //   loading:    the event stream's body is held back after its headers
 //               arrive (a big snapshot on a slow link); what the header and
 //               each view say meanwhile, a screenshot, and what the page
 //               showed at the moment the header turned live.
+//   message:    the job page and jobs table row of UNSCHEDULABLE_JOB.
 //   hashes:     each malformed address opened in a fresh page: whether the
 //               stream connected, what the page shows, markup injected;
 //               then 300 random ones in one page (fuzz).
@@ -135,8 +136,25 @@ async function main() {
     l.afterNotFound = await go(page, '#/jobs/no-such-job');
     await held.close();
 
-    // ---- hashes ----
+    // ---- message ----
     const ctx = await context(1366, 768);
+    const p = await ctx.newPage();
+    watch(p, 'message');
+    await p.goto(`${base}/ui/#/jobs/${encodeURIComponent(unschedulable)}`);
+    await p.waitForSelector('#connection.live', { timeout: 10000 });
+    try {
+      await p.waitForFunction(() => document.getElementById('main').innerText.includes('Unschedulable'), null, { timeout: 20000 });
+    } catch (e) {
+      out.message.error = String(e.message).split('\n')[0];
+    }
+    out.message.page = await p.$eval('main', (m) => m.innerText);
+    await p.screenshot({ path: path.join(shots, 'dashboard-unschedulable.png'), fullPage: true });
+    await go(p, '#/jobs');
+    out.message.row = await p.$eval(`tr[data-job="${unschedulable}"]`, (r) => ({
+      text: r.innerText, titles: [...r.querySelectorAll('[title]')].map((e) => e.title),
+    })).catch((e) => ({ error: String(e.message).split('\n')[0] }));
+
+    // ---- hashes ----
     for (const { hash, text } of hashes) {
       const h = await ctx.newPage();
       const r = { hash: hash.length > 80 ? `${hash.slice(0, 60)}… (${hash.length} characters)` : hash, text, errors: [], dialogs: [] };
