@@ -170,6 +170,19 @@ type firstHourReport struct {
 		Blank  []string `json:"blank"`
 		Live   bool     `json:"live"`
 	} `json:"fuzz"`
+	Widths []struct {
+		Width int `json:"width"`
+		Views []struct {
+			Hash             string   `json:"hash"`
+			Ready            bool     `json:"ready"`
+			TableScrollWidth int      `json:"tableScrollWidth"`
+			BoxScrollWidth   int      `json:"boxScrollWidth"`
+			BoxClientWidth   int      `json:"boxClientWidth"`
+			PageScrollWidth  int      `json:"pageScrollWidth"`
+			PageClientWidth  int      `json:"pageClientWidth"`
+			Columns          []string `json:"columns"`
+		} `json:"views"`
+	} `json:"widths"`
 }
 
 // inNamespace puts a manifest of vodatest.Manifest in namespace ns.
@@ -183,7 +196,7 @@ func inNamespace(manifest []byte, ns string) []byte {
 // live, not "0 jobs" or "no such job"), and live once it is drawn; a job
 // that needs more GPUs than the cluster has shows why on its page and in
 // the jobs table; malformed addresses render (as text) and the stream
-// still connects.
+// still connects; and the jobs table fits the window from 1366 px down.
 func TestDashboardFirstHour(t *testing.T) {
 	browserTools(t) // before starting a server
 	dir := t.TempDir()
@@ -289,6 +302,31 @@ func TestDashboardFirstHour(t *testing.T) {
 		if f.Tried < 300 || len(f.Errors) > 0 || len(f.Blank) > 0 || !f.Live {
 			t.Errorf("random addresses: %d tried, errors %q, no view or markup drawn for %q, live after: %v",
 				f.Tried, f.Errors, f.Blank, f.Live)
+		}
+	})
+
+	t.Run("widths", func(t *testing.T) {
+		if len(r.Widths) == 0 || r.Widths[0].Width != 1366 {
+			t.Fatalf("widths tried: %+v, want 1366 first", r.Widths)
+		}
+		for _, w := range r.Widths {
+			for _, v := range w.Views {
+				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q", w.Width, v.Hash,
+					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns)
+				if !v.Ready {
+					t.Errorf("%d px, %s: not every job's row, or none with a measured throughput, within 60 s", w.Width, v.Hash)
+				}
+				if v.TableScrollWidth > v.BoxClientWidth || v.BoxScrollWidth > v.BoxClientWidth || v.PageScrollWidth > v.PageClientWidth {
+					t.Errorf("%d px, %s: the jobs table is %d px wide (its box scrolls %d in %d), the page %d in %d: want no sideways scrolling",
+						w.Width, v.Hash, v.TableScrollWidth, v.BoxScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth)
+				}
+			}
+		}
+		// At 1366 px nothing needs to go.
+		for _, v := range r.Widths[0].Views {
+			if len(v.Columns) != 12 {
+				t.Errorf("at 1366 px, %s: the jobs table shows the columns %q, want all 12", v.Hash, v.Columns)
+			}
 		}
 	})
 

@@ -275,19 +275,45 @@ function svg(tag, attrs, ...children) {
 const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const timeShort = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
 const timeMedium = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const dayShort = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+const dateShort = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
 function when(s) { return s ? dateFmt.format(new Date(s)) : '—'; }
+// whenShort is when for a table cell: the time alone on the server's
+// today, the day and time within its year, else a short date; the full
+// date is the cell's tooltip.
+function whenShort(s) {
+  if (!s) return '—';
+  const d = new Date(s);
+  const now = new Date(serverNow());
+  let fmt = dateShort;
+  if (d.getFullYear() === now.getFullYear()) fmt = d.getMonth() === now.getMonth() && d.getDate() === now.getDate() ? timeShort : dayShort;
+  return el('time', { datetime: s, title: dateFmt.format(d), text: fmt.format(d) });
+}
 function dur(sec) {
   if (sec === undefined || sec === null || Number.isNaN(sec)) return '—';
   const s = Math.round(sec);
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
-  return h ? `${h} h ${m} min` : m ? `${m} min ${s % 60} s` : `${s} s`;
+  // No-break spaces keep each number with its unit where a cell wraps.
+  return h ? `${h}\u00a0h ${m}\u00a0min` : m ? `${m}\u00a0min ${s % 60}\u00a0s` : `${s}\u00a0s`;
+}
+// measuredNow is the job's measured throughput at its current workers, or
+// the last one measured; null if none.
+function measuredNow(j) {
+  const t = j.measured && j.measured.throughput;
+  if (!t || !t.length) return null;
+  return t.find((x) => x.workers === j.workers) || t[t.length - 1];
 }
 function throughput(j) {
-  const t = j.measured && j.measured.throughput;
-  if (!t || !t.length) return '—';
-  const cur = t.find((x) => x.workers === j.workers) || t[t.length - 1];
-  return `${cur.epochsPerHour.toFixed(2)} epochs/h @${cur.workers}`;
+  const cur = measuredNow(j);
+  return cur ? `${cur.epochsPerHour.toFixed(2)} epochs/h @${cur.workers}` : '—';
+}
+// throughputCell is throughput for the jobs table, whose header gives the
+// unit.
+function throughputCell(j) {
+  const cur = measuredNow(j);
+  if (!cur) return '—';
+  return el('span', { title: throughput(j) }, `${cur.epochsPerHour.toFixed(2)} @${cur.workers}`);
 }
 
 function jobLink(name) {
@@ -426,18 +452,21 @@ function holders(n) {
   return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), workers: h.workers || 0 }));
 }
 
+// The jobs table's columns. Each cell has the class col-<key>, by which
+// the style sheet hides the less useful columns on narrow screens (the
+// job's page shows everything); the namespace then folds under the name.
 const columns = [
-  { key: 'name', label: 'job', text: true, cell: (j) => el('span', {}, swatch(j.name), jobLink(j.name)) },
+  { key: 'name', label: 'job', text: true, cell: (j) => [swatch(j.name), jobLink(j.name), el('span', { class: 'fold', text: j.namespace })] },
   { key: 'namespace', label: 'namespace', text: true },
   { key: 'status', label: 'status', text: true, cell: statusCell },
-  { key: 'workers', label: 'workers (min/now/max)', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
+  { key: 'workers', label: 'workers min/now/max', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
   { key: 'waitingSeconds', label: 'waiting', cell: (j) => ticking(j, 'waiting') },
   { key: 'runningSeconds', label: 'running', cell: (j) => ticking(j, 'running') },
   { key: 'totalSeconds', label: 'total', cell: (j) => ticking(j, 'total') },
   { key: 'queuePosition', label: 'queue', cell: (j) => (j.queuePosition ? String(j.queuePosition) : '—') },
-  { key: 'estimatedStart', label: 'est. start', cell: (j) => when(j.estimatedStart) },
-  { key: 'estimatedFinish', label: 'est. finish', cell: (j) => when(j.estimatedFinish) },
-  { key: 'throughput', label: 'measured', cell: throughput },
+  { key: 'estimatedStart', label: 'est. start', cell: (j) => whenShort(j.estimatedStart) },
+  { key: 'estimatedFinish', label: 'est. finish', cell: (j) => whenShort(j.estimatedFinish) },
+  { key: 'throughput', label: 'measured epochs/h', cell: throughputCell },
   { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
 ];
 
@@ -451,7 +480,7 @@ function statusCell(j) {
 
 function sortValue(j, key) {
   switch (key) {
-    case 'throughput': return throughput(j);
+    case 'throughput': { const cur = measuredNow(j); return cur ? cur.epochsPerHour : undefined; }
     case 'waitingSeconds': return times(j).waiting;
     case 'runningSeconds': return times(j).running;
     case 'totalSeconds': return times(j).total;
@@ -482,11 +511,12 @@ function jobsView(compact) {
     return (va < vb ? -1 : 1) * dir;
   });
   const shown = keyed.slice(0, state.limit).map((k) => k.j);
-  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: c.text ? 'text' : '', 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
+  const cls = (c) => `col-${c.key}${c.text ? ' text' : ''}`;
+  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: cls(c), 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
     el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(true); } }))));
   const body = shown.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
     const v = c.cell ? c.cell(j) : (j[c.key] ?? '');
-    return i === 0 ? el('th', { scope: 'row', class: 'text' }, v) : el('td', { class: c.text ? 'text' : '' }, v);
+    return i === 0 ? el('th', { scope: 'row', class: cls(c) }, v) : el('td', { class: cls(c) }, v);
   })));
   out.push(el('div', { class: 'scroll' }, el('table', { id: 'jobs' },
     el('caption', { text: `${rows.length} of ${state.jobs.size} jobs` }), el('thead', {}, head), el('tbody', {}, body))));

@@ -3,7 +3,7 @@
 // Chromium through what a newcomer meets in the first hour, and prints what
 // happened as JSON. Usage:
 //   node first-hour.cjs BASE_URL UNSCHEDULABLE_JOB JOBS SHOTS_DIR
-// JOBS is the number of jobs the server holds. Three parts:
+// JOBS is the number of jobs the server holds. Four parts:
 //   loading:    the event stream's body is held back after its headers
 //               arrive (a big snapshot on a slow link); what the header and
 //               each view say meanwhile, a screenshot, and what the page
@@ -12,6 +12,9 @@
 //   hashes:     each malformed address opened in a fresh page: whether the
 //               stream connected, what the page shows, markup injected;
 //               then 300 random ones in one page (fuzz).
+//   widths:     at each viewport, once every job's row is there and one
+//               shows a measured throughput, whether the jobs table and the
+//               page scroll sideways.
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
 
@@ -30,6 +33,10 @@ const hashes = [
   { hash: '#/<script>alert(2)</script>', text: '<script>alert(2)</script>' },
   { hash: '#/jobs/%3Cb%3Ebold%3C%2Fb%3E%3Csvg%20onload%3Dalert(3)%3E', text: '<b>bold</b><svg onload=alert(3)>' },
 ];
+
+// Headless Chromium draws no scrollbars; 1349 px is a 1366 px screen less
+// a classic 17 px vertical scrollbar.
+const widths = [[1366, 768], [1349, 768], [1280, 800], [1024, 768], [800, 600]];
 
 // randomHashes returns n addresses made of pieces that have broken routers
 // before, from a fixed seed so that a failure can be replayed.
@@ -196,6 +203,39 @@ async function main() {
     out.fuzz.tried = tries.length;
     out.fuzz.live = await f.$eval('#connection', (e) => e.className === 'live');
     await ctx.close();
+
+    // ---- widths ----
+    for (const [width, height] of widths) {
+      const wc = await context(width, height);
+      const w = await wc.newPage();
+      watch(w, `${width}px`);
+      const r = { width, height, views: [] };
+      for (const hash of ['#/jobs', '#/']) {
+        await w.goto(`${base}/ui/${hash}`);
+        await w.waitForSelector('#connection.live', { timeout: 10000 });
+        const ready = await w.waitForFunction((n) => {
+          const rows = document.querySelectorAll('#jobs tbody tr');
+          // A measured throughput reads "… @WORKERS"; textContent, as the
+          // column may be hidden.
+          return rows.length === n && [...rows].some((row) => /@\d/.test(row.textContent));
+        }, jobs, { timeout: 60000 }).then(() => true, () => false);
+        const m = await w.evaluate(() => {
+          const t = document.getElementById('jobs');
+          const box = t.closest('.scroll') || t.parentElement;
+          const visible = [...t.querySelectorAll('thead th')].filter((th) => th.offsetWidth > 0).map((th) => th.innerText.replace(/\s+/g, ' ').trim());
+          return {
+            tableScrollWidth: t.scrollWidth, boxScrollWidth: box.scrollWidth, boxClientWidth: box.clientWidth,
+            pageScrollWidth: document.documentElement.scrollWidth, pageClientWidth: document.documentElement.clientWidth,
+            columns: visible,
+          };
+        });
+        r.views.push({ hash, ready, ...m });
+        const name = hash === '#/' ? 'cluster' : 'jobs';
+        await w.screenshot({ path: path.join(shots, `dashboard-${name}-${width}.png`), fullPage: true });
+      }
+      out.widths.push(r);
+      await wc.close();
+    }
   } finally {
     await browser.close();
   }
