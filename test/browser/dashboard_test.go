@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,13 +38,30 @@ type dashboardReport struct {
 	} `json:"steps"`
 }
 
+// runScript runs testdata/script in node with playwright-core and
+// Chromium, and decodes the JSON it prints into report.
+func runScript(t *testing.T, report any, script string, args ...string) {
+	t.Helper()
+	node, modules, chromium := browserTools(t)
+	cmd := exec.Command(node, append([]string{filepath.Join(repoRoot(t), "test", "browser", "testdata", script)}, args...)...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), report); err != nil {
+		t.Fatalf("%s printed %q: %v", script, stdout.String(), err)
+	}
+}
+
 // TestDashboard runs the dashboard against a real server on the
 // simulated cluster, in Chromium: a job submitted through the API shows in
 // the jobs table and its GPUs in the cluster view within 2 s, its
 // completion shows without a reload, clicking it opens its page, and a
 // user who is not an admin is refused a settings change.
 func TestDashboard(t *testing.T) {
-	node, modules, chromium := browserTools(t)
+	browserTools(t) // before starting a server
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte("admin-token,root,0,voda:admins\nuser-token,alice,1,\"team-a,voda:users\"\n"), 0o600); err != nil {
@@ -61,18 +79,8 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	shots := artifacts(t)
-	cmd := exec.Command(node, filepath.Join(repoRoot(t), "test", "browser", "testdata", "dashboard.cjs"),
-		srv.URL(), "admin-token", "user-token", manifest, waiting, shots)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("dashboard.cjs: %v\n%s", err, stderr.String())
-	}
 	var r dashboardReport
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("dashboard.cjs printed %q: %v", stdout.String(), err)
-	}
+	runScript(t, &r, "dashboard.cjs", srv.URL(), "admin-token", "user-token", manifest, waiting, shots)
 	s := r.Steps
 	t.Logf("job %s: row after %.0f ms, GPUs after %.0f ms, completed after %.0f ms; screenshots in %s", s.Job, s.RowMs, s.GPUsMs, s.CompletedMs, shots)
 	if s.Nodes != 2 {
@@ -116,6 +124,213 @@ func TestDashboard(t *testing.T) {
 		if strings.HasPrefix(c, "user ") && strings.Contains(c, "status of 403") {
 			continue
 		}
+		t.Errorf("console: %s", c)
+	}
+	for _, e := range r.PageErrors {
+		t.Errorf("page error: %s", e)
+	}
+}
+
+// firstHourReport is what testdata/first-hour.cjs prints.
+type firstHourReport struct {
+	Console    []string `json:"console"`
+	PageErrors []string `json:"pageErrors"`
+	Loading    struct {
+		Header string            `json:"header"`
+		Views  map[string]string `json:"views"`
+		AtLive *struct {
+			Nodes int    `json:"nodes"`
+			Text  string `json:"text"`
+		} `json:"atLive"`
+		AfterNotFound string `json:"afterNotFound"`
+	} `json:"loading"`
+	Message struct {
+		Error string `json:"error"`
+		Page  string `json:"page"`
+		Row   struct {
+			Text   string   `json:"text"`
+			Titles []string `json:"titles"`
+			Error  string   `json:"error"`
+		} `json:"row"`
+	} `json:"message"`
+	Hashes []struct {
+		Hash     string   `json:"hash"`
+		Text     string   `json:"text"`
+		Errors   []string `json:"errors"`
+		Dialogs  []string `json:"dialogs"`
+		Live     bool     `json:"live"`
+		Main     string   `json:"main"`
+		Shows    bool     `json:"shows"`
+		Injected []string `json:"injected"`
+		Scroll   [2]int   `json:"scroll"`
+	} `json:"hashes"`
+	Fuzz struct {
+		Tried  int      `json:"tried"`
+		Errors []string `json:"errors"`
+		Blank  []string `json:"blank"`
+		Live   bool     `json:"live"`
+	} `json:"fuzz"`
+	Widths []struct {
+		Width int `json:"width"`
+		Views []struct {
+			Hash             string   `json:"hash"`
+			Ready            bool     `json:"ready"`
+			TableScrollWidth int      `json:"tableScrollWidth"`
+			BoxScrollWidth   int      `json:"boxScrollWidth"`
+			BoxClientWidth   int      `json:"boxClientWidth"`
+			PageScrollWidth  int      `json:"pageScrollWidth"`
+			PageClientWidth  int      `json:"pageClientWidth"`
+			Columns          []string `json:"columns"`
+		} `json:"views"`
+	} `json:"widths"`
+}
+
+// inNamespace puts a manifest of vodatest.Manifest in namespace ns.
+func inNamespace(manifest []byte, ns string) []byte {
+	return bytes.Replace(manifest, []byte("metadata:\n"), []byte("metadata:\n  namespace: "+ns+"\n"), 1)
+}
+
+// TestDashboardFirstHour opens the dashboard as a newcomer does, on the
+// simulated 4x8 GPU cluster with jobs of long names in long namespaces:
+// while the snapshot is still on its way the page says it is loading (not
+// live, not "0 jobs" or "no such job"), and live once it is drawn; a job
+// that needs more GPUs than the cluster has shows why on its page and in
+// the jobs table; malformed addresses render (as text) and the stream
+// still connects; and the jobs table fits the window from 1366 px down.
+func TestDashboardFirstHour(t *testing.T) {
+	browserTools(t) // before starting a server
+	dir := t.TempDir()
+	srv := vodatest.StartServer(t, "--data-dir", filepath.Join(dir, "data"), "--sim-nodes", "v100=4x8",
+		"--speed", "60", "--log-level", "warn")
+	c := srv.Client()
+	ctx := t.Context()
+	submit := func(manifest []byte) string {
+		t.Helper()
+		j, err := c.CreateJob(ctx, manifest)
+		if err != nil {
+			t.Fatalf("create job: %v", err)
+		}
+		return j.Name
+	}
+	// Names at the longest the API takes (40 characters, then it appends
+	// the time), in long namespaces; enough epochs to run all through the
+	// test, and more than the cluster holds, so that some wait.
+	for _, j := range []struct {
+		name, ns string
+		min, max int
+	}{
+		{"bert-large-finetune-squad-elastic-exp07", "ml-research-natural-language-processing", 2, 8},
+		{"resnet50-imagenet-elastic-baseline-run12", "computer-vision-team-production", 4, 8},
+		{"gpt2-medium-pretraining-openwebtext-v3", "ml-research-natural-language-processing", 2, 16},
+		{"efficientnet-b7-autoaugment-ablation-04", "computer-vision-team-production", 4, 8},
+		{"wav2vec2-large-librispeech-finetune-02", "speech-recognition-research-group", 4, 8},
+		{"vit-huge-patch14-laion2b-contrastive-pre", "ml-research-multimodal-foundation-models", 8, 16},
+		{"stable-diffusion-xl-lora-finetune-sweep", "generative-media-research-and-development", 8, 32},
+		{"llama-7b-instruction-tuning-dpo-ablation", "alignment-and-safety-research", 4, 8},
+	} {
+		submit(inNamespace(vodatest.Manifest(j.name, j.min, j.max, 5000), j.ns))
+	}
+	// 33 workers at least, on 32 GPUs: it can never start.
+	unschedulable := submit(inNamespace(vodatest.Manifest("giant-model-needs-more-gpus", 33, 40, 10), "computer-vision-team-production"))
+	const jobs = 9
+
+	shots := artifacts(t)
+	var r firstHourReport
+	runScript(t, &r, "first-hour.cjs", srv.URL(), unschedulable, strconv.Itoa(jobs), shots)
+	t.Logf("screenshots in %s", shots)
+
+	t.Run("loading", func(t *testing.T) {
+		l := r.Loading
+		if !strings.Contains(l.Header, "loading") || strings.Contains(l.Header, "live") {
+			t.Errorf("header with the snapshot still on its way: %q, want loading, not live", l.Header)
+		}
+		if len(l.Views) != 5 {
+			t.Errorf("read %d views while loading, want 5", len(l.Views))
+		}
+		for view, text := range l.Views {
+			if !strings.Contains(text, "Loading") {
+				t.Errorf("%s while loading lacks \"Loading\":\n%s", view, text)
+			}
+			for _, empty := range []string{"0 of 0 jobs", "No such job", "No schedulers yet", "No GPU nodes yet", "No job held GPUs", "Not found"} {
+				if strings.Contains(text, empty) {
+					t.Errorf("%s while loading says %q:\n%s", view, empty, text)
+				}
+			}
+		}
+		switch a := l.AtLive; {
+		case a == nil:
+			t.Error("the header did not turn live once the snapshot was let through")
+		case a.Nodes != 4 || strings.Contains(a.Text, "Loading"):
+			t.Errorf("when the header turned live the page showed %d nodes, want 4, and:\n%s", a.Nodes, a.Text)
+		}
+		if !strings.Contains(l.AfterNotFound, "No such job") {
+			t.Errorf("an unknown job once loaded:\n%s\nwant \"No such job\"", l.AfterNotFound)
+		}
+	})
+
+	t.Run("message", func(t *testing.T) {
+		m := r.Message
+		const want = "needs at least 33 GPUs (its minimum workers); the v100 nodes have 32 in all"
+		if m.Error != "" || !strings.Contains(m.Page, "Unschedulable") || !strings.Contains(m.Page, want) {
+			t.Errorf("the unschedulable job's page (%s) lacks its reason and message %q:\n%s", m.Error, want, m.Page)
+		}
+		if m.Row.Error != "" || !strings.Contains(m.Row.Text, "Unschedulable") ||
+			!slices.ContainsFunc(m.Row.Titles, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("its row in the jobs table (%s): %q with hints %q; want the reason, and the message as a hint", m.Row.Error, m.Row.Text, m.Row.Titles)
+		}
+	})
+
+	t.Run("hashes", func(t *testing.T) {
+		if len(r.Hashes) == 0 {
+			t.Fatal("no malformed address tried")
+		}
+		for _, h := range r.Hashes {
+			if !h.Live || len(h.Errors) > 0 || len(h.Dialogs) > 0 {
+				t.Errorf("%s: live %v, errors %q, dialogs %q; want live and none", h.Hash, h.Live, h.Errors, h.Dialogs)
+			}
+			if !h.Shows {
+				t.Errorf("%s: the page does not show %q as text:\n%s", h.Hash, h.Text, h.Main)
+			}
+			if len(h.Injected) > 0 {
+				t.Errorf("%s: the address became markup: %q", h.Hash, h.Injected)
+			}
+			if h.Scroll[0] > h.Scroll[1] {
+				t.Errorf("%s: the page scrolls sideways (%d px wide in %d)", h.Hash, h.Scroll[0], h.Scroll[1])
+			}
+		}
+		f := r.Fuzz
+		if f.Tried < 300 || len(f.Errors) > 0 || len(f.Blank) > 0 || !f.Live {
+			t.Errorf("random addresses: %d tried, errors %q, no view or markup drawn for %q, live after: %v",
+				f.Tried, f.Errors, f.Blank, f.Live)
+		}
+	})
+
+	t.Run("widths", func(t *testing.T) {
+		if len(r.Widths) == 0 || r.Widths[0].Width != 1366 {
+			t.Fatalf("widths tried: %+v, want 1366 first", r.Widths)
+		}
+		for _, w := range r.Widths {
+			for _, v := range w.Views {
+				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q", w.Width, v.Hash,
+					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns)
+				if !v.Ready {
+					t.Errorf("%d px, %s: not every job's row, or none with a measured throughput, within 60 s", w.Width, v.Hash)
+				}
+				if v.TableScrollWidth > v.BoxClientWidth || v.BoxScrollWidth > v.BoxClientWidth || v.PageScrollWidth > v.PageClientWidth {
+					t.Errorf("%d px, %s: the jobs table is %d px wide (its box scrolls %d in %d), the page %d in %d: want no sideways scrolling",
+						w.Width, v.Hash, v.TableScrollWidth, v.BoxScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth)
+				}
+			}
+		}
+		// At 1366 px nothing needs to go.
+		for _, v := range r.Widths[0].Views {
+			if len(v.Columns) != 12 {
+				t.Errorf("at 1366 px, %s: the jobs table shows the columns %q, want all 12", v.Hash, v.Columns)
+			}
+		}
+	})
+
+	for _, c := range r.Console {
 		t.Errorf("console: %s", c)
 	}
 	for _, e := range r.PageErrors {

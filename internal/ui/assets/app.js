@@ -34,6 +34,10 @@ const state = {
   limit: pageRows,        // rows the jobs table shows
   filter: { text: '', status: '' },
   flash: '',
+  // loaded is false until the first snapshot is drawn: until then the
+  // views say "Loading…" rather than that there are no jobs, nodes or
+  // schedulers, or that a job does not exist.
+  loaded: false,
 };
 
 // ---- the stream ----------------------------------------------------------
@@ -44,10 +48,13 @@ function headers(extra) {
   return h;
 }
 
-function setConnection(text, live) {
+// setConnection says in the header how the stream is: kind is 'loading'
+// (connecting, or waiting for the snapshot), 'live' (the snapshot is
+// drawn and changes follow) or 'down'.
+function setConnection(text, kind) {
   const el = document.getElementById('connection');
   el.textContent = text;
-  el.className = live ? 'live' : 'down';
+  el.className = kind;
 }
 
 async function follow() {
@@ -56,17 +63,19 @@ async function follow() {
     try {
       const res = await fetch('/api/v1/events', { headers: headers({ Accept: 'text/event-stream' }) });
       if (res.status === 401) {
-        setConnection('sign-in needed', false);
+        setConnection('sign-in needed', 'down');
         await signIn(await errorText(res));
         continue;
       }
       if (!res.ok || !res.body) throw new Error(await errorText(res));
-      setConnection('live', true);
+      // Live only once the snapshot is drawn (handle): a big snapshot
+      // takes a while to arrive after the headers.
+      setConnection('loading…', 'loading');
       delay = 500;
       await readEvents(res.body);
-      setConnection('reconnecting…', false);
+      setConnection('reconnecting…', 'down');
     } catch (e) {
-      setConnection(`disconnected: ${e.message}; retrying`, false);
+      setConnection(`disconnected: ${e.message}; retrying`, 'down');
     }
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 10000);
@@ -110,7 +119,10 @@ function handle(name, data) {
       for (const g of data.nodes || []) state.nodes.set(g.gpuType, g.nodes || []);
       state.schedulers.clear();
       for (const s of data.schedulers || []) state.schedulers.set(s.gpuType, s);
-      break;
+      state.loaded = true;
+      scheduleRender(true);
+      setConnection('live', 'live');
+      return;
     case 'job':
       // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
       if (data.deleted || !data.job) {
@@ -263,19 +275,45 @@ function svg(tag, attrs, ...children) {
 const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const timeShort = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
 const timeMedium = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const dayShort = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+const dateShort = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
 function when(s) { return s ? dateFmt.format(new Date(s)) : '—'; }
+// whenShort is when for a table cell: the time alone on the server's
+// today, the day and time within its year, else a short date; the full
+// date is the cell's tooltip.
+function whenShort(s) {
+  if (!s) return '—';
+  const d = new Date(s);
+  const now = new Date(serverNow());
+  let fmt = dateShort;
+  if (d.getFullYear() === now.getFullYear()) fmt = d.getMonth() === now.getMonth() && d.getDate() === now.getDate() ? timeShort : dayShort;
+  return el('time', { datetime: s, title: dateFmt.format(d), text: fmt.format(d) });
+}
 function dur(sec) {
   if (sec === undefined || sec === null || Number.isNaN(sec)) return '—';
   const s = Math.round(sec);
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
-  return h ? `${h} h ${m} min` : m ? `${m} min ${s % 60} s` : `${s} s`;
+  // No-break spaces keep each number with its unit where a cell wraps.
+  return h ? `${h}\u00a0h ${m}\u00a0min` : m ? `${m}\u00a0min ${s % 60}\u00a0s` : `${s}\u00a0s`;
+}
+// measuredNow is the job's measured throughput at its current workers, or
+// the last one measured; null if none.
+function measuredNow(j) {
+  const t = j.measured && j.measured.throughput;
+  if (!t || !t.length) return null;
+  return t.find((x) => x.workers === j.workers) || t[t.length - 1];
 }
 function throughput(j) {
-  const t = j.measured && j.measured.throughput;
-  if (!t || !t.length) return '—';
-  const cur = t.find((x) => x.workers === j.workers) || t[t.length - 1];
-  return `${cur.epochsPerHour.toFixed(2)} epochs/h @${cur.workers}`;
+  const cur = measuredNow(j);
+  return cur ? `${cur.epochsPerHour.toFixed(2)} epochs/h @${cur.workers}` : '—';
+}
+// throughputCell is throughput for the jobs table, whose header gives the
+// unit.
+function throughputCell(j) {
+  const cur = measuredNow(j);
+  if (!cur) return '—';
+  return el('span', { title: throughput(j) }, `${cur.epochsPerHour.toFixed(2)} @${cur.workers}`);
 }
 
 function jobLink(name) {
@@ -292,28 +330,58 @@ function render() {
   try {
     draw();
     void document.body.offsetHeight; // style and layout now, to count them
+  } catch (e) {
+    // A view that fails to draw must not stop the page: the stream goes
+    // on and the other views still work. The console keeps the error for
+    // whoever debugs it (and fails the browser tests).
+    console.error(e);
+    document.getElementById('main').replaceChildren(el('h2', { text: 'This view failed' }),
+      el('p', { class: 'error', text: String(e && e.message ? e.message : e) }), viewLinks());
   } finally {
     renderMs = performance.now() - started;
     lastRender = Date.now();
   }
 }
 
+// decode is decodeURIComponent for an address anyone may have written or
+// cut short: a malformed percent escape leaves the text as it is.
+function decode(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch (e) {
+    return s;
+  }
+}
+
+// route returns the view the address names: its path and, for a job's
+// page, the job's name.
+function route() {
+  const path = location.hash.replace(/^#/, '') || '/';
+  if (path.startsWith('/jobs/')) return { path, view: 'job', name: decode(path.slice(6)) };
+  const views = { '/': 'cluster', '/jobs': 'jobs', '/timeline': 'timeline', '/settings': 'settings' };
+  return { path, view: Object.hasOwn(views, path) ? views[path] : 'unknown' };
+}
+
 function draw() {
-  const route = location.hash.replace(/^#/, '') || '/';
+  const r = route();
+  const path = r.path;
   for (const a of document.querySelectorAll('nav a')) {
     const target = a.getAttribute('href').slice(1);
-    const current = target === '/' ? route === '/' : route === target || route.startsWith(`${target}/`);
+    const current = target === '/' ? path === '/' : path === target || path.startsWith(`${target}/`);
     if (current) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   const main = document.getElementById('main');
   const active = document.activeElement;
   const keep = active && active.id && main.contains(active) ? { id: active.id, start: active.selectionStart } : null;
   let view;
-  if (route.startsWith('/jobs/')) view = jobView(decodeURIComponent(route.slice(6)));
-  else if (route === '/jobs') view = jobsView();
-  else if (route === '/timeline') view = timelineView();
-  else if (route === '/settings') view = settingsView();
-  else view = clusterView();
+  switch (r.view) {
+    case 'job': view = jobView(r.name); break;
+    case 'jobs': view = jobsView(); break;
+    case 'timeline': view = timelineView(); break;
+    case 'settings': view = settingsView(); break;
+    case 'cluster': view = clusterView(); break;
+    default: view = notFoundView(decode(path));
+  }
   main.replaceChildren(...view);
   if (keep) {
     const again = document.getElementById(keep.id);
@@ -321,8 +389,25 @@ function draw() {
   }
 }
 
+// loading stands in for a view's data until the first snapshot is drawn.
+function loading() {
+  return el('p', { class: 'loading', text: 'Loading…' });
+}
+
+function viewLinks() {
+  return el('p', {}, 'The views: ', el('a', { href: '#/', text: 'Cluster' }), ', ', el('a', { href: '#/jobs', text: 'Jobs' }), ', ',
+    el('a', { href: '#/timeline', text: 'Timeline' }), ', ', el('a', { href: '#/settings', text: 'Settings' }), '.');
+}
+
+// notFoundView answers an address that names no view, such as a link cut
+// short or mistyped; the address is shown as text, never as markup.
+function notFoundView(path) {
+  return [el('h2', { text: 'Not found' }), el('p', { class: 'address' }, 'There is no view at ', el('code', { text: `#${path}` }), '.'), viewLinks()];
+}
+
 function clusterView() {
   const out = [el('h2', { text: 'Cluster' })];
+  if (!state.loaded) return [...out, loading()];
   if (!state.nodes.size) out.push(el('p', { text: 'No GPU nodes yet.' }));
   const shown = new Set();
   for (const [gpuType, nodes] of [...state.nodes.entries()].sort()) {
@@ -367,24 +452,35 @@ function holders(n) {
   return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), workers: h.workers || 0 }));
 }
 
+// The jobs table's columns. Each cell has the class col-<key>, by which
+// the style sheet hides the less useful columns on narrow screens (the
+// job's page shows everything); the namespace then folds under the name.
 const columns = [
-  { key: 'name', label: 'job', text: true, cell: (j) => el('span', {}, swatch(j.name), jobLink(j.name)) },
+  { key: 'name', label: 'job', text: true, cell: (j) => [swatch(j.name), jobLink(j.name), el('span', { class: 'fold', text: j.namespace })] },
   { key: 'namespace', label: 'namespace', text: true },
-  { key: 'status', label: 'status', text: true },
-  { key: 'workers', label: 'workers (min/now/max)', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
+  { key: 'status', label: 'status', text: true, cell: statusCell },
+  { key: 'workers', label: 'workers min/now/max', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
   { key: 'waitingSeconds', label: 'waiting', cell: (j) => ticking(j, 'waiting') },
   { key: 'runningSeconds', label: 'running', cell: (j) => ticking(j, 'running') },
   { key: 'totalSeconds', label: 'total', cell: (j) => ticking(j, 'total') },
   { key: 'queuePosition', label: 'queue', cell: (j) => (j.queuePosition ? String(j.queuePosition) : '—') },
-  { key: 'estimatedStart', label: 'est. start', cell: (j) => when(j.estimatedStart) },
-  { key: 'estimatedFinish', label: 'est. finish', cell: (j) => when(j.estimatedFinish) },
-  { key: 'throughput', label: 'measured', cell: throughput },
+  { key: 'estimatedStart', label: 'est. start', cell: (j) => whenShort(j.estimatedStart) },
+  { key: 'estimatedFinish', label: 'est. finish', cell: (j) => whenShort(j.estimatedFinish) },
+  { key: 'throughput', label: 'measured epochs/h', cell: throughputCell },
   { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
 ];
 
+// statusCell shows a job's status and, where there is one, its reason; the
+// reason's tooltip is the message (what the job needs, what there is),
+// which the job's page shows in full.
+function statusCell(j) {
+  if (!j.reason) return j.status;
+  return el('span', {}, `${j.status} `, el('span', { class: 'reason', title: j.message || j.reason, text: j.reason }));
+}
+
 function sortValue(j, key) {
   switch (key) {
-    case 'throughput': return throughput(j);
+    case 'throughput': { const cur = measuredNow(j); return cur ? cur.epochsPerHour : undefined; }
     case 'waitingSeconds': return times(j).waiting;
     case 'runningSeconds': return times(j).running;
     case 'totalSeconds': return times(j).total;
@@ -394,6 +490,7 @@ function sortValue(j, key) {
 
 function jobsView(compact) {
   const out = [el('h2', { text: 'Jobs' })];
+  if (!state.loaded) return [...out, loading()];
   const statuses = [...new Set([...state.jobs.values()].map((j) => j.status))].sort();
   out.push(el('div', { class: 'filters' },
     el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(true); } })),
@@ -414,11 +511,12 @@ function jobsView(compact) {
     return (va < vb ? -1 : 1) * dir;
   });
   const shown = keyed.slice(0, state.limit).map((k) => k.j);
-  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: c.text ? 'text' : '', 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
+  const cls = (c) => `col-${c.key}${c.text ? ' text' : ''}`;
+  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: cls(c), 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
     el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(true); } }))));
   const body = shown.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
     const v = c.cell ? c.cell(j) : (j[c.key] ?? '');
-    return i === 0 ? el('th', { scope: 'row', class: 'text' }, v) : el('td', { class: c.text ? 'text' : '' }, v);
+    return i === 0 ? el('th', { scope: 'row', class: cls(c) }, v) : el('td', { class: cls(c) }, v);
   })));
   out.push(el('div', { class: 'scroll' }, el('table', { id: 'jobs' },
     el('caption', { text: `${rows.length} of ${state.jobs.size} jobs` }), el('thead', {}, head), el('tbody', {}, body))));
@@ -432,10 +530,10 @@ function jobsView(compact) {
 
 function jobView(name) {
   const j = state.jobs.get(name);
-  if (!j) return [el('h2', { text: name }), el('p', { text: 'No such job, or not one you may see.' })];
+  if (!j) return [el('h2', { text: name }), state.loaded ? el('p', { text: 'No such job, or not one you may see.' }) : loading()];
   const out = [el('h2', {}, swatch(name), name)];
   const rows = [
-    ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
+    ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ...(j.message ? [['message', j.message]] : []), ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
     ['workers', `${j.workers} (min ${j.minWorkers}, max ${j.maxWorkers}, requested ${j.requestedWorkers})`],
     ['application', j.application || '—'], ['submitted', when(j.submitTime)], ['first start', when(j.firstStart)],
     ['waiting / running / total', [ticking(j, 'waiting'), ' / ', ticking(j, 'running'), ' / ', ticking(j, 'total')]],
@@ -492,6 +590,7 @@ function timelineView() {
   const out = [el('h2', { text: 'GPUs per job over time' }),
     el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(true); } },
       windows.map(([label, ms]) => el('option', { value: String(ms), text: label, selected: ms === state.window })))))];
+  if (!state.loaded) return [...out, loading()];
   const t1 = serverNow();
   let t0 = t1 - state.window;
   if (!state.window) {
@@ -583,7 +682,7 @@ function settingsView() {
       el('p', {}, el('label', {}, 'Rate limit (s) ', rate), ' ',
         el('button', { type: 'button', id: `set-rate-${gpuType}`, onclick: () => put(`/api/v1/schedulers/${encodeURIComponent(gpuType)}/ratelimit`, { seconds: Number(rate.value) }), text: 'Set rate limit' }))));
   }
-  if (!state.schedulers.size) out.push(el('p', { text: 'No schedulers yet.' }));
+  if (!state.schedulers.size) out.push(state.loaded ? el('p', { text: 'No schedulers yet.' }) : loading());
   return out;
 }
 
@@ -599,8 +698,8 @@ async function put(url, body) {
 
 document.addEventListener('visibilitychange', () => { if (!document.hidden) scheduleRender(true); });
 window.addEventListener('hashchange', () => { state.flash = ''; render(); document.getElementById('main').focus(); });
-render();
 follow();
+render();
 setInterval(tick, 1000);
 // The timeline's right edge is now: it moves on between events.
 setInterval(() => { if (location.hash === '#/timeline') scheduleRender(); }, 10000);
