@@ -2,9 +2,7 @@ package browser
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,23 +34,6 @@ type dashboardReport struct {
 		WaitingTicks   []string `json:"waitingTicks"`
 		Refusal        string   `json:"refusal"`
 	} `json:"steps"`
-}
-
-// runScript runs testdata/script in node with playwright-core and
-// Chromium, and decodes the JSON it prints into report.
-func runScript(t *testing.T, report any, script string, args ...string) {
-	t.Helper()
-	node, modules, chromium := browserTools(t)
-	cmd := exec.Command(node, append([]string{filepath.Join(repoRoot(t), "test", "browser", "testdata", script)}, args...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
-	}
-	if err := json.Unmarshal(stdout.Bytes(), report); err != nil {
-		t.Fatalf("%s printed %q: %v", script, stdout.String(), err)
-	}
 }
 
 // TestDashboard runs the dashboard against a real server on the
