@@ -22,9 +22,12 @@ func TestStartOnFreeGPUsUnderRateLimit(t *testing.T) {
 	ctx := t.Context()
 
 	// The first job may ride the scheduler's first cycle; the others come
-	// within the rate limit of it. On a busy machine the operator may
-	// still be working through an earlier test's objects, so the first
-	// job's pods get a generous deadline: it warms the operator up.
+	// within the rate limit of it. The operator may still be working
+	// through an earlier test's objects (mpi-operator v0.6.0 requeues at
+	// most 10 jobs a second, so after TestScale's 200 jobs it lags for
+	// minutes; this file sorts before scale_test.go so that it runs
+	// first), so the first job's pods get a generous deadline: it warms
+	// the operator up.
 	first := submit(t, vc, mpiJob.manifest("first", gpuType, 4, 4, time.Hour))
 	placed := func(name string, within time.Duration) {
 		t.Helper()
