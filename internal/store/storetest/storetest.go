@@ -463,15 +463,22 @@ func testSameNameRace(t *testing.T, f Factory) {
 func testConcurrentCreates(t *testing.T, f Factory) {
 	ctx := t.Context()
 	s, _ := newStore(t, f)
-	const n = 1000
+	// 1,000 creates from 64 goroutines at once: as concurrent as a burst
+	// of submissions through the API, yet within a MongoDB driver's pool
+	// (100 connections), so that on a busy machine no create waits its
+	// 30 s for a connection behind hundreds of others (FerretDB's SQLite
+	// backend then serves a few dozen creates a second).
+	const n, workers = 1000, 64
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := range n {
+	for w := range workers {
 		wg.Go(func() {
-			// Scatter submit times (with ties) so order is not name order.
-			submit := base.Add(time.Duration(i*7919%(n/2)) * time.Millisecond)
-			errs[i] = s.CreateJob(ctx, simpleJob(fmt.Sprintf("job-%04d", i), "v100", submit, ""))
+			for i := w; i < n; i += workers {
+				// Scatter submit times (with ties) so order is not name order.
+				submit := base.Add(time.Duration(i*7919%(n/2)) * time.Millisecond)
+				errs[i] = s.CreateJob(ctx, simpleJob(fmt.Sprintf("job-%04d", i), "v100", submit, ""))
+			}
 		})
 	}
 	wg.Wait()
