@@ -3,7 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/collector"
@@ -50,6 +53,11 @@ func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", name))
 	case errors.Is(err, progress.ErrFinished):
 		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s has finished; it takes no more reports", name))
+	case errors.Is(err, progress.ErrBusy):
+		s.busy.note(name, err)
+		w.Header().Set("Retry-After", strconv.Itoa(busyRetrySeconds))
+		s.fail(w, http.StatusTooManyRequests, "TooManyRequests", "name",
+			fmt.Sprintf("name: job %s has other reports being applied; nothing was kept, retry after %d s", name, busyRetrySeconds))
 	case err != nil:
 		s.failInternal(w, r, err)
 	default:
@@ -60,6 +68,65 @@ func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Metrics.ProgressReports.WithLabelValues(j.Spec.GPUType, outcome).Inc()
 		writeJSON(w, http.StatusOK, reply)
 	}
+}
+
+// busyRetrySeconds is the Retry-After of a report refused as busy: a
+// report takes milliseconds, so a second clears a job's queue, and a job
+// reports every 30 s anyway.
+const busyRetrySeconds = 1
+
+// busyLogEvery is the most often the server logs reports refused as busy.
+const busyLogEvery = time.Minute
+
+// busyLog logs the reports refused as busy (progress.ErrBusy) without a
+// line each: the first at once, then at most one line per every saying how
+// many were refused since the last line (a timer writes it, so the end of
+// a burst is told too). Two reporters for one job, or a flood, are the
+// senders' doing and expected; a line per request would let them fill the
+// log. voda_http_requests_total counts each 429.
+type busyLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu sync.Mutex
+	// quietUntil is when the next line may be written at once; held the
+	// refusals since the last line, job and err the latest.
+	quietUntil time.Time
+	held       int
+	job        string
+	err        error
+	flushing   bool
+}
+
+// note records a report of job refused with err.
+func (b *busyLog) note(job string, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if now.After(b.quietUntil) {
+		b.quietUntil = now.Add(b.every)
+		b.log.Warn("progress report refused as busy (429); more are summed up in one line a period",
+			"job", job, "err", err, "period", b.every)
+		return
+	}
+	b.held, b.job, b.err = b.held+1, job, err
+	if !b.flushing {
+		b.flushing = true
+		time.AfterFunc(b.quietUntil.Sub(now), b.flush)
+	}
+}
+
+// flush logs the refusals held since the last line.
+func (b *busyLog) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushing = false
+	if b.held == 0 {
+		return
+	}
+	b.log.Warn("progress reports refused as busy (429) since the last line", "refused", b.held,
+		"period", b.every, "lastJob", b.job, "lastErr", b.err)
+	b.held, b.quietUntil = 0, time.Now().Add(b.every)
 }
 
 // cmpMaxWorkers is the server's limit of workers, with its default.

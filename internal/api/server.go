@@ -112,8 +112,9 @@ type Server struct {
 	mux  *http.ServeMux
 	// loopback is whether ListenAddr is a loopback address.
 	loopback bool
-	// reports keeps progress reports.
+	// reports keeps progress reports; busy logs those refused as busy.
 	reports *progress.Ingester
+	busy    *busyLog
 	// hub feeds the event streams.
 	hub *hub
 
@@ -166,7 +167,9 @@ func New(cfg Config) (*Server, error) {
 		loopback: isLoopback(cfg.ListenAddr),
 	}
 	s.hub = newHub(s, cfg.Streams)
-	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log}
+	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log,
+		Conflicts: cfg.Metrics.ProgressConflicts}
+	s.busy = &busyLog{log: log, every: busyLogEvery}
 	s.routes()
 	return s, nil
 }

@@ -17,6 +17,10 @@ type Metrics struct {
 	// ProgressReports counts the progress reports jobs sent, by what
 	// became of them: used, or why not (first, warm-up, allocation).
 	ProgressReports *prometheus.CounterVec
+	// ProgressConflicts counts the revision conflicts progress reports met
+	// writing their job's state: another writer saved it between their
+	// read and their write. Each is retried.
+	ProgressConflicts prometheus.Counter
 
 	Reschedules        *prometheus.CounterVec
 	RescheduleDuration *prometheus.HistogramVec
@@ -92,6 +96,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		JobsSetAside:  counter("jobs_set_aside_total", "Stored job records a scheduler could not restore (undecodable, invalid, or impossible on its cluster) and set aside as Failed.", gt...),
 		ProgressReports: counter("progress_reports_total", "Progress reports accepted from jobs, by outcome: used (a measured interval), or kept but not measured (first, warm-up, allocation).",
 			"gpu_type", "outcome"),
+		ProgressConflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "progress_conflicts_total",
+			Help: "Revision conflicts progress reports met writing their job's state (another replica or ingestion wrote it between their read and write); each is retried, and a report that meets 5 in a row is answered 429."}),
 
 		Reschedules:        counter("reschedules_total", "Scheduling cycles run.", gt...),
 		RescheduleDuration: hist("reschedule_duration_seconds", "Time of one scheduling cycle, from snapshot to the last action applied.", gt...),
@@ -137,7 +143,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		EventBytesSent: counter("event_bytes_sent_total", "Bytes written to the event streams, by event.", "event"),
 	}
 	reg.MustRegister(
-		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports,
+		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports, m.ProgressConflicts,
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,

@@ -40,22 +40,8 @@ func BenchmarkIngestAdaptive(b *testing.B) {
 
 func benchIngest(b *testing.B, report func(gen string, n int64) progress.Report) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, "", b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close(ctx)
 	const jobs = 1000
-	manifest := []byte(`{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"x","namespace":"default"},"spec":{"mpiReplicaSpecs":{"Launcher":{"template":{"spec":{"containers":[{"name":"launcher","image":"horovod/horovod:0.28.1","env":[{"name":"MIN_NUM_PROC","value":"1"},{"name":"MAX_NUM_PROC","value":"4"},{"name":"EPOCHS","value":"100"}]}]}}},"Worker":{"replicas":2,"template":{"spec":{"nodeSelector":{"vodascheduler/accelerator":"v100"},"containers":[{"name":"worker","image":"horovod/horovod:0.28.1"}]}}}}}}`)
-	for i := range jobs {
-		name := fmt.Sprintf("job-%04d", i)
-		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default", Manifest: manifest,
-			Spec:   model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 100},
-			Status: store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2}}}
-		if err := st.CreateJob(ctx, j); err != nil {
-			b.Fatal(err)
-		}
-	}
+	st := storeWithJobs(b, jobs)
 	in := &progress.Ingester{Store: st, Clock: &fixedClock{}}
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -63,7 +49,7 @@ func benchIngest(b *testing.B, report func(gen string, n int64) progress.Report)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := next.Add(1) - 1
-		name := fmt.Sprintf("job-%04d", i%jobs)
+		name := jobName(int(i % jobs))
 		var n int64
 		for pb.Next() {
 			n++
@@ -73,6 +59,32 @@ func benchIngest(b *testing.B, report func(gen string, n int64) progress.Report)
 			}
 		}
 	})
+}
+
+// jobName is the name of storeWithJobs's job i.
+func jobName(i int) string { return fmt.Sprintf("job-%04d", i) }
+
+// storeWithJobs is an embedded store, closed after the test, holding jobs
+// running jobs on two workers, named by jobName.
+func storeWithJobs(tb testing.TB, jobs int) store.Store {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, "", tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close(ctx) })
+	manifest := []byte(`{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"x","namespace":"default"},"spec":{"mpiReplicaSpecs":{"Launcher":{"template":{"spec":{"containers":[{"name":"launcher","image":"horovod/horovod:0.28.1","env":[{"name":"MIN_NUM_PROC","value":"1"},{"name":"MAX_NUM_PROC","value":"4"},{"name":"EPOCHS","value":"100"}]}]}}},"Worker":{"replicas":2,"template":{"spec":{"nodeSelector":{"vodascheduler/accelerator":"v100"},"containers":[{"name":"worker","image":"horovod/horovod:0.28.1"}]}}}}}}`)
+	for i := range jobs {
+		name := jobName(i)
+		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default", Manifest: manifest,
+			Spec:   model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 100},
+			Status: store.JobStatus{State: model.JobState{Status: model.StatusRunning, GPUs: 2}}}
+		if err := st.CreateJob(ctx, j); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return st
 }
 
 // BenchmarkIngestState is the decision alone (no store) for a job at

@@ -15,9 +15,24 @@ import (
 // whose record cannot be read): nothing is kept.
 var ErrFinished = errors.New("the job has finished")
 
-// maxConflicts bounds the retries of a report that raced another write of
-// the same job's state. Only a job's rank 0 reports, so a race is rare.
+// ErrBusy is the error of a report that was not applied because others
+// were writing its job's state: more than MaxWaiting of the job's reports
+// already waited in this process, or another writer (another API
+// replica) saved the state between every read and write of maxConflicts
+// tries in a row. Nothing is kept; the sender may try again shortly.
+var ErrBusy = errors.New("busy with the job's other reports")
+
+// maxConflicts bounds the tries of a report that raced another write of
+// the same job's state. An Ingester's reports of one job take turns
+// (jobLocks), so a conflict comes from another writer: another process,
+// or another Ingester of this one.
 const maxConflicts = 5
+
+// DefaultMaxWaiting is the reports of one job that may wait for their
+// turn while another is applied. A job has one reporter, its rank 0, and
+// two for a moment after a Horovod reset; more is a flood, refused
+// rather than queued.
+const DefaultMaxWaiting = 8
 
 // Store is what an Ingester needs of the store.
 type Store interface {
@@ -70,19 +85,43 @@ type Ingester struct {
 	// (DefaultInterval seconds if zero).
 	Interval time.Duration
 	Logger   *slog.Logger
+	// MaxWaiting bounds the reports of one job that wait while another is
+	// applied (DefaultMaxWaiting if zero); a report beyond is ErrBusy.
+	MaxWaiting int
+	// Conflicts, if not nil, counts the revision conflicts met: another
+	// writer (another replica, or another Ingester of this process, such
+	// as the log reader's) saved the job's state between a report's read
+	// and its write. Each is retried.
+	Conflicts interface{ Inc() }
+
+	locks jobLocks
 }
 
-// Ingest applies a checked report to job name. Errors: store.ErrNotFound
-// (no such job), ErrFinished, a *FieldError (the report contradicts what
-// the job reported before), or a store failure.
+// Ingest applies a checked report to job name. The reports of one job
+// take turns. Errors: store.ErrNotFound (no such job), ErrFinished, a
+// *FieldError (the report contradicts what the job reported before),
+// ErrBusy, or a store failure.
 func (in *Ingester) Ingest(ctx context.Context, name string, r Report) (Reply, error) {
 	return in.IngestRead(ctx, name, r, nil)
 }
 
 // IngestRead is Ingest for a caller that has just read the job (j, or nil
 // if it has not): its first try uses that copy instead of reading the
-// record again; a concurrent write makes it read afresh.
+// record again, unless it had to wait for its turn; a concurrent write
+// makes it read afresh.
 func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read *store.Job) (Reply, error) {
+	maxWaiting := in.MaxWaiting
+	if maxWaiting <= 0 {
+		maxWaiting = DefaultMaxWaiting
+	}
+	turn, waited, err := in.locks.lock(ctx, name, maxWaiting)
+	if err != nil {
+		return Reply{}, fmt.Errorf("progress of job %s: %w", name, err)
+	}
+	defer in.locks.unlock(name, turn)
+	if waited {
+		read = nil // the report before this one changed the state
+	}
 	for range maxConflicts {
 		var j store.Job
 		if read != nil {
@@ -108,6 +147,9 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 		}
 		_, err = in.Store.SaveProgress(ctx, name, data, j.ProgressRevision)
 		if errors.Is(err, store.ErrConflict) {
+			if in.Conflicts != nil {
+				in.Conflicts.Inc()
+			}
 			continue
 		}
 		if err != nil {
@@ -124,7 +166,7 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 		}
 		return reply, nil
 	}
-	return Reply{}, fmt.Errorf("progress of job %s: %d concurrent writes in a row", name, maxConflicts)
+	return Reply{}, fmt.Errorf("progress of job %s: another writer saved it first %d times in a row: %w", name, maxConflicts, ErrBusy)
 }
 
 // decode reads a stored state; a state that cannot be read starts over

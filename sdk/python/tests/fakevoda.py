@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from voda_progress import Reporter
 
@@ -18,6 +18,9 @@ class FakeVoda:
     def __init__(self) -> None:
         self.requests: List[Dict[str, Any]] = []
         self.status = 200
+        self.headers: Dict[str, str] = {}  # sent with every answer
+        # Answers (status, headers) for the next requests, before status.
+        self.script: List[Tuple[int, Dict[str, str]]] = []
         self.reply: Any = dict(REPLY)  # a dict is sent as JSON, bytes as they are
         self._cond = threading.Condition()
         fake = self
@@ -27,12 +30,17 @@ class FakeVoda:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with fake._cond:
                     fake.requests.append(
-                        {"path": self.path, "headers": dict(self.headers), "raw": raw, "body": json.loads(raw)}
+                        {"path": self.path, "headers": dict(self.headers), "raw": raw, "body": json.loads(raw),
+                         "at": time.monotonic()}
                     )
-                    status, reply = fake.status, fake.reply
+                    status, headers, reply = fake.status, fake.headers, fake.reply
+                    if fake.script:
+                        status, headers = fake.script.pop(0)
                     fake._cond.notify_all()
                 data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
                 self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -10,7 +10,7 @@ import unittest
 from unittest import mock
 
 from voda_progress import Reporter
-from voda_progress.reporter import MAX_INTERVAL, MIN_INTERVAL
+from voda_progress.reporter import MAX_INTERVAL, MIN_INTERVAL, _retry_after
 
 from .fakevoda import FAST, FakeVodaTest, counters
 
@@ -181,6 +181,71 @@ class ReporterTest(FakeVodaTest):
         r.report(**counters(2))
         bodies = self.voda.wait_for(len(self.voda.requests) + 1)
         self.assertEqual(bodies[-1]["steps"], 2)
+
+    def gap(self, first: int, second: int) -> float:
+        """Seconds between the arrivals of requests first and second."""
+        return self.voda.requests[second]["at"] - self.voda.requests[first]["at"]
+
+    def test_busy_answer_is_tried_again_after_retry_after(self) -> None:
+        """A 429 with Retry-After (Voda applying the job's other reports) is
+        tried again after that delay: not at the next interval (30 s here),
+        and not sooner, even at an epoch's end; with the newest counters."""
+        r = self.slow_reporter_after_first_send()
+        self.voda.script = [(429, {"Retry-After": "1"})]
+        with self.assertLogs("voda_progress", "WARNING") as logs:
+            r.report(**counters(50))
+            r.epoch_end()
+            self.voda.wait_for(2)
+            r.report(**counters(60))
+            r.epoch_end()  # must wait for the Retry-After all the same
+            bodies = self.voda.wait_for(3, timeout=5)
+        self.assertIn("429", logs.output[0])
+        self.assertEqual([b["steps"] for b in bodies], [0, 50, 60])
+        self.assertGreaterEqual(self.gap(1, 2), 1.0)
+        self.assertLess(self.gap(1, 2), 2.0)  # 1 s and at most a quarter more, not the 30 s interval
+
+    def test_retry_after_longer_than_the_interval(self) -> None:
+        """A reporter whose interval is shorter than the Retry-After waits
+        for the Retry-After; 503 is busy too."""
+        for status in (429, 503):
+            with self.subTest(status=status):
+                self.voda.requests.clear()
+                self.voda.script = [(status, {"Retry-After": "1"})]
+                r = self.new_reporter()  # interval FAST
+                with self.assertLogs("voda_progress", "WARNING"):
+                    r.report(**counters(1))
+                    self.voda.wait_for(2, timeout=5)
+                self.assertGreaterEqual(self.gap(0, 1), 1.0)
+                r.close()
+
+    def test_final_report_is_tried_again_within_close_timeout(self) -> None:
+        """close() tries the final report again after a Retry-After that ends
+        within its 2 s, and gives up on one that does not."""
+        r = self.slow_reporter_after_first_send()
+        self.voda.script = [(429, {"Retry-After": "1"})]
+        r.report(**counters(7))
+        with self.assertLogs("voda_progress", "WARNING"):
+            r.close()
+        bodies = self.voda.bodies()
+        self.assertEqual([(b["steps"], b.get("final")) for b in bodies], [(0, None), (7, True), (7, True)])
+
+        self.voda.requests.clear()
+        late = self.slow_reporter_after_first_send()
+        self.voda.script = [(429, {"Retry-After": "5"})]
+        start = time.monotonic()
+        with self.assertLogs("voda_progress", "WARNING"):
+            late.close()
+        late._thread.join(1)
+        self.assertFalse(late._thread.is_alive())
+        self.assertLess(time.monotonic() - start, 2.5)
+        self.assertEqual(len(self.voda.bodies()), 2)  # the first report and one final
+
+    def test_retry_after_parsing(self) -> None:
+        for value, want in [("1", 1.0), (" 3 ", 3.0), ("0", 1.0), ("100000", MAX_INTERVAL), (None, None), ("", None),
+                            ("soon", None), ("1.5", None), ("-1", None), ("\u00b2", None),
+                            ("Wed, 21 Oct 2026 07:28:00 GMT", None)]:
+            with self.subTest(value=value):
+                self.assertEqual(_retry_after(value), want)
 
     def test_connection_refused_neither_raises_nor_blocks(self) -> None:
         with socket.socket() as s:

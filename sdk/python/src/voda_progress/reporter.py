@@ -13,6 +13,10 @@ Design, and why:
 - Only rank 0 sends: other ranks and processes outside Voda (no
   VODA_PROGRESS_URL) get an inactive reporter whose methods do nothing, so
   the same training script runs anywhere.
+- A 429 or 503 with Retry-After (Voda applying the job's other reports, or
+  another replica winning the write) is tried again after that delay, a
+  little more so that racing reporters spread out, and nothing is sent
+  before it, not even at an epoch's end.
 """
 
 import atexit
@@ -20,6 +24,7 @@ import json
 import logging
 import math
 import os
+import random
 import threading
 import time
 import urllib.error
@@ -37,6 +42,8 @@ TIMEOUT = 5.0
 CLOSE_TIMEOUT = 2.0
 _LOG_EVERY = 60.0
 _MAX_REPLY_BYTES = 1 << 20
+# Answers that mean "busy, come back after Retry-After".
+_RETRY_STATUSES = (429, 503)
 
 
 class _RateLimitedLog:
@@ -125,6 +132,7 @@ class Reporter:
         self._latest: Optional[Dict[str, Any]] = None  # last accepted report
         self._urgent = False  # epoch_end(): send without waiting for the interval
         self._next_send = -math.inf  # monotonic time before which no routine send
+        self._not_before = -math.inf  # monotonic time before which no send at all (Retry-After)
         self._closed = False
         self._thread: Optional[threading.Thread] = None
         self._last_reply: Optional[Dict[str, Any]] = None
@@ -346,7 +354,8 @@ class Reporter:
                     return None, True
                 return dict(self._latest, final=True), True
             if self._pending is not None:
-                wait = 0.0 if self._urgent else self._next_send - time.monotonic()
+                due = self._not_before if self._urgent else max(self._next_send, self._not_before)
+                wait = due - time.monotonic()
                 if wait <= 0:
                     body, self._pending, self._urgent = self._pending, None, False
                     return body, False
@@ -360,20 +369,43 @@ class Reporter:
                 body, final = self._next_body()
                 if body is not None:
                     self._sends += 1
+                closed_at = time.monotonic()
             if body is None:
                 return
-            started = time.monotonic()
-            try:
-                delivered = self._send(body)
-            except Exception as err:  # the thread must outlive any surprise
-                self._log.warning("voda_progress: report not sent: %r", err)
-                delivered = False
             if final:
+                self._send_final(body, closed_at + self._close_timeout)
                 return
+            started = time.monotonic()
+            delivered, retry_after = self._try_send(body)
             with self._cond:
                 self._next_send = started + self._interval
+                if retry_after is not None:
+                    self._not_before = time.monotonic() + retry_after
+                    self._next_send = self._not_before
                 if not delivered and self._pending is None and self._latest is body:
-                    self._pending = body  # try again at the next interval
+                    self._pending = body  # try again: at the next interval, or after Retry-After
+
+    def _send_final(self, body: Dict[str, Any], deadline: float) -> None:
+        """Send the final report, again after a busy answer's Retry-After
+        while that still ends before deadline (close() waits no longer)."""
+        while True:
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                if time.monotonic() + wait >= deadline:
+                    return
+                time.sleep(wait)
+            delivered, retry_after = self._try_send(body)
+            if delivered or retry_after is None:
+                return
+            self._not_before = time.monotonic() + retry_after
+
+    def _try_send(self, body: Dict[str, Any]):
+        """_send that never raises: (delivered, retry_after or None)."""
+        try:
+            return self._send(body)
+        except Exception as err:  # the thread must outlive any surprise
+            self._log.warning("voda_progress: report not sent: %r", err)
+            return False, None
 
     def _token(self) -> Optional[str]:
         if self._token_file is None:
@@ -385,13 +417,15 @@ class Reporter:
             return None
         return token or None
 
-    def _send(self, body: Dict[str, Any]) -> bool:
-        """POST body; return whether Voda accepted it (200). Never raises for
-        network or HTTP errors."""
+    def _send(self, body: Dict[str, Any]):
+        """POST body; return whether Voda accepted it (200), and for a busy
+        answer (429, 503) with a Retry-After, the seconds to wait before
+        trying again (else None). Never raises for network or HTTP
+        errors."""
         data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
         if len(data) > MAX_BODY_BYTES:
             self._log.warning("voda_progress: report dropped: %d bytes, more than 64 KiB", len(data))
-            return True  # sending it again would not help
+            return True, None  # sending it again would not help
         headers = {"Content-Type": "application/json"}
         token = self._token()
         if token is not None:
@@ -403,16 +437,23 @@ class Reporter:
                 raw = response.read(_MAX_REPLY_BYTES)
         except urllib.error.HTTPError as err:
             detail = err.read(200).decode("utf-8", "replace").strip()
-            self._log.warning("voda_progress: Voda answered %d: %s", err.code, detail)
-            return False
+            retry_after = None
+            if err.code in _RETRY_STATUSES:
+                retry_after = _retry_after(err.headers.get("Retry-After"))
+            if retry_after is None:
+                self._log.warning("voda_progress: Voda answered %d: %s", err.code, detail)
+                return False, None
+            retry_after *= 1 + random.random() / 4  # racing reporters spread out
+            self._log.warning("voda_progress: Voda answered %d, trying again in %.1f s: %s", err.code, retry_after, detail)
+            return False, retry_after
         except (OSError, ValueError) as err:  # URLError, timeouts, resets, bad URL
             self._log.warning("voda_progress: report not sent to %s: %s", self._url, err)
-            return False
+            return False, None
         if status != 200:
             self._log.warning("voda_progress: Voda answered %d", status)
-            return False
+            return False, None
         self._read_reply(raw)
-        return True
+        return True, None
 
     def _read_reply(self, raw: bytes) -> None:
         """Keep the reply and take its reportIntervalSeconds; a reply that is
@@ -431,6 +472,16 @@ class Reporter:
         if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds):
             with self._cond:
                 self._interval = self._bounded(seconds)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """A Retry-After header's delay in seconds, bounded to [1, 600] so that
+    a server answering 0 cannot make the thread spin; None if absent or not
+    a whole number of seconds (Voda sends no dates)."""
+    value = (value or "").strip()
+    if not (value.isascii() and value.isdigit()):
+        return None
+    return float(min(max(int(value), 1), MAX_INTERVAL))
 
 
 def _batch_advice(batch: Any) -> Optional[Dict[str, Any]]:
