@@ -25,7 +25,7 @@ import (
 // The flood's clients: each is a loopback address of its own, as clients
 // on other hosts would be; the clients measured connect from 127.0.0.1.
 const (
-	silentSource = "127.0.0.2"
+	floodSource = "127.0.0.2"
 	// keep-alive clients use 127.0.0.3, 127.0.0.4, ...: one per helper.
 	keepAliveSourceBase = 3
 	// A helper process holds at most this many connections, well within
@@ -33,42 +33,58 @@ const (
 	perHelper = 10000
 )
 
-// TestFloodCannotLockOut runs the binary while a flood client holds
-// silent connections to the API, reopening each one the server closes,
-// and another opens idle keep-alive connections; meanwhile a new client
-// must be answered within a second, 20 times out of 20, for /healthz on
-// the API's port and on --probe-addr, and for an authenticated GET
-// /api/v1/jobs. Before, 1,100 silent connections kept every new client
-// out until they ended.
+// TestFloodCannotLockOut runs the binary while one client holds many
+// connections to the API, reopening each one the server closes: silent
+// ones, while another client opens idle keep-alive connections, or ones
+// busy with slow requests. Meanwhile a new client must be answered within
+// a second, 20 times out of 20, for /healthz on the API's port and on
+// --probe-addr, and for an authenticated GET /api/v1/jobs. Before, 1,100
+// silent connections kept every new client out until they ended.
 //
 // The flood runs in helper processes (this test binary again, see
 // TestFloodHelper), so that the clients measured here do not share its
 // runtime and its descriptors. The sizes are VODA_FLOOD_SILENT (default
-// 2,000) and VODA_FLOOD_KEEPALIVES (default 5,000); the full size, whose
-// figures docs/server.md quotes, is
+// 2,000), VODA_FLOOD_KEEPALIVES (default 5,000) and VODA_FLOOD_SLOW
+// (default 2,000); the full size, whose figures docs/server.md quotes, is
 //
-//	VODA_FLOOD_SILENT=5000 VODA_FLOOD_KEEPALIVES=20000 go test ./test/e2e -run TestFloodCannotLockOut -count=1 -v
+//	VODA_FLOOD_SILENT=5000 VODA_FLOOD_KEEPALIVES=20000 VODA_FLOOD_SLOW=5000 go test ./test/e2e -run TestFloodCannotLockOut -count=1 -v
 func TestFloodCannotLockOut(t *testing.T) {
 	needProc(t)
-	silent, keepAlives := envInt(t, "VODA_FLOOD_SILENT", 2000), envInt(t, "VODA_FLOOD_KEEPALIVES", 5000)
+	tests := []struct {
+		name string
+		// held connections of kind (silent or slow) come from floodSource,
+		// while keepAlives open.
+		kind             string
+		held, keepAlives int
+	}{
+		{"silent connections and keep-alives", "silent", envInt(t, "VODA_FLOOD_SILENT", 2000), envInt(t, "VODA_FLOOD_KEEPALIVES", 5000)},
+		{"slow requests", "slow", envInt(t, "VODA_FLOOD_SLOW", 2000), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { testFlood(t, tc.kind, tc.held, tc.keepAlives) })
+	}
+}
+
+func testFlood(t *testing.T, kind string, held, keepAlives int) {
 	const tries, limit = 20, time.Second
 	probeAddr := vodatest.FreeAddr(t)
 	srv := startServer(t, "--data-dir", t.TempDir(), "--sim-nodes", "v100=1x4", "--log-level", "error",
 		"--token-auth-file", tokenFile(t), "--probe-addr", probeAddr)
 	baseFDs := procFDs(t, srv.PID())
 
-	var silentFlood []*floodHelper
-	for i := 0; i < silent; i += perHelper {
-		silentFlood = append(silentFlood, startFlood(t, "silent", srv.Addr, silentSource, min(perHelper, silent-i)))
+	var flood []*floodHelper
+	for i := 0; i < held; i += perHelper {
+		flood = append(flood, startFlood(t, kind, srv.Addr, floodSource, min(perHelper, held-i)))
 	}
+	dials := func() int64 { return sumStats(flood, func(s floodStats) int64 { return s.dials }) }
 	// The flood is at full strength once the server holds a full cap of
 	// connections and the helpers have opened all theirs.
-	waitFor(t, "the silent flood to fill the server's cap", 60*time.Second, func() (bool, error) {
-		fds, dials := procFDs(t, srv.PID()), sumStats(silentFlood, func(s floodStats) int64 { return s.dials })
-		return fds >= baseFDs+api.DefaultMaxConnections*9/10 && dials >= int64(silent),
-			fmt.Errorf("server descriptors %d (%d at start), %d of %d silent connections opened", fds, baseFDs, dials, silent)
+	waitFor(t, "the flood to fill the server's cap", 60*time.Second, func() (bool, error) {
+		fds, n := procFDs(t, srv.PID()), dials()
+		return fds >= baseFDs+api.DefaultMaxConnections*9/10 && n >= int64(held),
+			fmt.Errorf("server descriptors %d (%d at start), %d of %d %s connections opened", fds, baseFDs, n, held, kind)
 	})
-	dialsBefore := sumStats(silentFlood, func(s floodStats) int64 { return s.dials })
+	dialsBefore := dials()
 	var keepAliveFlood []*floodHelper
 	for i := 0; i < keepAlives; i += perHelper {
 		src := fmt.Sprintf("127.0.0.%d", keepAliveSourceBase+len(keepAliveFlood))
@@ -108,21 +124,21 @@ func TestFloodCannotLockOut(t *testing.T) {
 		}
 	}
 	fds := procFDs(t, srv.PID())
-	dialsDuring := sumStats(silentFlood, func(s floodStats) int64 { return s.dials }) - dialsBefore
+	dialsDuring := dials() - dialsBefore
 	kaServed, kaDoneAll := sumStats(keepAliveFlood, func(s floodStats) int64 { return s.served }), kaDone()
 	for _, tg := range targets {
 		t.Logf("%s: %s", tg.name, latencies(tg.took))
 	}
-	t.Logf("flood: %d silent connections (opened %d times more while measuring), %d keep-alives (%d served, %d refused, while measuring); "+
+	t.Logf("flood: %d %s connections (opened %d times more while measuring), %d keep-alives (%d served, %d refused, while measuring); "+
 		"server: %d descriptors (%d before the flood), RSS at most %.0f MiB",
-		silent, dialsDuring, keepAlives, kaServed, kaDoneAll-kaServed, fds, baseFDs, float64(maxRSS)/(1<<20))
+		held, kind, dialsDuring, keepAlives, kaServed, kaDoneAll-kaServed, fds, baseFDs, float64(maxRSS)/(1<<20))
 	for _, f := range failures {
 		t.Error(f)
 	}
 	// The flood was at full strength throughout: it kept reopening what
 	// the server closed, and the server kept the cap.
 	if dialsDuring == 0 {
-		t.Error("the silent flood opened no connection while the clients were measured: it was not pressing")
+		t.Errorf("the %s flood opened no connection while the clients were measured: it was not pressing", kind)
 	}
 	if fds > baseFDs+api.DefaultMaxConnections+64 {
 		t.Errorf("the server holds %d descriptors, %d before the flood: more than the cap of %d connections", fds, baseFDs, api.DefaultMaxConnections)
@@ -252,6 +268,10 @@ func startFlood(t *testing.T, kind, addr, src string, n int) *floodHelper {
 //
 //   - kind=silent: n connections that send nothing; each one the server
 //     closes is opened again at once.
+//   - kind=slow: n connections, each reopened as silent ones are, that
+//     send a submission's headers and then its body a byte a second: the
+//     server answers 401 at once (no token), then reads the body until
+//     its read timeout, 30 s.
 //   - kind=keepalive: n connections, opened 64 at a time, that each make
 //     one request and then stay idle until the server closes them.
 func TestFloodHelper(t *testing.T) {
@@ -281,6 +301,10 @@ func TestFloodHelper(t *testing.T) {
 		for range n {
 			wg.Go(func() { f.silent(ctx) })
 		}
+	case "slow":
+		for range n {
+			wg.Go(func() { f.slow(ctx) })
+		}
 	case "keepalive":
 		var next atomic.Int64
 		for range 64 {
@@ -291,7 +315,7 @@ func TestFloodHelper(t *testing.T) {
 			})
 		}
 	default:
-		t.Fatalf("VODA_FLOOD %q: kind is silent or keepalive", spec)
+		t.Fatalf("VODA_FLOOD %q: kind is silent, slow or keepalive", spec)
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -347,6 +371,35 @@ func (f *flood) silent(ctx context.Context) {
 		if c, ok := f.dial(ctx); ok {
 			f.hold(ctx, c, c)
 		}
+	}
+}
+
+// slow holds one connection busy with a request whose body trickles,
+// reopening it whenever the server closes it.
+func (f *flood) slow(ctx context.Context) {
+	for ctx.Err() == nil {
+		c, ok := f.dial(ctx)
+		if !ok {
+			continue
+		}
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			f.hold(ctx, c, c) // the 401, then nothing until the server closes
+		}()
+		_, err := io.WriteString(c, "POST "+api.RouteJobs+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\nContent-Length: 100000\r\n\r\n")
+		tick := time.NewTicker(time.Second)
+		for err == nil {
+			select {
+			case <-closed:
+				err = net.ErrClosed
+			case <-tick.C:
+				_, err = io.WriteString(c, "x")
+			}
+		}
+		tick.Stop()
+		_ = c.Close()
+		<-closed
 	}
 }
 
