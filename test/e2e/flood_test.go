@@ -106,6 +106,7 @@ func testFlood(t *testing.T, kind string, held, keepAlives int) {
 	kaDone := func() int64 {
 		return sumStats(keepAliveFlood, func(s floodStats) int64 { return s.served + s.failed })
 	}
+	start := time.Now()
 	for i := range tries {
 		// The tries are spread over the keep-alives' opening.
 		waitFor(t, "the keep-alive flood to go on", 60*time.Second, func() (bool, error) {
@@ -124,14 +125,14 @@ func testFlood(t *testing.T, kind string, held, keepAlives int) {
 		}
 	}
 	fds := procFDs(t, srv.PID())
-	dialsDuring := dials() - dialsBefore
+	dialsDuring, measured := dials()-dialsBefore, time.Since(start)
 	kaServed, kaDoneAll := sumStats(keepAliveFlood, func(s floodStats) int64 { return s.served }), kaDone()
 	for _, tg := range targets {
 		t.Logf("%s: %s", tg.name, latencies(tg.took))
 	}
-	t.Logf("flood: %d %s connections (opened %d times more while measuring), %d keep-alives (%d served, %d refused, while measuring); "+
+	t.Logf("flood: %d %s connections (opened %d times more in the %v of the tries), %d keep-alives (%d served, %d refused by then); "+
 		"server: %d descriptors (%d before the flood), RSS at most %.0f MiB",
-		held, kind, dialsDuring, keepAlives, kaServed, kaDoneAll-kaServed, fds, baseFDs, float64(maxRSS)/(1<<20))
+		held, kind, dialsDuring, measured.Round(time.Millisecond), keepAlives, kaServed, kaDoneAll-kaServed, fds, baseFDs, float64(maxRSS)/(1<<20))
 	for _, f := range failures {
 		t.Error(f)
 	}
