@@ -153,7 +153,7 @@ type connLimiter struct {
 	seq     uint64                // counts entries into a class
 	// holding[k] is how many clients hold k connections, and top the most
 	// any client holds; counts change by one, so top is kept in O(1).
-	holding []int
+	holding map[int]int
 	top     int
 }
 
@@ -188,7 +188,7 @@ type client struct {
 
 func newConnLimiter(max int, grace time.Duration, now func() time.Time) *connLimiter {
 	return &connLimiter{max: max, grace: grace, now: now,
-		conns: map[net.Conn]*tracked{}, clients: map[string]*client{}, holding: make([]int, max+1)}
+		conns: map[net.Conn]*tracked{}, clients: map[string]*client{}, holding: map[int]int{}}
 }
 
 // track is the http.Server.ConnState hook.
@@ -311,7 +311,9 @@ func (l *connLimiter) remove(t *tracked) {
 // count sets how many connections cl holds, one more or one fewer.
 func (l *connLimiter) count(cl *client, n int) {
 	if cl.n > 0 {
-		l.holding[cl.n]--
+		if l.holding[cl.n]--; l.holding[cl.n] == 0 {
+			delete(l.holding, cl.n)
+		}
 	}
 	if n > 0 {
 		l.holding[n]++

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -383,7 +384,7 @@ func (r *limiterRun) checkBooks() {
 	r.t.Helper()
 	l := r.l
 	total, top, listed := 0, 0, 0
-	holding := make([]int, len(l.holding))
+	holding := map[int]int{}
 	for addr, cl := range l.clients {
 		own := 0
 		for k := range numClasses {
@@ -399,7 +400,7 @@ func (r *limiterRun) checkBooks() {
 	for k := range numClasses {
 		listed += l.lists[k].Len()
 	}
-	if total != len(l.conns) || listed != len(l.conns) || top != l.top || !slices.Equal(holding, l.holding) || len(l.conns) > l.max {
+	if total != len(l.conns) || listed != len(l.conns) || top != l.top || !maps.Equal(holding, l.holding) || len(l.conns) > l.max {
 		r.t.Fatalf("books: %d tracked, clients hold %d, lists %d, top %d (kept %d), holding %v (kept %v), cap %d",
 			len(l.conns), total, listed, top, l.top, holding, l.holding, l.max)
 	}
