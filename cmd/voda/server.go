@@ -128,6 +128,8 @@ func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
 func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f, c := cmd.Flags(), &o.cfg
 	f.StringVar(&c.Addr, "addr", api.DefaultServerAddr, "HOST:PORT the API listens on")
+	f.StringVar(&c.ProbeAddr, "probe-addr", "",
+		"HOST:PORT of a listener serving only GET /healthz and /readyz, over plain HTTP and without a token, with an accept queue and a --max-connections of its own, so that no flood of --addr fails the probes of a kubelet or load balancer (empty: the probes are on --addr only, as always)")
 	f.StringVar(&c.DataDir, "data-dir", "voda-data", "directory of the embedded store (used when --store is empty)")
 	// The store's and queue's URLs may hold passwords, which a flag shows
 	// to anyone who can list processes: a file or an environment variable
@@ -151,7 +153,9 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.IntVar(&c.MaxConnections, "max-connections", api.DefaultMaxConnections,
-		"most client connections the API keeps open; at the limit a new client closes the connection idle longest, or is refused when all are busy (-1: no limit)")
+		"most client connections the API keeps open (and, apart, --probe-addr); a connection arriving at the limit takes the slot of: a connection with no complete request after --first-request-grace, oldest first; else an idle keep-alive, longest idle first; else a connection, not yet served or else the longest busy, of the client (IP address, IPv6 /64) holding the most, if the arriving one's client holds fewer; otherwise it is closed at once. One client's silent or slow connections thus never keep out a client holding fewer (-1: no limit)")
+	f.DurationVar(&c.FirstRequestGrace, "first-request-grace", api.DefaultFirstRequestGrace,
+		"how long a new connection may take to send its first request (TLS handshake included) before, at --max-connections, it is the first to be closed; longer, it still has the 10 s the server gives a request's headers")
 	f.IntVar(&c.MaxEventStreams, "max-event-streams", api.DefaultMaxStreams,
 		"most event streams (GET /api/v1/events, the dashboard's live feed) open at once; more are answered 503")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,

@@ -190,12 +190,7 @@ func (s *Server) Handler() http.Handler {
 					s.fail(rec, http.StatusInternalServerError, "InternalError", "", "internal error; see the server log")
 				}
 			}
-			route := r.Pattern
-			if route == "" {
-				route = "unmatched"
-			}
-			s.cfg.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
-			s.cfg.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+			s.observe(r, rec.code, start)
 		}()
 		if r.ContentLength > maxBody {
 			s.failTooLarge(rec)
@@ -210,6 +205,16 @@ func (s *Server) Handler() http.Handler {
 		}
 		s.mux.ServeHTTP(rec, r)
 	})
+}
+
+// observe records a request's route, status and duration.
+func (s *Server) observe(r *http.Request, code int, start time.Time) {
+	route := r.Pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	s.cfg.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	s.cfg.Metrics.HTTPDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 }
 
 type statusRecorder struct {
@@ -256,7 +261,7 @@ func (s *Server) routes() {
 	m.HandleFunc("PUT "+RouteLegacyAlgo, s.legacyAlgorithm)
 	m.HandleFunc("PUT "+RouteLegacyLimit, s.legacyRateLimit)
 	m.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
-	m.HandleFunc("GET "+RouteHealthz, func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
+	m.HandleFunc("GET "+RouteHealthz, healthz)
 	m.HandleFunc("GET "+RouteReadyz, s.readyz)
 	m.Handle("GET "+ui.Prefix, ui.Handler())
 	m.Handle("GET "+strings.TrimSuffix(ui.Prefix, "/"), http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
@@ -295,6 +300,8 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 	}
 	return out
 }
+
+func healthz(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -42,6 +42,11 @@ type Config struct {
 	// Listening, if set, is called with the API's address once it accepts
 	// connections.
 	Listening func(addr string)
+	// ProbeAddr, if set, is the HOST:PORT of a listener of its own for
+	// the health probes (api.Server.ProbeHandler), which ProbeListening
+	// learns as Listening does.
+	ProbeAddr      string
+	ProbeListening func(addr string)
 	// DataDir is the embedded store's directory, used when StoreURI is
 	// empty; StoreURI may also be a mongodb:// URI.
 	DataDir, StoreURI string
@@ -76,9 +81,13 @@ type Config struct {
 	// Tick is the period of cycles when no event asks for one; Resync the
 	// wall time between reconciliations of the store with the schedulers.
 	Tick, Resync time.Duration
-	// MaxConnections bounds the API's client connections (-1: no limit);
-	// MaxWorkers the workers one job may ask for.
+	// MaxConnections bounds the client connections of each listener (-1:
+	// no limit); MaxWorkers the workers one job may ask for.
 	MaxConnections, MaxWorkers int
+	// FirstRequestGrace is how long a new connection may go without a
+	// complete request before, at the cap, it goes first (0:
+	// api.DefaultFirstRequestGrace).
+	FirstRequestGrace time.Duration
 	// MaxEventStreams bounds the API's open event streams (0:
 	// api.DefaultMaxStreams).
 	MaxEventStreams int
@@ -104,6 +113,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--speed: %v must be positive", c.Speed)
 	case c.MaxConnections == 0 || c.MaxConnections < -1:
 		return fmt.Errorf("--max-connections: %d must be positive, or -1 for no limit", c.MaxConnections)
+	case c.FirstRequestGrace < 0:
+		return fmt.Errorf("--first-request-grace: %v must be positive", c.FirstRequestGrace)
+	case c.ProbeAddr != "" && !c.API:
+		return errors.New("--probe-addr: the probes are the API's; run it (--components all or api)")
 	case c.MaxEventStreams < 0:
 		return fmt.Errorf("--max-event-streams: %d must be positive", c.MaxEventStreams)
 	case c.MaxWorkers < 1:

@@ -202,7 +202,8 @@ type simReporter interface {
 	RunReports(ctx context.Context, in progress.Sink) error
 }
 
-// startAPI serves the REST API on Addr until ctx ends.
+// startAPI serves the REST API on Addr, and the probes on ProbeAddr if
+// set, until ctx ends.
 func (s *server) startAPI(ctx context.Context) error {
 	sec, err := s.cfg.Auth.load(s.cfg.Addr, s.cfg.Kube.Kubeconfig, s.cfg.Kube.ProgressAudience, s.log)
 	if err != nil {
@@ -211,6 +212,13 @@ func (s *server) startAPI(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
+	}
+	var probeLn net.Listener
+	if s.cfg.ProbeAddr != "" {
+		if probeLn, err = net.Listen("tcp", s.cfg.ProbeAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--probe-addr: %w", err)
+		}
 	}
 	srv, err := api.New(api.Config{
 		Authenticator: sec.authn, Authorizer: sec.authz, ReportAuthenticator: sec.reportAuthn, ReportAuthorizer: sec.reportAuthz,
@@ -225,15 +233,41 @@ func (s *server) startAPI(ctx context.Context) error {
 	})
 	if err != nil {
 		_ = ln.Close()
+		if probeLn != nil {
+			_ = probeLn.Close()
+		}
 		return err
 	}
 	scheme := "http"
 	if sec.tls != nil {
 		ln, scheme = tls.NewListener(ln, sec.tls), "https"
 	}
-	hs := api.NewHTTPServer(srv.Handler(), api.Limits{MaxConnections: s.cfg.MaxConnections})
+	// Each listener has a cap of its own: a flood of the API's port
+	// leaves the probes' free.
+	lim := api.Limits{MaxConnections: s.cfg.MaxConnections, FirstRequestGrace: s.cfg.FirstRequestGrace}
+	hs := api.NewHTTPServer(srv.Handler(), lim)
 	hs.RegisterOnShutdown(srv.CloseStreams) // Shutdown waits for handlers; streams never end by themselves
-	s.goRun(ctx, "api", func(context.Context) error {
+	s.serveHTTP(ctx, "api", hs, ln)
+	s.log.Info("voda server listening", "addr", scheme+"://"+ln.Addr().String(), "gpuTypes", s.gpuTypes,
+		"cluster", s.cfg.Cluster, "dataDir", s.cfg.DataDir, "speed", s.cfg.Speed)
+	if probeLn != nil {
+		// Plain HTTP whatever the API serves: kubelets probe without
+		// verifying a certificate anyway, and the probes carry no token.
+		s.serveHTTP(ctx, "probes", api.NewHTTPServer(srv.ProbeHandler(), lim), probeLn)
+		s.log.Info("probes listening", "addr", "http://"+probeLn.Addr().String())
+	}
+	if s.cfg.Listening != nil {
+		s.cfg.Listening(ln.Addr().String())
+	}
+	if probeLn != nil && s.cfg.ProbeListening != nil {
+		s.cfg.ProbeListening(probeLn.Addr().String())
+	}
+	return nil
+}
+
+// serveHTTP serves hs on ln until ctx ends, then shuts it down.
+func (s *server) serveHTTP(ctx context.Context, name string, hs *http.Server, ln net.Listener) {
+	s.goRun(ctx, name, func(context.Context) error {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
@@ -245,12 +279,6 @@ func (s *server) startAPI(ctx context.Context) error {
 		defer cancel()
 		_ = hs.Shutdown(sctx) // the listener is closed either way
 	}()
-	s.log.Info("voda server listening", "addr", scheme+"://"+ln.Addr().String(), "gpuTypes", s.gpuTypes,
-		"cluster", s.cfg.Cluster, "dataDir", s.cfg.DataDir, "speed", s.cfg.Speed)
-	if s.cfg.Listening != nil {
-		s.cfg.Listening(ln.Addr().String())
-	}
-	return nil
 }
 
 // schedulers are the scheduler services running in this process, by GPU

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,10 +128,14 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no connection": {func(c *Config) { c.MaxConnections = 0 }, "--max-connections: 0 must be positive"},
 		"below -1 connections": {
 			func(c *Config) { c.MaxConnections = -2 }, "--max-connections: -2 must be positive"},
-		"no workers":     {func(c *Config) { c.MaxWorkers = 0 }, "--max-workers: 0 must be at least 1"},
-		"unknown kind":   {func(c *Config) { c.Cluster = "aws" }, `--cluster: "aws" is not sim or kubernetes`},
-		"no sim nodes":   {func(c *Config) { c.SimNodes = nil }, "--sim-nodes: at least one GPU type is needed"},
-		"no sim cluster": {func(c *Config) { c.SimPool = nil }, "server: schedulers on a simulated cluster need"},
+		"negative grace": {func(c *Config) { c.FirstRequestGrace = -time.Second }, "--first-request-grace: -1s must be positive"},
+		"probes without the API": {
+			func(c *Config) { c.API, c.ProbeAddr = false, "127.0.0.1:0" }, "--probe-addr: the probes are the API's"},
+		"bad probe address": {func(c *Config) { c.ProbeAddr = "nope" }, "--probe-addr: "},
+		"no workers":        {func(c *Config) { c.MaxWorkers = 0 }, "--max-workers: 0 must be at least 1"},
+		"unknown kind":      {func(c *Config) { c.Cluster = "aws" }, `--cluster: "aws" is not sim or kubernetes`},
+		"no sim nodes":      {func(c *Config) { c.SimNodes = nil }, "--sim-nodes: at least one GPU type is needed"},
+		"no sim cluster":    {func(c *Config) { c.SimPool = nil }, "server: schedulers on a simulated cluster need"},
 		"fast kubernetes": {
 			func(c *Config) { c.Cluster, c.Speed = ClusterKubernetes, 2 }, "--speed: 2: a real cluster runs in real time"},
 		"kubernetes API without types": {
@@ -188,4 +194,84 @@ func TestAnonymousOnlyOnLoopback(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProbeListener: with ProbeAddr, the probes answer there without a
+// token, over plain HTTP, while the API wants one; nothing else is served
+// there, and its requests count in the API's metrics.
+func TestProbeListener(t *testing.T) {
+	cfg := simConfig(t)
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("s3cret,alice,1,voda:users\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth.TokenFile = tokens
+	cfg.ProbeAddr = "127.0.0.1:0"
+	probec := make(chan string, 1)
+	cfg.ProbeListening = func(addr string) { probec <- addr }
+	base, stop := runSim(t, cfg)
+	defer stop()
+	probes := "http://" + <-probec
+	get := func(method, url string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		method, url string
+		code        int
+		body        string
+	}{
+		{"GET", probes + api.RouteHealthz, http.StatusOK, "ok\n"},
+		{"GET", probes + api.RouteReadyz, http.StatusOK, "ok\n"},
+		{"HEAD", probes + api.RouteReadyz, http.StatusOK, ""},
+		{"POST", probes + api.RouteHealthz, http.StatusMethodNotAllowed, ""},
+		{"GET", probes + api.RouteMetrics, http.StatusNotFound, ""},
+		{"GET", probes + api.RouteJobs, http.StatusNotFound, ""},
+		{"GET", probes + "/ui/", http.StatusNotFound, ""},
+		{"GET", base + api.RouteHealthz, http.StatusOK, "ok\n"},
+		{"GET", base + api.RouteJobs, http.StatusUnauthorized, ""},
+	} {
+		code, body := get(tc.method, tc.url)
+		if code != tc.code || tc.body != "" && body != tc.body {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.method, tc.url, code, body, tc.code, tc.body)
+		}
+	}
+	req, _ := http.NewRequest("GET", base+api.RouteMetrics, nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	// runSim's readiness poll and the two probes above on the probe
+	// port, and one on the API's: at least 3 of /readyz, 2 of /healthz.
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`voda_http_requests_total\{code="200",route="GET /healthz"\} [2-9]`),
+		regexp.MustCompile(`voda_http_requests_total\{code="200",route="GET /readyz"\} ([3-9]|\d\d)`),
+	} {
+		if !want.Match(b) {
+			t.Errorf("/metrics has no line matching %s:\n%s", want, grepLines(string(b), "voda_http_requests_total"))
+		}
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -121,6 +121,8 @@ func ValueSets() []ValueSet {
 					"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "15s", "retryPeriod": "3s"},
 				},
 				"podDisruptionBudget": map[string]any{"maxUnavailable": nil, "minAvailable": 2},
+				// No probes' port: the probes go to the API's.
+				"api": map[string]any{"probePort": 0},
 			},
 			Namespaces: []string{"default"},
 		},
@@ -145,6 +147,9 @@ func ValueSets() []ValueSet {
 				"tolerations":    []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
 				"image":          map[string]any{"repository": ImageRepository, "digest": "sha256:" + strings.Repeat("ab", 32), "pullPolicy": "Always"},
 				"store":          map[string]any{"embedded": map[string]any{"persistence": map[string]any{"storageClass": "fast", "size": "5Gi"}}},
+				// One probe on the API's port, which serves HTTPS; the
+				// others stay on the probes' port, plain HTTP.
+				"startupProbe": map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "http"}, "periodSeconds": 2, "failureThreshold": 60},
 			},
 			Namespaces: []string{"default"},
 		},

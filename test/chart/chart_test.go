@@ -3,6 +3,7 @@ package chart
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,6 +124,42 @@ func (r *rendered) wantArgs(deployment string, want map[string]string, absent ..
 	}
 }
 
+// wantProbes checks the port and scheme ("" for none, which is HTTP) of
+// the container's probes, by name.
+func (r *rendered) wantProbes(deployment string, want map[string][2]string) {
+	r.t.Helper()
+	c := r.container(deployment)
+	for probe, w := range want {
+		wantField(r.t, c, w[0], probe, "httpGet", "port")
+		scheme, _, _ := unstructured.NestedString(c, probe, "httpGet", "scheme")
+		if scheme != w[1] {
+			r.t.Errorf("Deployment %s: %s scheme %q, want %q", deployment, probe, scheme, w[1])
+		}
+	}
+}
+
+// wantPorts checks the container's ports, name to number.
+func (r *rendered) wantPorts(deployment string, want map[string]int64) {
+	r.t.Helper()
+	ps, _, _ := unstructured.NestedSlice(r.container(deployment), "ports")
+	got, wantText := map[string]string{}, map[string]string{}
+	for _, p := range ps {
+		p := p.(map[string]any)
+		got[fmt.Sprint(p["name"])] = fmt.Sprint(p["containerPort"])
+	}
+	for name, n := range want {
+		wantText[name] = fmt.Sprint(n)
+	}
+	if !maps.Equal(got, wantText) {
+		r.t.Errorf("Deployment %s: ports %v, want %v", deployment, got, want)
+	}
+}
+
+// allProbes is wantProbes' argument for the three probes on one port.
+func allProbes(port, scheme string) map[string][2]string {
+	return map[string][2]string{"livenessProbe": {port, scheme}, "readinessProbe": {port, scheme}, "startupProbe": {port, scheme}}
+}
+
 // field walks obj by path: map keys, and indices into lists.
 func field(t *testing.T, obj map[string]any, path ...string) any {
 	t.Helper()
@@ -230,14 +267,14 @@ func TestRender(t *testing.T) {
 				"--leader-elect-lease-duration": "15s", "--leader-elect-renew-deadline": "10s", "--leader-elect-retry-period": "2s",
 				"--authentication": "kubernetes", "--namespace": "default", "--job-namespaces": "default",
 				"--pod-security": "baseline", "--progress-url": "http://voda.voda-system.svc:55587",
+				"--probe-addr": ":55588", "--max-connections": "1024", "--first-request-grace": "1s",
 			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue")
 			c := r.container("voda")
 			wantField(t, c, ImageRepository+":"+ImageTag, "image")
 			wantField(t, c, "/healthz", "livenessProbe", "httpGet", "path")
 			wantField(t, c, "/readyz", "readinessProbe", "httpGet", "path")
-			if _, ok, _ := unstructured.NestedFieldNoCopy(c, "readinessProbe", "httpGet", "scheme"); ok {
-				t.Error("a probe scheme without TLS")
-			}
+			r.wantPorts("voda", map[string]int64{"http": 55587, "probes": 55588})
+			r.wantProbes("voda", allProbes("probes", ""))
 			r.checkRestricted("voda")
 			pvc := r.get("PersistentVolumeClaim", "voda-data")
 			wantField(t, pvc.Object, "1Gi", "spec", "resources", "requests", "storage")
@@ -270,7 +307,9 @@ func TestRender(t *testing.T) {
 				"--store-file": "/etc/voda/store/uri", "--queue-file": "/etc/voda/queue/url",
 				"--gpu-types": "nvidia-tesla-v100,nvidia-a100", "--leader-elect": "true",
 				"--leader-elect-lease-duration": "20s", "--leader-elect-renew-deadline": "15s", "--leader-elect-retry-period": "3s",
-			}, "--data-dir", "--store", "--queue")
+			}, "--data-dir", "--store", "--queue", "--probe-addr")
+			r.wantPorts("voda", map[string]int64{"http": 55587})
+			r.wantProbes("voda", allProbes("http", ""))
 			if r.find("PersistentVolumeClaim", "voda-data") != nil {
 				t.Error("a PersistentVolumeClaim with MongoDB")
 			}
@@ -300,8 +339,10 @@ func TestRender(t *testing.T) {
 			wantField(t, r.get("Deployment", "voda-scheduler").Object, 2, "spec", "replicas")
 			r.wantArgs("voda-api", map[string]string{"--components": "api", "--gpu-types": "v100", "--authentication": "kubernetes",
 				"--progress-url": "http://voda-api.voda-system.svc:55587"}, "--leader-elect", "--lease-namespace")
+			r.wantArgs("voda-api", map[string]string{"--probe-addr": ":55588"})
+			r.wantProbes("voda-api", allProbes("probes", ""))
 			r.wantArgs("voda-scheduler", map[string]string{"--components": "scheduler", "--leader-elect": "true", "--lease-namespace": "voda-system"},
-				"--addr", "--authentication")
+				"--addr", "--authentication", "--probe-addr")
 			if _, ok := r.container("voda-scheduler")["readinessProbe"]; ok {
 				t.Error("probes on scheduler-only pods, which serve no HTTP")
 			}
@@ -335,9 +376,10 @@ func TestRender(t *testing.T) {
 			c := r.container("voda")
 			wantField(t, c, ImageRepository+"@sha256:"+strings.Repeat("ab", 32), "image")
 			wantField(t, c, "Always", "imagePullPolicy")
-			for _, p := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
-				wantField(t, c, "HTTPS", p, "httpGet", "scheme")
-			}
+			// The probes' port is plain HTTP whatever the API serves.
+			r.wantProbes("voda", map[string][2]string{
+				"livenessProbe": {"probes", ""}, "readinessProbe": {"probes", ""}, "startupProbe": {"http", "HTTPS"},
+			})
 			vols := r.volumes("voda")
 			wantField(t, vols["tokens"], "voda-tokens", "secret", "secretName")
 			wantField(t, vols["tls"], "voda-tls", "secret", "secretName")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -244,9 +245,13 @@ func TestChartDeploymentFromImage(t *testing.T) {
 		t.Fatalf("args %q", renderedArgs)
 	}
 	var args []string
+	probeAddr := ""
 	for _, a := range renderedArgs[1:] {
 		switch {
 		case strings.HasPrefix(a, "--addr="): // vodatest gives a free loopback port
+		case strings.HasPrefix(a, "--probe-addr="): // a free loopback port too
+			probeAddr = vodatest.FreeAddr(t)
+			args = append(args, "--probe-addr="+probeAddr)
 		case strings.HasPrefix(a, "--data-dir="):
 			args = append(args, "--data-dir="+t.TempDir())
 		default:
@@ -269,6 +274,17 @@ func TestChartDeploymentFromImage(t *testing.T) {
 	}
 	t.Logf("%s voda server %s", strings.Join(environ, " "), strings.Join(args, " "))
 	srv := vodatest.StartServerBinary(t, bin, environ, args...)
+	if probeAddr == "" {
+		t.Error("the chart gives no --probe-addr, where its probes go")
+	} else {
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("the chart's readiness probe, GET /readyz on --probe-addr %s: %v %v", probeAddr, resp, err)
+		}
+	}
 	tok, err := env.UserToken("bob")
 	if err != nil {
 		t.Fatal(err)

@@ -168,4 +168,7 @@ it, so `helm template --show-only` refuses them too. */}}
 {{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}
 {{- fail "serviceAccount.create false needs serviceAccount.name: the existing ServiceAccount the pods run as" }}
 {{- end }}
+{{- if eq (int $v.api.probePort) (int $v.api.port) }}
+{{- fail (printf "api.probePort %v is api.port: give the probes a port of their own, or 0 for none (probes then go to the API's port)" $v.api.probePort) }}
+{{- end }}
 {{- end }}
