@@ -33,8 +33,11 @@ const (
 	caPath = "etc/ssl/certs/ca-certificates.crt"
 	// nonroot is the user and group the image runs as (distroless's).
 	nonroot = 65532
-	// apiPort is voda server's API port (api.DefaultServerAddr).
-	apiPort = "55587/tcp"
+	// apiPort is voda server's API port (api.DefaultServerAddr); probePort
+	// the probe listener's port the Helm chart gives --probe-addr
+	// (api.probePort in its values).
+	apiPort   = "55587/tcp"
+	probePort = "55588/tcp"
 	// source is the repository the image's labels point to.
 	source = "https://github.com/vodascheduler/voda"
 )
@@ -256,7 +259,7 @@ func image(o options, layerBytes []byte) (v1.Image, error) {
 		User:         fmt.Sprintf("%d:%d", nonroot, nonroot),
 		WorkingDir:   "/home/nonroot",
 		Env:          []string{"PATH=/"},
-		ExposedPorts: map[string]struct{}{apiPort: {}},
+		ExposedPorts: map[string]struct{}{apiPort: {}, probePort: {}},
 		Labels:       l,
 	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {

@@ -215,7 +215,7 @@ func TestImage(t *testing.T) {
 		User:         "65532:65532",
 		WorkingDir:   "/home/nonroot",
 		Env:          []string{"PATH=/"},
-		ExposedPorts: map[string]struct{}{"55587/tcp": {}},
+		ExposedPorts: map[string]struct{}{"55587/tcp": {}, "55588/tcp": {}},
 		Labels: map[string]string{
 			"org.opencontainers.image.title":       "voda",
 			"org.opencontainers.image.description": "Voda, a GPU scheduler for elastic deep-learning training on Kubernetes",
