@@ -40,6 +40,9 @@ func (d boltDamager) DamageJob(_ context.Context, name string, dmg storetest.Dam
 		if dmg.GPUType != "" {
 			spec["gpuType"] = dmg.GPUType
 		}
+		if !dmg.SubmitTime.IsZero() {
+			spec["submitTime"] = dmg.SubmitTime.UnixNano()
+		}
 		if dmg.Status != "" {
 			rec["status"] = map[string]any{"state": map[string]any{"status": dmg.Status}}
 		}

@@ -52,6 +52,9 @@ func (d mongoDamager) DamageJob(ctx context.Context, name string, dmg storetest.
 		if dmg.GPUType != "" {
 			spec = append(spec, bson.E{Key: "gpuType", Value: dmg.GPUType})
 		}
+		if !dmg.SubmitTime.IsZero() {
+			spec = append(spec, bson.E{Key: "submitTime", Value: dmg.SubmitTime.UnixNano()})
+		}
 		doc = bson.D{{Key: "_id", Value: name}, {Key: "spec", Value: spec}}
 		if dmg.Status != "" {
 			doc = append(doc,
@@ -349,7 +352,7 @@ func TestMongoDocument(t *testing.T) {
 	for _, i := range idx {
 		names = append(names, i.Name)
 	}
-	if diff := cmp.Diff([]string{"_id_", "gpuTypeLive", "submitOrder"}, names, cmpSorted()); diff != "" {
+	if diff := cmp.Diff([]string{"_id_", "finishOrder", "liveOrder", "submitOrder"}, names, cmpSorted()); diff != "" {
 		t.Errorf("job indexes (-want +got):\n%s", diff)
 	}
 
