@@ -4,3 +4,11 @@ package store
 // between reading the jobs and writing their statuses, so that a test can
 // write in between as another process could.
 func SetMongoBeforeBulk(s Store, f func()) { s.(*mongoStore).beforeBulk = f }
+
+// SetIndexBatch makes the embedded store build its index n jobs a
+// transaction, until the returned function restores the default.
+func SetIndexBatch(n int) (restore func()) {
+	old := indexBatch
+	indexBatch = n
+	return func() { indexBatch = old }
+}

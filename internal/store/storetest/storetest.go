@@ -633,7 +633,7 @@ func testPages(t *testing.T, f Factory) {
 			}
 		}
 		wantNames(t, s, opts, want)
-		for _, limit := range []int{1, 2, 7, 100} {
+		for _, limit := range []int{1, 7, 100} {
 			if diff := cmp.Diff(want, names(pageAll(t, s, opts, limit))); diff != "" {
 				t.Errorf("pages of %d of ListJobs(%+v) (-want +got):\n%s", limit, opts, diff)
 			}
@@ -651,8 +651,8 @@ func testPages(t *testing.T, f Factory) {
 		{SubmitTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{SubmitTime: base.In(ist()), Name: "p05"},
 	}
-	for _, j := range jobs {
-		positions = append(positions, j.Position())
+	for i := 0; i < len(jobs); i += 4 {
+		positions = append(positions, jobs[i].Position())
 	}
 	for _, p := range positions {
 		var want []string
