@@ -12,3 +12,11 @@ func SetIndexBatch(n int) (restore func()) {
 	indexBatch = n
 	return func() { indexBatch = old }
 }
+
+// MongoQueries are the filters and sorts the MongoDB store's ListJobs
+// sends for opts and its ListFinished sends, for tests that ask the
+// server how it runs them.
+func MongoQueries(opts ListOptions) (list, listOrder, finished, finishedOrder any) {
+	f, _ := listFilter(opts)
+	return f, listSort, liveFilter(false), finishedSort
+}

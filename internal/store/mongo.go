@@ -245,35 +245,11 @@ func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, err
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	submit, name, none := opts.After.stored()
+	filter, none := listFilter(opts)
 	if none {
 		return nil, nil
 	}
-	var conds bson.A
-	if opts.GPUType != "" {
-		conds = append(conds, bson.D{{Key: "$or", Value: bson.A{
-			bson.D{{Key: "spec.gpuType", Value: opts.GPUType}},
-			bson.D{{Key: "spec.gpuType", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "string"}}}}}},
-		}}})
-	}
-	if opts.Live {
-		conds = append(conds, liveFilter(true))
-	}
-	if opts.paged() {
-		conds = append(conds, pageFilter(submit, name))
-	}
-	filter := bson.D{}
-	switch len(conds) {
-	case 0:
-	case 1:
-		filter = conds[0].(bson.D)
-	default:
-		filter = bson.D{{Key: "$and", Value: conds}}
-	}
-	// Times are int64 nanoseconds and the zero time is null, which MongoDB
-	// sorts before every number: the same order as time.Time.Compare.
-	sort := bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}
-	find := options.Find().SetSort(sort)
+	find := options.Find().SetSort(listSort)
 	if opts.Limit > 0 {
 		find.SetBatchSize(int32(min(opts.Limit, math.MaxInt32)))
 	}
@@ -301,6 +277,40 @@ func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, err
 		slices.SortFunc(jobs, jobBefore)
 	}
 	return jobs, nil
+}
+
+// listSort is ListJobs' order. Times are int64 nanoseconds and the zero
+// time is null, which MongoDB sorts before every number: the same order
+// as time.Time.Compare.
+var listSort = bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}
+
+// listFilter is ListJobs' filter for opts; none reports that no job can
+// match (a position past every time).
+func listFilter(opts ListOptions) (filter bson.D, none bool) {
+	submit, name, none := opts.After.stored()
+	if none {
+		return nil, true
+	}
+	var conds bson.A
+	if opts.GPUType != "" {
+		conds = append(conds, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "spec.gpuType", Value: opts.GPUType}},
+			bson.D{{Key: "spec.gpuType", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "string"}}}}}},
+		}}})
+	}
+	if opts.Live {
+		conds = append(conds, liveFilter(true))
+	}
+	if opts.paged() {
+		conds = append(conds, pageFilter(submit, name))
+	}
+	switch len(conds) {
+	case 0:
+		return bson.D{}, false
+	case 1:
+		return conds[0].(bson.D), false
+	}
+	return bson.D{{Key: "$and", Value: conds}}, false
 }
 
 // liveFilter selects live jobs (live true) or terminal ones: by the live
@@ -691,7 +701,7 @@ func (s *mongoStore) ListFinished(ctx context.Context, limit int) ([]FinishedJob
 		return nil, fmt.Errorf("store: list finished jobs: %w", err)
 	}
 	find := options.Find().
-		SetSort(bson.D{{Key: "status.finishTime", Value: 1}, {Key: "_id", Value: 1}}).
+		SetSort(finishedSort).
 		SetLimit(int64(limit)).
 		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "status.finishTime", Value: 1}})
 	cur, err := s.jobs.Find(ctx, liveFilter(false), find)
@@ -716,6 +726,9 @@ func (s *mongoStore) ListFinished(ctx context.Context, limit int) ([]FinishedJob
 	}
 	return out, nil
 }
+
+// finishedSort is ListFinished's order.
+var finishedSort = bson.D{{Key: "status.finishTime", Value: 1}, {Key: "_id", Value: 1}}
 
 // CountJobs counts documents by their live flag, which an index with it
 // as its prefix serves without reading the documents.

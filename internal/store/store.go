@@ -339,8 +339,9 @@ type Store interface {
 	//
 	// MongoDB: a document whose spec.submitTime holds anything but what
 	// the store writes (a 64-bit integer or null), which only a hand edit
-	// makes, sorts apart from every time, so it is listed only without
-	// Limit and After (first, with the zero time), never in a page.
+	// makes, is not placed by the server where it is returned (a string
+	// sorts after every number), so it is listed only without Limit and
+	// After, never in a page.
 	ListJobs(ctx context.Context, opts ListOptions) ([]Job, error)
 	// SetPriority changes Spec.Priority; ErrNotFound if absent.
 	SetPriority(ctx context.Context, name string, priority int) error
