@@ -403,41 +403,42 @@ func TestBoltIndexBuiltOnOpen(t *testing.T) {
 		if err != nil || len(fin) != 4 || fin[0].Name != "job-00" || !fin[0].FinishTime.Equal(time.Unix(91, 0)) {
 			t.Errorf("%s: ListFinished = %+v, %v; want job-00 (finished at 91 s) first of 4", when, fin, err)
 		}
+		page, err := s.ListJobs(ctx, store.ListOptions{Limit: 5, After: store.Position{SubmitTime: time.Unix(2, 0), Name: "job-05"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range page {
+			got = append(got, j.Name)
+		}
+		if diff := cmp.Diff([]string{"job-02", "job-03", "job-00", "job-01", "job-dmg"}, got); diff != "" {
+			t.Errorf("%s: a page after job-05 (-want +got):\n%s", when, diff)
+		}
 	}
-
-	var logs bytes.Buffer
-	open := func() store.Store {
+	// step opens the store, checks the log says logged (nothing if
+	// logged is empty) and the store's lists, and closes it.
+	step := func(when string, logged ...string) {
 		t.Helper()
-		logs.Reset()
+		var logs bytes.Buffer
 		s, err := store.Open(ctx, "", dir, store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		if err != nil {
-			t.Fatalf("Open: %v", err)
+			t.Fatalf("%s: Open: %v", when, err)
 		}
-		return s
-	}
-	wantLog := func(when string, want ...string) {
-		t.Helper()
-		for _, w := range want {
+		for _, w := range logged {
 			if !strings.Contains(logs.String(), w) {
 				t.Errorf("%s: log %q does not say %q", when, logs.String(), w)
 			}
 		}
-		if len(want) == 0 && logs.Len() != 0 {
+		if len(logged) == 0 && logs.Len() != 0 {
 			t.Errorf("%s: log %q, want nothing", when, logs.String())
 		}
+		check(when, s)
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s = open()
-	wantLog("first open", "indexed the jobs", "the file has no index", "jobs=11", "unreadable=1", "transactions=4")
-	check("first open", s)
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s = open()
-	wantLog("second open")
-	check("second open", s)
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	step("first open", "indexed the jobs", "the file has no index", "jobs=11", "unreadable=1", "transactions=4")
+	step("second open")
 
 	// An older version, run in between, created a job: it has no entry.
 	updateFile(t, dir, func(tx *bolt.Tx) error {
@@ -446,12 +447,7 @@ func TestBoltIndexBuiltOnOpen(t *testing.T) {
 	live = append([]string{"job-old"}, live...) // submitted at 1 µs
 	all = slices.Insert(all, 2, "job-old")
 	nLive++
-	s = open()
-	wantLog("after an older version's write", "the job index holds 11 jobs, the file 12")
-	check("after an older version's write", s)
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	step("after an older version's write", "the job index holds 11 jobs, the file 12")
 
 	// Keys the entries do not account for are never listed: those of a
 	// job that is not there, and those of job-07 at a time not its own.
@@ -461,36 +457,11 @@ func TestBoltIndexBuiltOnOpen(t *testing.T) {
 		return errors.Join(live.Put([]byte("v100/"+epoch+"job-gone"), nil), live.Put([]byte("v100/"+epoch+"job-07"), nil),
 			order.Put([]byte(epoch+"job-gone"), nil), order.Put([]byte(epoch+"job-07"), nil))
 	})
-	s = open()
-	wantLog("with stray keys")
-	check("with stray keys", s)
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	step("with stray keys")
 
-	// A build that did not finish: no version recorded, and a key of a
-	// job that is not there.
-	updateFile(t, dir, func(tx *bolt.Tx) error {
-		if err := tx.Bucket([]byte("meta")).Delete([]byte("indexVersion")); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte("jobOrder")).Put([]byte(epoch+"job-gone"), nil)
-	})
-	s = open()
-	defer func() { _ = s.Close(ctx) }()
-	wantLog("after an interrupted build", "the file has no index", "jobs=12")
-	check("after an interrupted build", s)
-	got, err := s.ListJobs(ctx, store.ListOptions{Limit: 5, After: store.Position{SubmitTime: time.Unix(2, 0), Name: "job-05"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, j := range got {
-		names = append(names, j.Name)
-	}
-	if diff := cmp.Diff([]string{"job-02", "job-03", "job-00", "job-01", "job-dmg"}, names); diff != "" {
-		t.Errorf("a page after job-05 (-want +got):\n%s", diff)
-	}
+	// A build that did not finish: no version recorded.
+	updateFile(t, dir, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("indexVersion")) })
+	step("after an interrupted build", "the file has no index", "jobs=12")
 }
 
 // updateFile runs fn in a write transaction on the store file in dir, as
