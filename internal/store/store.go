@@ -364,9 +364,10 @@ type Store interface {
 	// an allocation without GPUs at now ends its Allocations)
 	// and StatusRevision incremented; every field that can still be read
 	// is kept. An unreadable record is replaced by one holding its name
-	// (Name and Spec.Name), what could be read (GPU type) and the original
-	// bytes (kept in the stored record under "original", for an operator
-	// to inspect; not returned in Job). A record already terminal is left
+	// (Name and Spec.Name), what could be read (GPU type; submit time, as
+	// ListJobs returned it) and the original bytes (kept in the stored
+	// record under "original", for an operator to inspect; not returned
+	// in Job). A record already terminal is left
 	// as it is, even an unreadable one whose status reads as terminal: a
 	// finished job stays finished. ErrNotFound if absent.
 	SetAside(ctx context.Context, name, reason string, now time.Time) error
