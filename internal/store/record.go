@@ -741,13 +741,16 @@ func (o ListOptions) paged() bool { return o.Limit > 0 || o.After != (Position{}
 
 // stored returns p as the stored values ListJobs compares with: the
 // submit time (nil for the zero time) and the name after which jobs are
-// listed. A time before the storable range becomes its start with no
-// name, which every stored time but the zero time follows; none reports
-// a time past the range, which no job follows.
+// listed. A time before the zero time becomes the zero time with no
+// name, which every job follows; one before the storable range becomes
+// its start with no name, which every stored time but the zero time
+// follows; none reports a time past the range, which no job follows.
 func (p Position) stored() (submit *int64, name string, none bool) {
 	switch {
 	case p.SubmitTime.IsZero():
 		return nil, p.Name, false
+	case p.SubmitTime.Before(time.Time{}):
+		return nil, "", false
 	case p.SubmitTime.Before(minTime):
 		n := int64(math.MinInt64)
 		return &n, "", false

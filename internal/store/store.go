@@ -218,9 +218,9 @@ type ListOptions struct {
 }
 
 // Position is a place in ListJobs' order: jobs come after it if their
-// Spec.SubmitTime is later, or equal with a Name greater in byte order.
-// A time before 1677-09-21 comes before every stored time but the zero
-// time; one after 2262-04-11 after every job.
+// Spec.SubmitTime is later (as time.Time.Compare has it: the zero time is
+// in year 1), or equal with a Name greater in byte order. Any time will
+// do, even one no job can have (before 1677-09-21, after 2262-04-11).
 type Position struct {
 	SubmitTime time.Time
 	Name       string

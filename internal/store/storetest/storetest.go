@@ -648,6 +648,7 @@ func testPages(t *testing.T, f Factory) {
 		{Name: "p15"},
 		{Name: "zzz"},
 		{SubmitTime: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), Name: "zzz"},
+		{SubmitTime: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), Name: "zzz"}, // before the zero time
 		{SubmitTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{SubmitTime: base.In(ist()), Name: "p05"},
 	}
