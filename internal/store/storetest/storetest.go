@@ -618,8 +618,8 @@ func testPages(t *testing.T, f Factory) {
 	times := []time.Time{{}, time.Unix(0, 0), time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC), base, base.Add(1), base.Add(time.Hour)}
 	statuses := []model.Status{model.StatusWaiting, model.StatusCompleted, model.StatusRunning, model.StatusCanceled, ""}
 	var jobs []store.Job
-	for i := range 30 {
-		j := simpleJob(fmt.Sprintf("p%02d", i*7%30), []string{"v100", "k80"}[i%3%2], times[i%len(times)], statuses[i%len(statuses)])
+	for i := range 20 {
+		j := simpleJob(fmt.Sprintf("p%02d", i*7%20), []string{"v100", "k80"}[i%3%2], times[i%len(times)], statuses[i%len(statuses)])
 		mustCreate(t, s, j)
 		jobs = append(jobs, j)
 	}
@@ -633,7 +633,9 @@ func testPages(t *testing.T, f Factory) {
 			}
 		}
 		wantNames(t, s, opts, want)
-		for _, limit := range []int{1, 7, 100} {
+		// 1: every page full, the last followed by an empty one; 7: a
+		// short last page.
+		for _, limit := range []int{1, 7} {
 			if diff := cmp.Diff(want, names(pageAll(t, s, opts, limit))); diff != "" {
 				t.Errorf("pages of %d of ListJobs(%+v) (-want +got):\n%s", limit, opts, diff)
 			}
@@ -652,7 +654,7 @@ func testPages(t *testing.T, f Factory) {
 		{SubmitTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{SubmitTime: base.In(ist()), Name: "p05"},
 	}
-	for i := 0; i < len(jobs); i += 4 {
+	for i := 0; i < len(jobs); i += 3 {
 		positions = append(positions, jobs[i].Position())
 	}
 	for _, p := range positions {
@@ -672,14 +674,14 @@ func testPages(t *testing.T, f Factory) {
 
 	// Jobs created between two pages: the next page lists those that
 	// come after the position, as it would have listed them before.
-	first, err := s.ListJobs(ctx, store.ListOptions{Limit: 10})
+	first, err := s.ListJobs(ctx, store.ListOptions{Limit: 8})
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)
 	}
 	mustCreate(t, s, simpleJob("a-early", "v100", time.Time{}, model.StatusWaiting))
 	mustCreate(t, s, simpleJob("z-late", "v100", base.Add(2*time.Hour), model.StatusWaiting))
 	rest := pageAll(t, s, store.ListOptions{After: first[len(first)-1].Position()}, 4)
-	if diff := cmp.Diff(append(names(jobs[10:]), "z-late"), names(rest)); diff != "" {
+	if diff := cmp.Diff(append(names(jobs[8:]), "z-late"), names(rest)); diff != "" {
 		t.Errorf("pages after jobs were created (-want +got):\n%s", diff)
 	}
 }
