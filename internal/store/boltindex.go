@@ -228,18 +228,14 @@ func reindex(tx *bolt.Tx, name string, next *indexEntry) error {
 }
 
 // putIndexKeys puts (or, with put false, deletes) the keys of job name's
-// entry e in the derived index buckets.
+// entry e in the derived index buckets: its order key, and its live or
+// its finished key.
 func putIndexKeys(tx *bolt.Tx, name string, e indexEntry, put bool) error {
-	keys := []struct {
-		bucket []byte
-		key    []byte
-	}{{jobOrderBucket, orderKey(e.Submit, name)}}
+	bucket, key := jobFinishedBucket, e.finishedKey(name)
 	if e.Live {
-		keys = append(keys, struct{ bucket, key []byte }{jobLiveBucket, e.liveKey(name)})
-	} else {
-		keys = append(keys, struct{ bucket, key []byte }{jobFinishedBucket, e.finishedKey(name)})
+		bucket, key = jobLiveBucket, e.liveKey(name)
 	}
-	for _, k := range keys {
+	for _, k := range [2]struct{ bucket, key []byte }{{jobOrderBucket, orderKey(e.Submit, name)}, {bucket, key}} {
 		b := tx.Bucket(k.bucket)
 		var err error
 		if put {
