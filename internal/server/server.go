@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("--placer: %w", err)
 	}
 	log := cmp.Or(cfg.Logger, slog.Default())
-	st, err := store.Open(ctx, cfg.StoreURI, cfg.DataDir)
+	st, err := store.Open(ctx, cfg.StoreURI, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}

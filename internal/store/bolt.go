@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,8 +53,9 @@ type boltStore struct {
 
 var _ Store = (*boltStore)(nil)
 
-// openBolt opens (creating if needed) the store file in dataDir.
-func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
+// openBolt opens (creating if needed) the store file in dataDir, and
+// builds its job index if it has none (see ensureIndex), logging to log.
+func openBolt(ctx context.Context, dataDir string, log *slog.Logger) (*boltStore, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dataDir, err)
 	}
@@ -74,13 +75,17 @@ func openBolt(ctx context.Context, dataDir string) (*boltStore, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket, progressBucket} {
+		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket, progressBucket,
+			jobIndexBucket, jobOrderBucket, jobLiveBucket, jobFinishedBucket, metaBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
 		return nil
 	})
+	if err == nil {
+		err = ensureIndex(ctx, db, path, log)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -114,6 +119,10 @@ func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
 			return nil
 		}
 		if err := b.Put([]byte(j.Name), val); err != nil {
+			return err
+		}
+		e := entryOf(rec)
+		if err := reindex(tx, j.Name, &e); err != nil {
 			return err
 		}
 		return putProgress(tx, j.Name, j.ProgressRevision, j.Progress)
@@ -150,26 +159,59 @@ func (s *boltStore) GetJob(ctx context.Context, name string) (Job, error) {
 	return j, nil
 }
 
-// ListJobs decodes every job and filters and sorts in memory: bbolt has no
-// secondary indexes, and the job count (thousands) makes a full scan cheap.
+// ListJobs reads the index (see boltindex.go) in ListJobs' order and
+// decodes only the records it may return: live jobs from the live index,
+// the others from the order index, from a seek to opts.After on. The index
+// entry, not the record, places a job, so an unreadable record is
+// returned with the submit time it was indexed under.
 func (s *boltStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, error) {
 	if err := s.gate.enter(ctx); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
 	defer s.gate.leave()
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
+	}
+	submit, name, none := opts.After.stored()
+	if none {
+		return nil, nil
+	}
+	var after []byte
+	if opts.After != (Position{}) {
+		after = orderKey(optOf(submit), name)
+	}
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(jobsBucket).ForEach(func(k, v []byte) error {
-			if j := readBoltJob(tx, string(k), v); opts.matches(j) {
-				jobs = append(jobs, j)
+		b := tx.Bucket(jobsBucket)
+		// take reads one job the index lists, and reports whether the
+		// list wants more.
+		take := func(ij indexedJob) bool {
+			if v := b.Get([]byte(ij.name)); v != nil {
+				if j := readBoltJob(tx, ij.name, v); opts.matches(j) {
+					jobs = append(jobs, j)
+				}
+			}
+			return opts.Limit == 0 || len(jobs) < opts.Limit
+		}
+		if opts.Live {
+			for _, ij := range liveJobs(tx, opts.GPUType, after) {
+				if !take(ij) {
+					break
+				}
 			}
 			return nil
+		}
+		scanOrder(tx, after, func(ij indexedJob) bool {
+			if t := ij.entry.GPUType; opts.GPUType != "" && t != opts.GPUType && t != "" {
+				return true // another type's: not decoded
+			}
+			return take(ij)
 		})
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	slices.SortFunc(jobs, jobBefore)
 	return jobs, nil
 }
 
@@ -193,13 +235,14 @@ func decodeBoltJob(name string, v []byte) (jobRecord, error) {
 func readBoltJob(tx *bolt.Tx, name string, v []byte) Job {
 	rec, err := decodeBoltJob(name, v)
 	if err != nil {
-		return partialBoltJob(name, v, err).job()
+		return readPartial(tx, name, v, err).job()
 	}
 	j := decodeJob(rec)
 	e, err := getProgress(tx, name)
 	switch {
 	case err != nil:
-		p := partialJob{Name: name, Why: err.Error(), GPUType: j.Spec.GPUType, Status: j.Status.State.Status}
+		p := partialJob{Name: name, Why: err.Error(), GPUType: j.Spec.GPUType, Status: j.Status.State.Status,
+			SubmitTime: rec.Spec.SubmitTime}
 		return p.job()
 	case e.found:
 		// A copy: the entry is valid only inside the transaction.
@@ -236,6 +279,16 @@ func putProgress(tx *bolt.Tx, name string, revision int64, data []byte) error {
 	return tx.Bucket(progressBucket).Put([]byte(name), append(v, data...))
 }
 
+// readPartial is partialBoltJob with the submit time of the job's index
+// entry, when it has one: where the job is listed.
+func readPartial(tx *bolt.Tx, name string, v []byte, err error) partialJob {
+	p := partialBoltJob(name, v, err)
+	if e, ok := getEntry(tx, name); ok {
+		p.SubmitTime = e.Submit.ptr()
+	}
+	return p
+}
+
 // partialBoltJob reads what it can of an undecodable record, each field on
 // its own so that one damaged part does not hide the others. Nothing can
 // be read of bytes that are not a JSON object.
@@ -247,6 +300,14 @@ func partialBoltJob(name string, v []byte, err error) partialJob {
 	}
 	if jsonAt(v, &status, "status", "state", "status") {
 		p.Status = model.Status(status)
+	}
+	// A pointer, so that null reads as the zero time.
+	var t *int64
+	if jsonAt(v, &t, "spec", "submitTime") {
+		p.SubmitTime = t
+	}
+	if t = nil; jsonAt(v, &t, "status", "finishTime") {
+		p.FinishTime = t
 	}
 	var rev int64
 	if jsonAt(v, &rev, "statusRev") {
@@ -398,6 +459,16 @@ func putJob(b *bolt.Bucket, rec jobRecord) error {
 	return b.Put([]byte(rec.Name), v)
 }
 
+// putIndexedJob stores rec under its name and indexes it: for the writes
+// that may change what the index holds of a job (its status).
+func putIndexedJob(tx *bolt.Tx, rec jobRecord) error {
+	if err := putJob(tx.Bucket(jobsBucket), rec); err != nil {
+		return err
+	}
+	e := entryOf(rec)
+	return reindex(tx, rec.Name, &e)
+}
+
 // SaveStatus encodes every status before writing any, so a bad one fails
 // the call without a partial write, then checks and writes them all in
 // one batch transaction: bbolt serialises write transactions, so no other
@@ -432,7 +503,7 @@ func (s *boltStore) SaveStatus(ctx context.Context, writes map[string]StatusWrit
 			}
 			rec.Status = recs[name]
 			rec.StatusRevision = w.Revision + 1
-			if err := putJob(b, rec); err != nil {
+			if err := putIndexedJob(tx, rec); err != nil {
 				return fmt.Errorf("job %s: %w", name, err)
 			}
 		}
@@ -476,9 +547,9 @@ func (s *boltStore) SetAside(ctx context.Context, name, reason string, now time.
 					return err
 				}
 			}
-			return putJob(b, rec)
+			return putIndexedJob(tx, rec)
 		}
-		p := partialBoltJob(name, v, err)
+		p := readPartial(tx, name, v, err)
 		if p.Status.Done() {
 			return nil
 		}
@@ -490,7 +561,7 @@ func (s *boltStore) SetAside(ctx context.Context, name, reason string, now time.
 		rec = p.asideRecord(reason, at)
 		// A copy: v is valid only inside the transaction.
 		rec.Original = bytes.Clone(v)
-		if err := putJob(b, rec); err != nil {
+		if err := putIndexedJob(tx, rec); err != nil {
 			return err
 		}
 		return putProgress(tx, name, p.ProgressRevision, nil)
@@ -511,14 +582,10 @@ func (s *boltStore) DeleteJob(ctx context.Context, name string) error {
 	defer s.gate.leave()
 	var found bool
 	err := s.db.Batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(jobsBucket)
-		if found = b.Get([]byte(name)) != nil; !found {
+		if found = tx.Bucket(jobsBucket).Get([]byte(name)) != nil; !found {
 			return nil
 		}
-		if err := tx.Bucket(progressBucket).Delete([]byte(name)); err != nil {
-			return err
-		}
-		return b.Delete([]byte(name))
+		return deleteBoltJob(tx, name)
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", name, err)
@@ -527,6 +594,97 @@ func (s *boltStore) DeleteJob(ctx context.Context, name string) error {
 		return fmt.Errorf("store: delete job %s: %w", name, ErrNotFound)
 	}
 	return nil
+}
+
+// deleteBoltJob removes job name's record, progress and index entries.
+func deleteBoltJob(tx *bolt.Tx, name string) error {
+	if err := tx.Bucket(progressBucket).Delete([]byte(name)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(jobsBucket).Delete([]byte(name)); err != nil {
+		return err
+	}
+	return reindex(tx, name, nil)
+}
+
+// ListFinished reads the finished index from its start: the oldest.
+func (s *boltStore) ListFinished(ctx context.Context, limit int) ([]FinishedJob, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	defer s.gate.leave()
+	if err := checkFinishedLimit(limit); err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	var out []FinishedJob
+	err := s.db.View(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(jobsBucket)
+		scanFinished(tx, func(ij indexedJob) bool {
+			if jobs.Get([]byte(ij.name)) != nil {
+				out = append(out, FinishedJob{Name: ij.name, FinishTime: decodeTime(ij.entry.Finish.ptr())})
+			}
+			return len(out) < limit
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	return out, nil
+}
+
+// CountJobs reads the counts the index keeps.
+func (s *boltStore) CountJobs(ctx context.Context) (live, finished int, err error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	defer s.gate.leave()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		l, f := getCounts(tx)
+		live, finished = int(l), int(f)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	return live, finished, nil
+}
+
+// DeleteFinished decides from each job's index entry whether it is
+// terminal, so it decodes no record, and deletes in one batch
+// transaction, in which no status write can come between the check and
+// the deletion.
+func (s *boltStore) DeleteFinished(ctx context.Context, names []string) (int, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	defer s.gate.leave()
+	if err := checkDeleteFinished(names); err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	var deleted int
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		deleted = 0 // Batch may run this function again
+		jobs := tx.Bucket(jobsBucket)
+		for _, name := range names {
+			e, ok := getEntry(tx, name)
+			if !ok || e.Live || jobs.Get([]byte(name)) == nil {
+				continue
+			}
+			if err := deleteBoltJob(tx, name); err != nil {
+				return fmt.Errorf("job %s: %w", name, err)
+			}
+			deleted++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	return deleted, nil
 }
 
 func (s *boltStore) GetScheduler(ctx context.Context, gpuType string) (Scheduler, error) {
@@ -659,7 +817,7 @@ func (s *boltStore) ListHistories(ctx context.Context, gpuType string) (map[stri
 		return nil, errors.New("store: list histories: empty GPU type")
 	}
 	var out map[string][]byte
-	prefix := []byte(historyPrefix(gpuType))
+	prefix := []byte(typePrefix(gpuType))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(historiesBucket).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

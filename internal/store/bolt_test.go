@@ -1,15 +1,22 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vodascheduler/voda/internal/model"
 
 	"github.com/vodascheduler/voda/internal/store"
 	"github.com/vodascheduler/voda/internal/store/storetest"
@@ -39,6 +46,9 @@ func (d boltDamager) DamageJob(_ context.Context, name string, dmg storetest.Dam
 		rec := map[string]any{"name": name, "spec": spec}
 		if dmg.GPUType != "" {
 			spec["gpuType"] = dmg.GPUType
+		}
+		if !dmg.SubmitTime.IsZero() {
+			spec["submitTime"] = dmg.SubmitTime.UnixNano()
 		}
 		if dmg.Status != "" {
 			rec["status"] = map[string]any{"state": map[string]any{"status": dmg.Status}}
@@ -322,5 +332,147 @@ func TestBoltDamagedProgressEntry(t *testing.T) {
 	}
 	if rev, err := s.SaveProgress(ctx, "job", []byte(`{}`), 0); err != nil || rev != 1 {
 		t.Errorf("SaveProgress after SetAside = %d, %v; want 1", rev, err)
+	}
+}
+
+// TestBoltIndexBuiltOnOpen opens files without a job index, as versions
+// before it wrote them: Open builds it, in transactions of the batch size,
+// says so in the log, and records it, so the next Open does nothing; a
+// job written without the index (by an older version, in between) or an
+// index whose build did not finish is indexed again.
+func TestBoltIndexBuiltOnOpen(t *testing.T) {
+	ctx := t.Context()
+	defer store.SetIndexBatch(3)()
+	dir := t.TempDir()
+	s, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for i := range 10 {
+		name := fmt.Sprintf("job-%02d", 9-i)
+		j := waitingJob(name)
+		j.Spec.SubmitTime = time.Unix(int64(i/2), 0)
+		j.Spec.GPUType = []string{"v100", "k80"}[i%2]
+		if i%3 == 0 {
+			j.Status.State.Status = model.StatusCompleted
+			j.Status.FinishTime = time.Unix(100-int64(i), 0)
+		} else if j.Spec.GPUType == "v100" {
+			live = append(live, name)
+		}
+		if err := s.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	updateFile(t, dir, func(tx *bolt.Tx) error {
+		for _, b := range []string{"jobIndex", "jobOrder", "jobLive", "jobFinished", "meta"} {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return fmt.Errorf("delete %s: %w", b, err)
+			}
+		}
+		return tx.Bucket([]byte("jobs")).Put([]byte("job-dmg"), []byte(`{"name":"job-dmg","spec":{"gpuType":"v100","submitTime":4500000000},"status":17}`))
+	})
+	live = append(live, "job-dmg") // at 4.5 s, after them all
+	nLive := 7
+	all := []string{"job-08", "job-09", "job-06", "job-07", "job-04", "job-05", "job-02", "job-03", "job-00", "job-01", "job-dmg"}
+	check := func(when string, s store.Store) {
+		t.Helper()
+		for _, c := range []struct {
+			opts store.ListOptions
+			want []string
+		}{{store.ListOptions{GPUType: "v100", Live: true}, live}, {store.ListOptions{}, all}} {
+			list, err := s.ListJobs(ctx, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range list {
+				got = append(got, j.Name)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("%s: ListJobs(%+v) (-want +got):\n%s", when, c.opts, diff)
+			}
+		}
+		if l, f, err := s.CountJobs(ctx); err != nil || l != nLive || f != 4 {
+			t.Errorf("%s: CountJobs = %d, %d, %v; want %d live, 4 finished", when, l, f, err, nLive)
+		}
+		fin, err := s.ListFinished(ctx, 10)
+		if err != nil || len(fin) != 4 || fin[0].Name != "job-00" || !fin[0].FinishTime.Equal(time.Unix(91, 0)) {
+			t.Errorf("%s: ListFinished = %+v, %v; want job-00 (finished at 91 s) first of 4", when, fin, err)
+		}
+		page, err := s.ListJobs(ctx, store.ListOptions{Limit: 5, After: store.Position{SubmitTime: time.Unix(2, 0), Name: "job-05"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range page {
+			got = append(got, j.Name)
+		}
+		if diff := cmp.Diff([]string{"job-02", "job-03", "job-00", "job-01", "job-dmg"}, got); diff != "" {
+			t.Errorf("%s: a page after job-05 (-want +got):\n%s", when, diff)
+		}
+	}
+	// step opens the store, checks the log says logged (nothing if
+	// logged is empty) and the store's lists, and closes it.
+	step := func(when string, logged ...string) {
+		t.Helper()
+		var logs bytes.Buffer
+		s, err := store.Open(ctx, "", dir, store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if err != nil {
+			t.Fatalf("%s: Open: %v", when, err)
+		}
+		for _, w := range logged {
+			if !strings.Contains(logs.String(), w) {
+				t.Errorf("%s: log %q does not say %q", when, logs.String(), w)
+			}
+		}
+		if len(logged) == 0 && logs.Len() != 0 {
+			t.Errorf("%s: log %q, want nothing", when, logs.String())
+		}
+		check(when, s)
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("first open", "indexed the jobs", "the file has no index", "jobs=11", "unreadable=1", "transactions=4")
+	step("second open")
+
+	// An older version, run in between, created a job: it has no entry.
+	updateFile(t, dir, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("jobs")).Put([]byte("job-old"), []byte(oldRecord("job-old", "")))
+	})
+	live = append([]string{"job-old"}, live...) // submitted at 1 µs
+	all = slices.Insert(all, 2, "job-old")
+	nLive++
+	step("after an older version's write", "the job index holds 11 jobs, the file 12")
+
+	// Keys the entries do not account for are never listed: those of a
+	// job that is not there, and those of job-07 at a time not its own.
+	epoch := "\x01\x80\x00\x00\x00\x00\x00\x00\x00"
+	updateFile(t, dir, func(tx *bolt.Tx) error {
+		live, order := tx.Bucket([]byte("jobLive")), tx.Bucket([]byte("jobOrder"))
+		return errors.Join(live.Put([]byte("v100/"+epoch+"job-gone"), nil), live.Put([]byte("v100/"+epoch+"job-07"), nil),
+			order.Put([]byte(epoch+"job-gone"), nil), order.Put([]byte(epoch+"job-07"), nil))
+	})
+	step("with stray keys")
+
+	// A build that did not finish: no version recorded.
+	updateFile(t, dir, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("indexVersion")) })
+	step("after an interrupted build", "the file has no index", "jobs=12")
+}
+
+// updateFile runs fn in a write transaction on the store file in dir, as
+// another program could while no store has it open.
+func updateFile(t *testing.T, dir string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "voda.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Update(fn), db.Close()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,6 +31,16 @@
 // do, where bbolt alone would crash the process or silently fall back on
 // an older transaction.
 //
+// What is read often costs what it returns, not what the store holds, so
+// that finished jobs can pile up for months: listing live jobs (every
+// scheduler's resync, the API's event stream) reads only live ones, a page
+// of the job list (ListOptions.Limit and After) reads about a page, and
+// retention reads the oldest finished jobs (ListFinished), counts jobs
+// (CountJobs) and deletes finished ones in bounded batches
+// (DeleteFinished), all through indexes: MongoDB's own; in the embedded
+// store, buckets written in the same transaction as the jobs (see
+// boltindex.go), which Open builds for a file that has none.
+//
 // Besides, the store keeps what the progress reports of training jobs
 // build up, as bytes it never interprets: each job's progress state
 // (Job.Progress, written by SaveProgress over the ProgressRevision its

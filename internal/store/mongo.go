@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -46,8 +48,9 @@ type mongoStore struct {
 
 var _ Store = (*mongoStore)(nil)
 
-// openMongo connects, checks the server answers, and creates indexes.
-func openMongo(ctx context.Context, uri string) (*mongoStore, error) {
+// openMongo connects, checks the server answers, and creates the indexes
+// it lacks, logging to log what it changes.
+func openMongo(ctx context.Context, uri string, log *slog.Logger) (*mongoStore, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: open mongodb: %w", err)
 	}
@@ -71,7 +74,7 @@ func openMongo(ctx context.Context, uri string) (*mongoStore, error) {
 		histories: db.Collection("histories"),
 	}
 	s.locks.seed = maphash.MakeSeed()
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ctx, log); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("store: open %s database %s: %w", mongoWhere(cs), dbName, err)
 	}
@@ -89,32 +92,102 @@ func mongoWhere(cs *connstring.ConnString) string {
 	return cs.Scheme + "://" + user + strings.Join(cs.Hosts, ",")
 }
 
+// Indexes of the jobs collection. Queries name none of them (a hint to an
+// index an operator dropped would fail them); MongoDB's planner picks
+// them, as TestMongoExplain checks against a real server.
+var jobIndexes = []mongoIndex{
+	// ListJobs' order, and its pages: a range from a position, sorted,
+	// read until the page is full.
+	{"submitOrder", bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}},
+	// Live jobs, in ListJobs' order: a scheduler's resync and recovery,
+	// the API's event stream. Live selects the point ranges true and null
+	// (an absent flag), each sorted by the fields after it, so the scan
+	// reads the live jobs only, already in order.
+	{"liveOrder", bson.D{{Key: "live", Value: 1}, {Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}},
+	// Terminal jobs, oldest first: ListFinished; also CountJobs.
+	{"finishOrder", bson.D{{Key: "live", Value: 1}, {Key: "status.finishTime", Value: 1}, {Key: "_id", Value: 1}}},
+}
+
+// mongoIndex is an index by name.
+type mongoIndex struct {
+	name string
+	keys bson.D
+}
+
+// droppedJobIndexes are indexes earlier versions created that no query
+// uses any more, so that they no longer cost every write.
+var droppedJobIndexes = []string{
+	// {spec.gpuType, live}: served a scheduler's live jobs by reading
+	// every job of its GPU type, finished ones included.
+	"gpuTypeLive",
+}
+
 // init pings first so an unreachable server fails Open rather than the
-// first request, then creates the indexes ListJobs relies on.
-func (s *mongoStore) init(ctx context.Context) error {
+// first request, then creates the indexes the queries rely on that the
+// database lacks (as one an earlier version wrote does), and drops those
+// no query uses any more; it logs each change.
+func (s *mongoStore) init(ctx context.Context, log *slog.Logger) error {
 	if err := s.client.Ping(ctx, nil); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
-	indexes := []mongo.IndexModel{
-		// ListJobs' order.
-		{Keys: bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}},
-			Options: options.Index().SetName("submitOrder")},
-		// A scheduler's query: its GPU type's live jobs.
-		{Keys: bson.D{{Key: "spec.gpuType", Value: 1}, {Key: "live", Value: 1}},
-			Options: options.Index().SetName("gpuTypeLive")},
-	}
-	// One at a time: creating an existing index is a no-op, but FerretDB
-	// v1.24 panics (and drops the connection) when one createIndexes call
-	// names two indexes that already exist, as every reopen does.
-	for _, idx := range indexes {
-		if _, err := s.jobs.Indexes().CreateOne(ctx, idx); err != nil {
-			return fmt.Errorf("create job index: %w", err)
-		}
+	if err := syncIndexes(ctx, s.jobs, jobIndexes, droppedJobIndexes, log); err != nil {
+		return err
 	}
 	// ListHistories' query: a GPU type's histories.
-	idx := mongo.IndexModel{Keys: bson.D{{Key: "gpuType", Value: 1}}, Options: options.Index().SetName("gpuType")}
-	if _, err := s.histories.Indexes().CreateOne(ctx, idx); err != nil {
-		return fmt.Errorf("create history index: %w", err)
+	byType := mongoIndex{"gpuType", bson.D{{Key: "gpuType", Value: 1}}}
+	return syncIndexes(ctx, s.histories, []mongoIndex{byType}, nil, log)
+}
+
+// mongoIndexNotFound is the server's error code for dropping an index that
+// does not exist.
+const mongoIndexNotFound = 27
+
+// syncIndexes creates the indexes of want that coll lacks, by name, and
+// drops those of drop it has. Another process opening the same database
+// may do the same at the same time: creating an index that exists is a
+// no-op, and dropping one already dropped is not an error.
+func syncIndexes(ctx context.Context, coll *mongo.Collection, want []mongoIndex, drop []string, log *slog.Logger) error {
+	have, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return fmt.Errorf("list indexes of %s: %w", coll.Name(), err)
+	}
+	exists := make(map[string]bool, len(have))
+	for _, spec := range have {
+		exists[spec.Name] = true
+	}
+	// Indexes of a new, empty collection are not news.
+	level := slog.LevelDebug
+	if n, err := coll.EstimatedDocumentCount(ctx); err != nil || n > 0 {
+		level = slog.LevelInfo
+	}
+	// One at a time, and only the missing ones: FerretDB v1.24 panics
+	// (and drops the connection) when one createIndexes call names two
+	// indexes that already exist.
+	for _, idx := range want {
+		if exists[idx.name] {
+			continue
+		}
+		start := time.Now()
+		model := mongo.IndexModel{Keys: idx.keys, Options: options.Index().SetName(idx.name)}
+		if _, err := coll.Indexes().CreateOne(ctx, model); err != nil {
+			return fmt.Errorf("create index %s of %s: %w", idx.name, coll.Name(), err)
+		}
+		log.Log(ctx, level, "store: created an index", "collection", coll.Name(), "index", idx.name,
+			"took", time.Since(start).Round(time.Millisecond))
+	}
+	for _, name := range drop {
+		if !exists[name] {
+			continue
+		}
+		err := coll.Indexes().DropOne(ctx, name)
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == mongoIndexNotFound {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("drop index %s of %s: %w", name, coll.Name(), err)
+		}
+		log.Info("store: dropped an index no query uses", "collection", coll.Name(), "index", name)
 	}
 	return nil
 }
@@ -158,37 +231,36 @@ func (s *mongoStore) GetJob(ctx context.Context, name string) (Job, error) {
 
 // ListJobs decodes the documents one at a time, so that one that does not
 // decode is returned as unreadable rather than failing the whole list.
+//
+// The filter selects a superset, which matches then narrows, because of
+// unreadable documents: one whose GPU type cannot be read (absent, or not
+// a string) lists under every type, and one whose live flag is absent is
+// judged by its status. A page is therefore not stopped by a server-side
+// limit but read in batches of its size until it is full.
 func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, error) {
 	if err := s.gate.enter(ctx); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
 	defer s.gate.leave()
-	// The filter selects a superset, which matches then narrows, because
-	// of unreadable documents: one whose GPU type cannot be read (absent,
-	// or not a string) lists under every type, and one whose live flag is
-	// absent or damaged is judged by its status. Both clauses can still
-	// use the gpuTypeLive index.
-	filter := bson.D{}
-	if opts.GPUType != "" {
-		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
-			bson.D{{Key: "spec.gpuType", Value: opts.GPUType}},
-			bson.D{{Key: "spec.gpuType", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "string"}}}}}},
-		}})
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	if opts.Live {
-		filter = append(filter, bson.E{Key: "live", Value: bson.D{{Key: "$ne", Value: false}}})
+	filter, none := listFilter(opts)
+	if none {
+		return nil, nil
 	}
-	// Times are int64 nanoseconds and the zero time is null, which MongoDB
-	// sorts before every number: the same order as time.Time.Compare.
-	sort := bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}
-	cur, err := s.jobs.Find(ctx, filter, options.Find().SetSort(sort))
+	find := options.Find().SetSort(listSort)
+	if opts.Limit > 0 {
+		find.SetBatchSize(int32(min(opts.Limit, math.MaxInt32)))
+	}
+	cur, err := s.jobs.Find(ctx, filter, find)
 	if err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
 	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
 	var jobs []Job
 	var unreadable bool
-	for cur.Next(ctx) {
+	for (opts.Limit == 0 || len(jobs) < opts.Limit) && cur.Next(ctx) {
 		j := readMongoJob(cur.Current)
 		unreadable = unreadable || j.Unreadable != ""
 		if opts.matches(j) {
@@ -198,12 +270,82 @@ func (s *mongoStore) ListJobs(ctx context.Context, opts ListOptions) ([]Job, err
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
-	if unreadable {
-		// The server sorted an unreadable job by the submit time stored
-		// in it, but it is returned with the zero time.
+	if unreadable && !opts.paged() {
+		// The server sorted a submit time that is not a number after
+		// every number, but the job is returned with the zero time. A
+		// page holds none (see pageFilter), so its order is the server's.
 		slices.SortFunc(jobs, jobBefore)
 	}
 	return jobs, nil
+}
+
+// listSort is ListJobs' order. Times are int64 nanoseconds and the zero
+// time is null, which MongoDB sorts before every number: the same order
+// as time.Time.Compare.
+var listSort = bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}
+
+// listFilter is ListJobs' filter for opts; none reports that no job can
+// match (a position past every time).
+func listFilter(opts ListOptions) (filter bson.D, none bool) {
+	submit, name, none := opts.After.stored()
+	if none {
+		return nil, true
+	}
+	var conds bson.A
+	if opts.GPUType != "" {
+		conds = append(conds, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "spec.gpuType", Value: opts.GPUType}},
+			bson.D{{Key: "spec.gpuType", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "string"}}}}}},
+		}}})
+	}
+	if opts.Live {
+		conds = append(conds, liveFilter(true))
+	}
+	if opts.paged() {
+		conds = append(conds, pageFilter(submit, name))
+	}
+	switch len(conds) {
+	case 0:
+		return bson.D{}, false
+	case 1:
+		return conds[0].(bson.D), false
+	}
+	return bson.D{{Key: "$and", Value: conds}}, false
+}
+
+// liveFilter selects live jobs (live true) or terminal ones: by the live
+// flag the store writes with every status, absent (null) in no document
+// the store wrote, so judged by the status (see ListJobs). An index whose
+// prefix is live serves both as point ranges.
+func liveFilter(live bool) bson.D {
+	if !live {
+		return bson.D{{Key: "live", Value: false}}
+	}
+	return bson.D{{Key: "live", Value: bson.D{{Key: "$in", Value: bson.A{true, nil}}}}}
+}
+
+// pageFilter selects the jobs after the position (submit, name) in
+// ListJobs' order, as stored: a zero-time position is followed by the
+// zero-time (null) jobs with a later name, then every time; any other by
+// the later times, then that time's later names. It selects only submit
+// times stored as the store writes them (64-bit integers, null): MongoDB
+// sorts other types apart from every number, so no position could page
+// past them (see Store.ListJobs). Each clause is a range of the
+// submitOrder index.
+func pageFilter(submit *int64, name string) bson.D {
+	const st = "spec.submitTime"
+	long := bson.E{Key: "$type", Value: "long"}
+	if submit == nil {
+		zero := bson.D{{Key: st, Value: nil}}
+		if name != "" {
+			zero = append(zero, bson.E{Key: "_id", Value: bson.D{{Key: "$gt", Value: name}}})
+		}
+		return bson.D{{Key: "$or", Value: bson.A{zero, bson.D{{Key: st, Value: bson.D{long}}}}}}
+	}
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: st, Value: bson.D{{Key: "$gt", Value: *submit}, long}}},
+		bson.D{{Key: st, Value: bson.D{{Key: "$eq", Value: *submit}, long}}, {Key: "_id", Value: bson.D{{Key: "$gt", Value: name}}}},
+	}}}
 }
 
 // readMongoJob returns the job in doc, or, when doc does not decode, what
@@ -230,6 +372,18 @@ func partialMongoJob(doc bson.Raw, err error) partialJob {
 	}
 	if v, err := doc.LookupErr("spec", "gpuType"); err == nil {
 		p.GPUType, _ = v.StringValueOK()
+	}
+	// Only what the store writes (see pageFilter); null and any other
+	// type read as the zero time.
+	if v, err := doc.LookupErr("spec", "submitTime"); err == nil {
+		if n, ok := v.Int64OK(); ok {
+			p.SubmitTime = &n
+		}
+	}
+	if v, err := doc.LookupErr("status", "finishTime"); err == nil {
+		if n, ok := v.Int64OK(); ok {
+			p.FinishTime = &n
+		}
 	}
 	if v, err := doc.LookupErr("status", "state", "status"); err == nil {
 		s, _ := v.StringValueOK()
@@ -534,6 +688,87 @@ func asideDocument(rec jobRecord, original bson.Raw) (bson.D, error) {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
 	return append(doc, bson.E{Key: "original", Value: original}), nil
+}
+
+// ListFinished is one indexed query (finishOrder), projected to the two
+// fields it returns.
+func (s *mongoStore) ListFinished(ctx context.Context, limit int) ([]FinishedJob, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	defer s.gate.leave()
+	if err := checkFinishedLimit(limit); err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	find := options.Find().
+		SetSort(finishedSort).
+		SetLimit(int64(limit)).
+		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "status.finishTime", Value: 1}})
+	cur, err := s.jobs.Find(ctx, liveFilter(false), find)
+	if err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	var out []FinishedJob
+	for cur.Next(ctx) {
+		name, ok := cur.Current.Lookup("_id").StringValueOK()
+		if !ok {
+			continue // not a name any store wrote: no method can address it
+		}
+		var finish *int64
+		if n, ok := cur.Current.Lookup("status", "finishTime").Int64OK(); ok {
+			finish = &n
+		}
+		out = append(out, FinishedJob{Name: name, FinishTime: decodeTime(finish)})
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("store: list finished jobs: %w", err)
+	}
+	return out, nil
+}
+
+// finishedSort is ListFinished's order.
+var finishedSort = bson.D{{Key: "status.finishTime", Value: 1}, {Key: "_id", Value: 1}}
+
+// CountJobs counts documents by their live flag, which an index with it
+// as its prefix serves without reading the documents.
+func (s *mongoStore) CountJobs(ctx context.Context) (live, finished int, err error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	defer s.gate.leave()
+	l, err := s.jobs.CountDocuments(ctx, liveFilter(true))
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	f, err := s.jobs.CountDocuments(ctx, liveFilter(false))
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	return int(l), int(f), nil
+}
+
+// DeleteFinished is one deleteMany whose filter repeats the terminal
+// test, so a job that is live when the server reaches it is not deleted.
+// (A terminal status is final, so none becomes live again.) Deletes need
+// no docLocks; see docLocks.
+func (s *mongoStore) DeleteFinished(ctx context.Context, names []string) (int, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	defer s.gate.leave()
+	if err := checkDeleteFinished(names); err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	filter := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: names}}}}, liveFilter(false)...)
+	res, err := s.jobs.DeleteMany(ctx, filter)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete finished jobs: %w", err)
+	}
+	return int(res.DeletedCount), nil
 }
 
 func (s *mongoStore) DeleteJob(ctx context.Context, name string) error {

@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +54,9 @@ func (d mongoDamager) DamageJob(ctx context.Context, name string, dmg storetest.
 		spec := bson.D{{Key: "name", Value: name}, {Key: "maxWorkers", Value: "eight"}}
 		if dmg.GPUType != "" {
 			spec = append(spec, bson.E{Key: "gpuType", Value: dmg.GPUType})
+		}
+		if !dmg.SubmitTime.IsZero() {
+			spec = append(spec, bson.E{Key: "submitTime", Value: dmg.SubmitTime.UnixNano()})
 		}
 		doc = bson.D{{Key: "_id", Value: name}, {Key: "spec", Value: spec}}
 		if dmg.Status != "" {
@@ -349,7 +355,7 @@ func TestMongoDocument(t *testing.T) {
 	for _, i := range idx {
 		names = append(names, i.Name)
 	}
-	if diff := cmp.Diff([]string{"_id_", "gpuTypeLive", "submitOrder"}, names, cmpSorted()); diff != "" {
+	if diff := cmp.Diff([]string{"_id_", "finishOrder", "liveOrder", "submitOrder"}, names, cmpSorted()); diff != "" {
 		t.Errorf("job indexes (-want +got):\n%s", diff)
 	}
 
@@ -383,6 +389,246 @@ func TestMongoDocument(t *testing.T) {
 	if diff := cmp.Diff([]string{"_id_", "gpuType"}, names, cmpSorted()); diff != "" {
 		t.Errorf("history indexes (-want +got):\n%s", diff)
 	}
+}
+
+// TestMongoIndexesOnOpen opens a database as an earlier version left it,
+// with jobs and the indexes it created: Open creates the missing indexes
+// and drops the one no query uses, logs each, and a second Open changes
+// nothing.
+func TestMongoIndexesOnOpen(t *testing.T) {
+	ctx := t.Context()
+	uri := storetest.FerretDB(t)
+	jobs := mongoJobs(t, uri)
+	old := []mongo.IndexModel{
+		{Keys: bson.D{{Key: "spec.submitTime", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("submitOrder")},
+		{Keys: bson.D{{Key: "spec.gpuType", Value: 1}, {Key: "live", Value: 1}}, Options: options.Index().SetName("gpuTypeLive")},
+	}
+	for _, idx := range old {
+		if _, err := jobs.Indexes().CreateOne(ctx, idx); err != nil {
+			t.Fatalf("create index: %v", err)
+		}
+	}
+	if _, err := jobs.InsertOne(ctx, bson.D{{Key: "_id", Value: "old"}, {Key: "live", Value: false}}); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	var logs bytes.Buffer
+	open := func() {
+		t.Helper()
+		logs.Reset()
+		s, err := store.Open(ctx, uri, "", store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	open()
+	for _, want := range [][2]string{{"created an index", "index=liveOrder"}, {"created an index", "index=finishOrder"},
+		{"dropped an index no query uses", "index=gpuTypeLive"}} {
+		if !slices.ContainsFunc(strings.Split(logs.String(), "\n"), func(line string) bool {
+			return strings.Contains(line, want[0]) && strings.Contains(line, "collection=jobs "+want[1])
+		}) {
+			t.Errorf("log %q has no line saying %q of %q", logs.String(), want[0], want[1])
+		}
+	}
+	if strings.Contains(logs.String(), "submitOrder") {
+		t.Errorf("log %q names submitOrder, which existed", logs.String())
+	}
+	if diff := cmp.Diff([]string{"_id_", "finishOrder", "liveOrder", "submitOrder"}, indexNames(t, jobs), cmpSorted()); diff != "" {
+		t.Errorf("job indexes (-want +got):\n%s", diff)
+	}
+	open()
+	if logs.Len() != 0 {
+		t.Errorf("second Open logged %q, want nothing", logs.String())
+	}
+}
+
+// TestMongoOddSubmitTime: a document whose submit time is a string (a
+// hand edit) sorts after every number on the server, but is returned with
+// the zero time; it is listed first without Limit and After, and never in
+// a page, so that pages join up and end.
+func TestMongoOddSubmitTime(t *testing.T) {
+	ctx := t.Context()
+	uri := storetest.FerretDB(t)
+	s := openStore(t, uri)
+	for i, name := range []string{"b", "a", "c"} {
+		j := waitingJob(name)
+		j.Spec.SubmitTime = time.Unix(int64(i), 0)
+		if err := s.CreateJob(ctx, j); err != nil {
+			t.Fatalf("CreateJob: %v", err)
+		}
+	}
+	odd := bson.D{{Key: "_id", Value: "odd"}, {Key: "spec", Value: bson.D{{Key: "gpuType", Value: "v100"}, {Key: "submitTime", Value: "soon"}}}, {Key: "live", Value: true}}
+	if _, err := mongoJobs(t, uri).InsertOne(ctx, odd); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	list, err := s.ListJobs(ctx, store.ListOptions{})
+	if err != nil || len(list) != 4 || list[0].Name != "odd" || list[0].Unreadable == "" || !list[0].Spec.SubmitTime.IsZero() {
+		t.Fatalf("ListJobs = %+v, %v; want odd first, unreadable, with the zero time", list, err)
+	}
+	for _, opts := range []store.ListOptions{{Limit: 1}, {Limit: 1, Live: true}, {Limit: 10, After: list[0].Position()}} {
+		var got []string
+		for range 10 {
+			page, err := s.ListJobs(ctx, opts)
+			if err != nil {
+				t.Fatalf("ListJobs(%+v): %v", opts, err)
+			}
+			for _, j := range page {
+				got = append(got, j.Name)
+			}
+			if len(page) < opts.Limit {
+				break
+			}
+			opts.After = page[len(page)-1].Position()
+		}
+		if diff := cmp.Diff([]string{"b", "a", "c"}, got); diff != "" {
+			t.Errorf("pages from %+v (-want +got):\n%s", opts, diff)
+		}
+	}
+}
+
+// indexNames lists coll's indexes by name.
+func indexNames(t *testing.T, coll *mongo.Collection) []string {
+	t.Helper()
+	specs, err := coll.Indexes().ListSpecifications(t.Context())
+	if err != nil {
+		t.Fatalf("list indexes: %v", err)
+	}
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// TestMongoExplain asks the server how it runs the store's queries. On a
+// real MongoDB (VODA_TEST_MONGODB_URI), each reads its index: live jobs
+// liveOrder, a page submitOrder, the oldest finished jobs and their count
+// finishOrder or liveOrder; none scans the collection, and the ordered
+// ones need no sort in memory. FerretDB v1 (SQLite) uses no index for
+// any query but an _id lookup: its explain says so, which this checks
+// too, so that a FerretDB that does is noticed.
+func TestMongoExplain(t *testing.T) {
+	t.Run("FerretDB", func(t *testing.T) {
+		plans := explainQueries(t, storetest.FerretDB(t))
+		for what, plan := range plans {
+			if plan["filterPushdown"] != false || !strings.Contains(fmt.Sprint(plan["queryPlanner"]), "SCAN") {
+				t.Errorf("%s: FerretDB's plan %v, want a scan with no filter pushed down", what, plan)
+			}
+		}
+	})
+	t.Run("MongoDB", func(t *testing.T) {
+		base := os.Getenv(mongoTestURI)
+		if base == "" {
+			t.Skip(mongoTestURI + " not set")
+		}
+		plans := explainQueries(t, storetest.MongoDatabase(t, base))
+		for what, want := range map[string]struct {
+			indexes []string
+			sorted  bool
+		}{
+			"live":           {[]string{"liveOrder"}, true},
+			"live of a type": {[]string{"liveOrder"}, true},
+			"page":           {[]string{"submitOrder"}, true},
+			"finished":       {[]string{"finishOrder"}, true},
+			"count finished": {[]string{"finishOrder", "liveOrder"}, false},
+		} {
+			stages, indexes := planStages(plans[what]["queryPlanner"])
+			if slices.Contains(stages, "COLLSCAN") || len(indexes) == 0 {
+				t.Errorf("%s: plan has stages %v, indexes %v; want no COLLSCAN", what, stages, indexes)
+			}
+			for _, idx := range indexes {
+				if !slices.Contains(want.indexes, idx) {
+					t.Errorf("%s: plan reads index %s, want %v", what, idx, want.indexes)
+				}
+			}
+			if want.sorted && slices.Contains(stages, "SORT") {
+				t.Errorf("%s: plan sorts in memory: stages %v", what, stages)
+			}
+		}
+	})
+}
+
+// explainQueries fills a database with finished and live jobs and returns
+// the server's explain output (verbosity queryPlanner) for each query.
+func explainQueries(t *testing.T, uri string) map[string]bson.M {
+	ctx := t.Context()
+	s := openStore(t, uri)
+	for i := range 200 {
+		j := waitingJob(fmt.Sprintf("job-%03d", i))
+		j.Spec.SubmitTime = time.Unix(int64(i), 0)
+		if i%20 != 0 {
+			j.Status.State.Status = model.StatusCompleted
+			j.Status.FinishTime = time.Unix(int64(1000-i), 0)
+		}
+		if err := s.CreateJob(ctx, j); err != nil {
+			t.Fatalf("CreateJob: %v", err)
+		}
+	}
+	db := mongoJobs(t, uri).Database()
+	explain := func(cmd bson.D) bson.M {
+		var out bson.M
+		if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: cmd}, {Key: "verbosity", Value: "queryPlanner"}}).Decode(&out); err != nil {
+			t.Fatalf("explain %v: %v", cmd, err)
+		}
+		return out
+	}
+	find := func(opts store.ListOptions, limit int) bson.M {
+		filter, order, _, _ := store.MongoQueries(opts)
+		cmd := bson.D{{Key: "find", Value: "jobs"}, {Key: "filter", Value: filter}, {Key: "sort", Value: order}}
+		if limit > 0 {
+			cmd = append(cmd, bson.E{Key: "batchSize", Value: limit})
+		}
+		return explain(cmd)
+	}
+	_, _, finished, finishedOrder := store.MongoQueries(store.ListOptions{})
+	return map[string]bson.M{
+		"live":           find(store.ListOptions{Live: true}, 0),
+		"live of a type": find(store.ListOptions{Live: true, GPUType: "v100"}, 0),
+		"page":           find(store.ListOptions{Limit: 50, After: store.Position{SubmitTime: time.Unix(100, 0), Name: "job-100"}}, 50),
+		"finished": explain(bson.D{{Key: "find", Value: "jobs"}, {Key: "filter", Value: finished},
+			{Key: "sort", Value: finishedOrder}, {Key: "limit", Value: 50}}),
+		"count finished": explain(bson.D{{Key: "count", Value: "jobs"}, {Key: "query", Value: finished}}),
+	}
+}
+
+// planStages collects the stage names and index names anywhere in an
+// explain output's winning plan.
+func planStages(planner any) (stages, indexes []string) {
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case bson.M:
+			for k, x := range v {
+				switch k {
+				case "stage":
+					if s, ok := x.(string); ok {
+						stages = append(stages, s)
+					}
+				case "indexName":
+					if s, ok := x.(string); ok {
+						indexes = append(indexes, s)
+					}
+				case "rejectedPlans":
+					continue
+				}
+				walk(x)
+			}
+		case bson.D:
+			for _, e := range v {
+				walk(bson.M{e.Key: e.Value})
+			}
+		case bson.A:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	if m, ok := planner.(bson.M); ok {
+		walk(m["winningPlan"])
+	}
+	return stages, indexes
 }
 
 // TestMain removes the embedded FerretDB's files after the tests.

@@ -339,14 +339,16 @@ func checkHistory(gpuType string, data []byte) error {
 	return checkProgressSize("history", data)
 }
 
-// historyKey is the key of application app's history on gpuType: the GPU
-// type path-escaped, so it holds no "/", then "/" and the application.
-// Distinct pairs have distinct keys, and every key of a GPU type starts
-// with historyPrefix(gpuType).
-func historyKey(gpuType, app string) string { return historyPrefix(gpuType) + app }
+// historyKey is the key of application app's history on gpuType:
+// typePrefix(gpuType), then the application. Distinct pairs have distinct
+// keys.
+func historyKey(gpuType, app string) string { return typePrefix(gpuType) + app }
 
-// historyPrefix starts the keys of gpuType's histories.
-func historyPrefix(gpuType string) string { return url.PathEscape(gpuType) + "/" }
+// typePrefix starts the keys that belong to gpuType (its histories; in
+// bolt, its live jobs): the GPU type path-escaped, so it holds no "/",
+// then "/". No GPU type's prefix is a prefix of another's, and only the
+// empty GPU type's starts with "/".
+func typePrefix(gpuType string) string { return url.PathEscape(gpuType) + "/" }
 
 // manifestNamespace is a JSON manifest's metadata.namespace, or empty.
 func manifestNamespace(manifest []byte) string {
@@ -454,13 +456,17 @@ type partialJob struct {
 	StatusRevision int64
 	// ProgressRevision is kept by SetAside so that it never goes back.
 	ProgressRevision int64
+	// SubmitTime places the record in ListJobs' order; FinishTime, if
+	// its status is terminal, in ListFinished's.
+	SubmitTime *int64
+	FinishTime *int64
 }
 
 // job is the Job GetJob and ListJobs return for the record.
 func (p partialJob) job() Job {
 	return Job{
 		Name:       p.Name,
-		Spec:       model.JobSpec{Name: p.Name, GPUType: p.GPUType},
+		Spec:       model.JobSpec{Name: p.Name, GPUType: p.GPUType, SubmitTime: decodeTime(p.SubmitTime)},
 		Status:     JobStatus{State: model.JobState{Status: p.Status}},
 		Unreadable: p.Why,
 	}
@@ -468,13 +474,14 @@ func (p partialJob) job() Job {
 
 // asideRecord is the record SetAside stores in place of the unreadable
 // one: its name, what could be read that a scheduler or a user needs
-// (the GPU type, so the job lists under its type), and a status saying
-// why it was set aside. The revision continues from the stored one when
-// it could be read.
+// (the GPU type, so the job lists under its type, and the submit time,
+// so it keeps its place in the list), and a status saying why it was set
+// aside. The revision continues from the stored one when it could be
+// read.
 func (p partialJob) asideRecord(reason string, now *int64) jobRecord {
 	r := jobRecord{
 		Name:           p.Name,
-		Spec:           specRecord{Name: p.Name, GPUType: p.GPUType},
+		Spec:           specRecord{Name: p.Name, GPUType: p.GPUType, SubmitTime: p.SubmitTime},
 		StatusRevision: p.StatusRevision,
 		// The progress is dropped (it is in the original), but a writer
 		// holding an older revision must still conflict.
@@ -702,6 +709,56 @@ func (o ListOptions) matches(j Job) bool {
 		return false
 	}
 	return !o.Live || !j.Status.State.Status.Done()
+}
+
+// check refuses options ListJobs cannot serve.
+func (o ListOptions) check() error {
+	if o.Limit < 0 {
+		return fmt.Errorf("negative limit %d", o.Limit)
+	}
+	return nil
+}
+
+// checkFinishedLimit refuses a ListFinished limit that is not positive.
+func checkFinishedLimit(limit int) error {
+	if limit <= 0 {
+		return fmt.Errorf("limit %d, want a positive one", limit)
+	}
+	return nil
+}
+
+// checkDeleteFinished refuses more names than one DeleteFinished call
+// takes.
+func checkDeleteFinished(names []string) error {
+	if len(names) > MaxDeleteFinished {
+		return fmt.Errorf("%d names, more than the %d of one call (MaxDeleteFinished)", len(names), MaxDeleteFinished)
+	}
+	return nil
+}
+
+// paged reports whether o asks for a page rather than every match.
+func (o ListOptions) paged() bool { return o.Limit > 0 || o.After != (Position{}) }
+
+// stored returns p as the stored values ListJobs compares with: the
+// submit time (nil for the zero time) and the name after which jobs are
+// listed. A time before the zero time becomes the zero time with no
+// name, which every job follows; one before the storable range becomes
+// its start with no name, which every stored time but the zero time
+// follows; none reports a time past the range, which no job follows.
+func (p Position) stored() (submit *int64, name string, none bool) {
+	switch {
+	case p.SubmitTime.IsZero():
+		return nil, p.Name, false
+	case p.SubmitTime.Before(time.Time{}):
+		return nil, "", false
+	case p.SubmitTime.Before(minTime):
+		n := int64(math.MinInt64)
+		return &n, "", false
+	case p.SubmitTime.After(maxTime):
+		return nil, "", true
+	}
+	n := p.SubmitTime.UnixNano()
+	return &n, p.Name, false
 }
 
 // jobBefore orders jobs as ListJobs returns them: by submit time, then name.

@@ -193,7 +193,7 @@ type SaveResult struct {
 	Conflicts []string
 }
 
-// ListOptions filters ListJobs. The zero value lists every job.
+// ListOptions filters and pages ListJobs. The zero value lists every job.
 //
 // An unreadable record (Job.Unreadable) is kept unless what could be read
 // of it excludes it: it matches GPUType if its GPU type could be read and
@@ -205,7 +205,43 @@ type ListOptions struct {
 	GPUType string
 	// Live keeps only jobs whose status is not terminal.
 	Live bool
+	// Limit, if positive, keeps only the first Limit matching jobs (of
+	// those after After); 0 keeps all, and a negative Limit is an error.
+	Limit int
+	// After, unless zero, keeps only the jobs that come after it in
+	// ListJobs' order. To list page by page, pass the Position of the
+	// last job of the previous page: no job is then listed twice or
+	// skipped, unless it was created or deleted in between (a job
+	// created since is listed if it comes after the position). The zero
+	// Position comes before every job, so it lists from the first.
+	After Position
 }
+
+// Position is a place in ListJobs' order: jobs come after it if their
+// Spec.SubmitTime is later (as time.Time.Compare has it: the zero time is
+// in year 1), or equal with a Name greater in byte order. Any time will
+// do, even one no job can have (before 1677-09-21, after 2262-04-11).
+type Position struct {
+	SubmitTime time.Time
+	Name       string
+}
+
+// Position returns j's place in ListJobs' order, which a page that ends
+// with j passes as the next page's ListOptions.After.
+func (j Job) Position() Position { return Position{SubmitTime: j.Spec.SubmitTime, Name: j.Name} }
+
+// FinishedJob is a terminal job as ListFinished returns it.
+type FinishedJob struct {
+	Name string
+	// FinishTime is the job's Status.FinishTime: zero for a job that
+	// finished without one (created terminal) or whose record cannot be
+	// decoded and has no readable finish time.
+	FinishTime time.Time
+}
+
+// MaxDeleteFinished bounds the names of one DeleteFinished call, so that
+// one call is one bounded write.
+const MaxDeleteFinished = 1000
 
 // Settings are a GPU type's run-time scheduler settings, written by the
 // API and read by that type's scheduler.
@@ -285,9 +321,27 @@ type Store interface {
 	// GetJob returns a job; ErrNotFound if absent. A record that cannot
 	// be decoded is returned with Unreadable set, not as an error.
 	GetJob(ctx context.Context, name string) (Job, error)
-	// ListJobs returns matching jobs ordered by Spec.SubmitTime, then Name.
-	// Records that cannot be decoded are returned with Unreadable set (and
-	// the zero SubmitTime, so they come first); they never fail the call.
+	// ListJobs returns matching jobs ordered by Spec.SubmitTime, then Name
+	// (see Position), at most opts.Limit of them from opts.After on.
+	// Records that cannot be decoded are returned with Unreadable set, and
+	// never fail the call; such a record is returned with the submit time
+	// the store can still read of it (the embedded store: the one it
+	// indexed the record under), and ordered by it, or with the zero
+	// time, first, when there is none.
+	//
+	// Its cost does not grow with the jobs it does not return: with Live,
+	// it reads only live jobs (with GPUType too, only those of the type
+	// and those whose type could not be read); a page (Limit) reads about
+	// Limit records after a seek, plus, with GPUType and without Live,
+	// those of other types it passes over (the embedded store skips them
+	// without decoding them). FerretDB, which uses no index, scans the
+	// whole collection for every query.
+	//
+	// MongoDB: a document whose spec.submitTime holds anything but what
+	// the store writes (a 64-bit integer or null), which only a hand edit
+	// makes, is not placed by the server where it is returned (a string
+	// sorts after every number), so it is listed only without Limit and
+	// After, never in a page.
 	ListJobs(ctx context.Context, opts ListOptions) ([]Job, error)
 	// SetPriority changes Spec.Priority; ErrNotFound if absent.
 	SetPriority(ctx context.Context, name string, priority int) error
@@ -310,14 +364,37 @@ type Store interface {
 	// an allocation without GPUs at now ends its Allocations)
 	// and StatusRevision incremented; every field that can still be read
 	// is kept. An unreadable record is replaced by one holding its name
-	// (Name and Spec.Name), what could be read (GPU type) and the original
-	// bytes (kept in the stored record under "original", for an operator
-	// to inspect; not returned in Job). A record already terminal is left
+	// (Name and Spec.Name), what could be read (GPU type; submit time, as
+	// ListJobs returned it) and the original bytes (kept in the stored
+	// record under "original", for an operator to inspect; not returned
+	// in Job). A record already terminal is left
 	// as it is, even an unreadable one whose status reads as terminal: a
 	// finished job stays finished. ErrNotFound if absent.
 	SetAside(ctx context.Context, name, reason string, now time.Time) error
-	// DeleteJob removes a job record entirely; ErrNotFound if absent.
+	// DeleteJob removes a job record entirely, whatever its status (with
+	// its progress, and from every index); ErrNotFound if absent.
 	DeleteJob(ctx context.Context, name string) error
+
+	// ListFinished returns up to limit (positive) terminal jobs
+	// (Completed, Failed, Canceled), oldest FinishTime first (the zero
+	// time first), then by name: the order a retention loop deletes them
+	// in. It reads an index, so its cost grows with limit, not with the
+	// jobs. A record that cannot be decoded is terminal if its status
+	// could be read as terminal (MongoDB: if its live flag is false).
+	ListFinished(ctx context.Context, limit int) ([]FinishedJob, error)
+	// CountJobs returns how many jobs are live and how many terminal, as
+	// ListJobs with Live and ListFinished would count them, without
+	// reading the records: the embedded store keeps both counts, MongoDB
+	// counts index entries.
+	CountJobs(ctx context.Context) (live, finished int, err error)
+	// DeleteFinished removes the records (and progress) of the named jobs
+	// that are terminal, as ListFinished sees them, and returns how many
+	// it removed; names of live or missing jobs are skipped, so a live
+	// job named by mistake is left alone. More than MaxDeleteFinished
+	// names fail the call before anything is deleted. The embedded store
+	// deletes them in one transaction; MongoDB in one command, each
+	// deletion atomic on its own.
+	DeleteFinished(ctx context.Context, names []string) (int, error)
 	// SaveProgress replaces the job's Progress with data if its stored
 	// ProgressRevision is revision, and returns the new revision,
 	// revision+1. ErrNotFound if absent; ErrConflict if the revision is

@@ -58,6 +58,8 @@ type Damage struct {
 	GPUType        string
 	Status         model.Status
 	StatusRevision int64
+	// SubmitTime, unless zero, is stored as the store stores it.
+	SubmitTime time.Time
 }
 
 // Storage is fresh, empty storage for one test.
@@ -94,9 +96,16 @@ type Factory func(t *testing.T) Storage
 //     exactly one succeeds), touches no other field and is touched by no
 //     other write; ListHistories returns nil when there is nothing;
 //   - a record that does not decode is returned, marked Unreadable, with
-//     its name, GPU type and status where they can be read (tested when
-//     the Storage has a Damager), and SetAside replaces it keeping the
-//     original bytes.
+//     its name, GPU type, status and submit time where they can be read
+//     (tested when the Storage has a Damager), placed in ListJobs' order
+//     by that submit time (pages of them join up), and SetAside replaces
+//     it keeping the original bytes;
+//   - ListJobs' pages (Limit, After) joined up are the unpaged list, for
+//     any limit and filter; After is any position, a job's or not;
+//   - ListFinished, CountJobs and DeleteFinished follow every write that
+//     changes a job's liveness (CreateJob, SaveStatus, SetAside, DeleteJob,
+//     DeleteFinished), and survive a reopen; DeleteFinished deletes only
+//     terminal jobs, with their progress.
 func Run(t *testing.T, f Factory) {
 	tests := []struct {
 		name string
@@ -111,6 +120,8 @@ func Run(t *testing.T, f Factory) {
 		{"SameNameRace", testSameNameRace},
 		{"ConcurrentCreates", testConcurrentCreates},
 		{"ListOrderAndFilters", testListOrderAndFilters},
+		{"Pages", testPages},
+		{"Finished", testFinished},
 		{"OwnedFields", testOwnedFields},
 		{"OwnedFieldsConcurrent", testOwnedFieldsConcurrent},
 		{"SaveStatusMissing", testSaveStatusMissing},
@@ -567,6 +578,249 @@ func testListOrderAndFilters(t *testing.T, f Factory) {
 	wantNames(t, s, store.ListOptions{GPUType: "k80", Live: true}, nil)
 	wantNames(t, s, store.ListOptions{GPUType: "k80"}, []string{"pre", "a-tie", "y"})
 	wantNames(t, s, store.ListOptions{GPUType: "v100", Live: true}, []string{"zeta", "epoch", "b-tie", "fresh"})
+}
+
+// pageAll lists opts page by page, limit jobs a page, and returns the
+// pages joined up. It fails the test if a page is longer than limit, or if
+// the pages do not end.
+func pageAll(t *testing.T, s store.Store, opts store.ListOptions, limit int) []store.Job {
+	t.Helper()
+	opts.Limit = limit
+	var all []store.Job
+	for range 1000 {
+		page, err := s.ListJobs(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("ListJobs(%+v): %v", opts, err)
+		}
+		if len(page) > limit {
+			t.Errorf("ListJobs(%+v) returned %d jobs", opts, len(page))
+		}
+		all = append(all, page...)
+		if len(page) < limit {
+			return all
+		}
+		opts.After = page[len(page)-1].Position()
+	}
+	t.Fatalf("pages of %d of ListJobs(%+v) do not end", limit, opts)
+	return nil
+}
+
+func names(jobs []store.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
+}
+
+// testPages checks ListJobs' Limit and After: pages of every size, with
+// every filter, join up to the unpaged list, and After may be any
+// position, a job's or not, out of the storable range too.
+func testPages(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, _ := newStore(t, f)
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	// Few distinct times, so that most jobs tie on one and the name
+	// decides; names scattered, so that creation order is neither.
+	times := []time.Time{{}, time.Unix(0, 0), time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC), base, base.Add(1), base.Add(time.Hour)}
+	statuses := []model.Status{model.StatusWaiting, model.StatusCompleted, model.StatusRunning, model.StatusCanceled, ""}
+	var jobs []store.Job
+	for i := range 20 {
+		j := simpleJob(fmt.Sprintf("p%02d", i*7%20), []string{"v100", "k80"}[i%3%2], times[i%len(times)], statuses[i%len(statuses)])
+		mustCreate(t, s, j)
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, byOrder)
+
+	for _, opts := range []store.ListOptions{{}, {GPUType: "v100"}, {Live: true}, {GPUType: "k80", Live: true}} {
+		var want []string
+		for _, j := range jobs {
+			if (opts.GPUType == "" || j.Spec.GPUType == opts.GPUType) && (!opts.Live || !j.Status.State.Status.Done()) {
+				want = append(want, j.Name)
+			}
+		}
+		wantNames(t, s, opts, want)
+		// 1: every page full, the last followed by an empty one; 7: a
+		// short last page.
+		for _, limit := range []int{1, 7} {
+			if diff := cmp.Diff(want, names(pageAll(t, s, opts, limit))); diff != "" {
+				t.Errorf("pages of %d of ListJobs(%+v) (-want +got):\n%s", limit, opts, diff)
+			}
+		}
+	}
+
+	// After any position: a job's, or between, before or after them all.
+	positions := []store.Position{
+		{SubmitTime: base},
+		{SubmitTime: base, Name: "zzz"},
+		{SubmitTime: base.Add(30 * time.Minute), Name: "a"},
+		{Name: "p15"},
+		{Name: "zzz"},
+		{SubmitTime: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), Name: "zzz"},
+		{SubmitTime: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), Name: "zzz"}, // before the zero time
+		{SubmitTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{SubmitTime: base.In(ist()), Name: "p05"},
+	}
+	for i := 0; i < len(jobs); i += 3 {
+		positions = append(positions, jobs[i].Position())
+	}
+	for _, p := range positions {
+		var want []string
+		for _, j := range jobs {
+			if byOrder(j, store.Job{Name: p.Name, Spec: model.JobSpec{SubmitTime: p.SubmitTime}}) > 0 {
+				want = append(want, j.Name)
+			}
+		}
+		wantNames(t, s, store.ListOptions{After: p}, want)
+		wantNames(t, s, store.ListOptions{After: p, Limit: 3}, want[:min(3, len(want))])
+	}
+
+	if _, err := s.ListJobs(ctx, store.ListOptions{Limit: -1}); err == nil {
+		t.Error("ListJobs with a negative limit: no error")
+	}
+
+	// Jobs created between two pages: the next page lists those that
+	// come after the position, as it would have listed them before.
+	first, err := s.ListJobs(ctx, store.ListOptions{Limit: 8})
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	mustCreate(t, s, simpleJob("a-early", "v100", time.Time{}, model.StatusWaiting))
+	mustCreate(t, s, simpleJob("z-late", "v100", base.Add(2*time.Hour), model.StatusWaiting))
+	rest := pageAll(t, s, store.ListOptions{After: first[len(first)-1].Position()}, 4)
+	if diff := cmp.Diff(append(names(jobs[8:]), "z-late"), names(rest)); diff != "" {
+		t.Errorf("pages after jobs were created (-want +got):\n%s", diff)
+	}
+}
+
+// testFinished checks ListFinished, CountJobs and DeleteFinished, and that
+// the writes that change a job's liveness keep them right.
+func testFinished(t *testing.T, f Factory) {
+	ctx := t.Context()
+	s, reopen := newStore(t, f)
+	t0 := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	job := func(name, gpuType string, status model.Status, finish time.Time) store.Job {
+		j := simpleJob(name, gpuType, t0, status)
+		j.Status.FinishTime = finish
+		return j
+	}
+	for _, j := range []store.Job{
+		job("live-w", "v100", model.StatusWaiting, time.Time{}),
+		job("live-r", "v100", model.StatusRunning, time.Time{}),
+		job("live-s", "k80", model.StatusSubmitted, time.Time{}),
+		job("live-0", "v100", "", time.Time{}),
+		job("f-c", "v100", model.StatusCompleted, t0.Add(2*time.Hour)),
+		job("f-f", "k80", model.StatusFailed, t0.Add(time.Hour)),
+		job("f-x", "v100", model.StatusCanceled, time.Time{}), // created terminal: no finish time
+		job("f-b", "v100", model.StatusCompleted, t0.Add(time.Hour).In(ist())),
+		job("f-a", "v100", model.StatusCanceled, t0.Add(3*time.Hour)),
+	} {
+		mustCreate(t, s, j)
+	}
+	wantCounts(t, s, "created", 4, 5)
+	all := []store.FinishedJob{
+		{Name: "f-x"}, {Name: "f-b", FinishTime: t0.Add(time.Hour)}, {Name: "f-f", FinishTime: t0.Add(time.Hour)},
+		{Name: "f-c", FinishTime: t0.Add(2 * time.Hour)}, {Name: "f-a", FinishTime: t0.Add(3 * time.Hour)},
+	}
+	wantFinished(t, s, "created", all)
+	if got, err := s.ListFinished(ctx, 2); err != nil || !cmp.Equal(all[:2], got) {
+		t.Errorf("ListFinished(2) = %+v, %v; want %+v", got, err, all[:2])
+	}
+	for _, limit := range []int{0, -1} {
+		if _, err := s.ListFinished(ctx, limit); err == nil {
+			t.Errorf("ListFinished(%d): no error", limit)
+		}
+	}
+
+	// A job's end and SetAside move it to the finished jobs.
+	mustSave(t, s, map[string]store.JobStatus{
+		"live-r": {State: model.JobState{Status: model.StatusCompleted}, FinishTime: t0.Add(90 * time.Minute)},
+	})
+	if err := s.SetAside(ctx, "live-w", "test", t0.Add(30*time.Minute)); err != nil {
+		t.Fatalf("SetAside: %v", err)
+	}
+	wantCounts(t, s, "after a job's end and SetAside", 2, 7)
+	all = slices.Insert(all, 3, store.FinishedJob{Name: "live-r", FinishTime: t0.Add(90 * time.Minute)})
+	all = slices.Insert(all, 1, store.FinishedJob{Name: "live-w", FinishTime: t0.Add(30 * time.Minute)})
+	wantFinished(t, s, "after a job's end and SetAside", all)
+	wantNames(t, s, store.ListOptions{Live: true}, []string{"live-0", "live-s"})
+
+	// DeleteFinished deletes the terminal jobs named, with their
+	// progress, and leaves live and missing ones alone.
+	mustSaveProgress(t, s, "f-c", []byte(`{"steps":9}`), 0)
+	liveS := mustGet(t, s, "live-s")
+	n, err := s.DeleteFinished(ctx, []string{"f-c", "live-s", "missing", "f-x", "f-c"})
+	if err != nil || n != 2 {
+		t.Errorf("DeleteFinished = %d, %v; want 2 deleted", n, err)
+	}
+	for _, name := range []string{"f-c", "f-x", "missing"} {
+		wantErrIs(t, "GetJob after DeleteFinished", getErr(s, ctx, name), store.ErrNotFound)
+	}
+	checkJob(t, s, "live job named to DeleteFinished", liveS)
+	wantCounts(t, s, "after DeleteFinished", 2, 5)
+	all = slices.DeleteFunc(all, func(j store.FinishedJob) bool { return j.Name == "f-c" || j.Name == "f-x" })
+	wantFinished(t, s, "after DeleteFinished", all)
+	wantNames(t, s, store.ListOptions{}, []string{"f-a", "f-b", "f-f", "live-0", "live-r", "live-s", "live-w"})
+	mustCreate(t, s, job("f-c", "k80", model.StatusWaiting, time.Time{}))
+	if j := mustGet(t, s, "f-c"); j.Progress != nil || j.ProgressRevision != 0 {
+		t.Errorf("a job created again after DeleteFinished has progress %q at revision %d", j.Progress, j.ProgressRevision)
+	}
+	wantCounts(t, s, "after creating a deleted name again", 3, 5)
+
+	if n, err := s.DeleteFinished(ctx, nil); err != nil || n != 0 {
+		t.Errorf("DeleteFinished(nil) = %d, %v", n, err)
+	}
+	tooMany := make([]string, store.MaxDeleteFinished+1)
+	for i := range tooMany {
+		tooMany[i] = "f-b"
+	}
+	if _, err := s.DeleteFinished(ctx, tooMany); err == nil {
+		t.Errorf("DeleteFinished of %d names: no error", len(tooMany))
+	}
+	wantCounts(t, s, "after a refused DeleteFinished", 3, 5)
+
+	// DeleteJob keeps the index too, whatever the status; a name deleted
+	// and created again is listed once, where its new record puts it.
+	for _, name := range []string{"f-a", "live-0", "live-s"} {
+		if err := s.DeleteJob(ctx, name); err != nil {
+			t.Fatalf("DeleteJob %s: %v", name, err)
+		}
+	}
+	wantCounts(t, s, "after DeleteJob", 1, 4)
+	mustCreate(t, s, job("live-s", "v100", model.StatusFailed, t0.Add(-time.Hour)))
+	wantNames(t, s, store.ListOptions{Live: true}, []string{"f-c"})
+	wantNames(t, s, store.ListOptions{GPUType: "k80"}, []string{"f-c", "f-f"})
+	all = append([]store.FinishedJob{{Name: "live-s", FinishTime: t0.Add(-time.Hour)}}, all[:len(all)-1]...)
+	wantFinished(t, s, "after DeleteJob and creating again", all)
+
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s = reopen()
+	wantCounts(t, s, "after reopen", 1, 5)
+	wantFinished(t, s, "after reopen", all)
+}
+
+// wantCounts fails unless CountJobs returns live and finished.
+func wantCounts(t *testing.T, s store.Store, what string, live, finished int) {
+	t.Helper()
+	l, f, err := s.CountJobs(t.Context())
+	if err != nil || l != live || f != finished {
+		t.Errorf("%s: CountJobs = %d live, %d finished, %v; want %d, %d", what, l, f, err, live, finished)
+	}
+}
+
+// wantFinished fails unless ListFinished returns want.
+func wantFinished(t *testing.T, s store.Store, what string, want []store.FinishedJob) {
+	t.Helper()
+	got, err := s.ListFinished(t.Context(), 1000)
+	if err != nil {
+		t.Fatalf("%s: ListFinished: %v", what, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: ListFinished (-want +got):\n%s", what, diff)
+	}
+	checkUTC(t, what, reflect.ValueOf(got))
 }
 
 func testOwnedFields(t *testing.T, f Factory) {
@@ -1214,8 +1468,9 @@ func testUnreadable(t *testing.T, f Factory) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	// dmg-run's submit time places it between a and b.
 	damage := map[string]Damage{
-		"dmg-run":  {GPUType: "v100", Status: model.StatusRunning, StatusRevision: 3},
+		"dmg-run":  {GPUType: "v100", Status: model.StatusRunning, StatusRevision: 3, SubmitTime: time.Unix(1, 500)},
 		"dmg-none": {},
 		"dmg-done": {GPUType: "k80", Status: model.StatusCompleted},
 	}
@@ -1233,7 +1488,7 @@ func testUnreadable(t *testing.T, f Factory) {
 		d := damage[name]
 		return store.Job{
 			Name:   name,
-			Spec:   model.JobSpec{Name: name, GPUType: d.GPUType},
+			Spec:   model.JobSpec{Name: name, GPUType: d.GPUType, SubmitTime: d.SubmitTime},
 			Status: store.JobStatus{State: model.JobState{Status: d.Status}},
 		}
 	}
@@ -1242,12 +1497,12 @@ func testUnreadable(t *testing.T, f Factory) {
 		opts store.ListOptions
 		want []store.Job
 	}{
-		{store.ListOptions{}, []store.Job{done, none, run, a, b, c}},
-		{store.ListOptions{GPUType: "v100"}, []store.Job{none, run, a, c}},
+		{store.ListOptions{}, []store.Job{done, none, a, run, b, c}},
+		{store.ListOptions{GPUType: "v100"}, []store.Job{none, a, run, c}},
 		{store.ListOptions{GPUType: "k80"}, []store.Job{done, none, b}},
 		{store.ListOptions{GPUType: "a100"}, []store.Job{none}},
-		{store.ListOptions{Live: true}, []store.Job{none, run, a, b}},
-		{store.ListOptions{GPUType: "v100", Live: true}, []store.Job{none, run, a}},
+		{store.ListOptions{Live: true}, []store.Job{none, a, run, b}},
+		{store.ListOptions{GPUType: "v100", Live: true}, []store.Job{none, a, run}},
 		{store.ListOptions{GPUType: "k80", Live: true}, []store.Job{none, b}},
 	}
 	for _, tc := range cases {
@@ -1256,7 +1511,15 @@ func testUnreadable(t *testing.T, f Factory) {
 			t.Fatalf("ListJobs(%+v): %v", tc.opts, err)
 		}
 		checkJobs(t, fmt.Sprintf("ListJobs(%+v)", tc.opts), tc.want, list)
+		// Pages of unreadable records join up as well: each is placed
+		// where it is returned.
+		for _, limit := range []int{1, 2} {
+			checkJobs(t, fmt.Sprintf("pages of %d of ListJobs(%+v)", limit, tc.opts), tc.want, pageAll(t, s, tc.opts, limit))
+		}
 	}
+	// The unreadable records count by the status that could be read.
+	wantCounts(t, s, "with unreadable records", 4, 2)
+	wantFinished(t, s, "with unreadable records", []store.FinishedJob{{Name: "c"}, {Name: "dmg-done"}})
 	for _, want := range []store.Job{run, none, done, a} {
 		checkJobs(t, "GetJob "+want.Name, []store.Job{want}, []store.Job{mustGet(t, s, want.Name)})
 	}
@@ -1299,7 +1562,7 @@ func testUnreadable(t *testing.T, f Factory) {
 	aside := func(name string, rev int64) store.Job {
 		return store.Job{
 			Name: name,
-			Spec: model.JobSpec{Name: name, GPUType: damage[name].GPUType},
+			Spec: model.JobSpec{Name: name, GPUType: damage[name].GPUType, SubmitTime: damage[name].SubmitTime},
 			Status: store.JobStatus{
 				State:      model.JobState{Status: model.StatusFailed},
 				FinishTime: now, Updated: now,
@@ -1324,8 +1587,9 @@ func testUnreadable(t *testing.T, f Factory) {
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)
 	}
-	checkJobs(t, "ListJobs after SetAside", []store.Job{done, noneAside, runAside, a, b, c}, list)
+	checkJobs(t, "ListJobs after SetAside", []store.Job{done, noneAside, a, runAside, b, c}, list)
 	wantNames(t, s, store.ListOptions{Live: true}, []string{"a", "b"})
+	wantCounts(t, s, "after SetAside", 2, 4)
 
 	// The original record survives later writes of the replacement.
 	if err := s.SetPriority(ctx, "dmg-run", 4); err != nil {
@@ -1362,6 +1626,16 @@ func testUnreadable(t *testing.T, f Factory) {
 	s = reopen()
 	checkJob(t, s, "after reopen", runAside)
 	checkJob(t, s, "after reopen", noneAside)
+
+	// Retention takes the unreadable terminal record like any other.
+	wantFinished(t, s, "after SetAside", []store.FinishedJob{
+		{Name: "c"}, {Name: "dmg-done"}, {Name: "dmg-none", FinishTime: now}, {Name: "dmg-run", FinishTime: now},
+	})
+	if n, err := s.DeleteFinished(ctx, []string{"dmg-done", "dmg-run", "a"}); err != nil || n != 2 {
+		t.Errorf("DeleteFinished = %d, %v; want 2 deleted", n, err)
+	}
+	wantNames(t, s, store.ListOptions{}, []string{"dmg-none", "a", "b", "c"})
+	wantCounts(t, s, "after DeleteFinished", 2, 2)
 }
 
 // checkJobs compares jobs, and checks that Unreadable is set (to a reason)
@@ -1575,6 +1849,9 @@ func calls(ctx context.Context, s store.Store) map[string]error {
 	_, errs["SaveProgress"] = s.SaveProgress(ctx, "victim", []byte(`{"victim":1}`), 0)
 	errs["SaveHistory"] = s.SaveHistory(ctx, "victim", "victim", []byte(`{"victim":1}`))
 	_, errs["ListHistories"] = s.ListHistories(ctx, "victim")
+	_, errs["ListFinished"] = s.ListFinished(ctx, 10)
+	_, _, errs["CountJobs"] = s.CountJobs(ctx)
+	_, errs["DeleteFinished"] = s.DeleteFinished(ctx, []string{"victim"})
 	return errs
 }
 
