@@ -168,8 +168,21 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		ApplyParallelism: s.applyParallelism,
 		GPUType:          gpuType, Store: s.store, Queue: s.queue, Backend: backend, Algorithms: s.algos, Placer: s.placer,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
-		Clock: s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+		StartInterval: startInterval(s.cfg.Speed),
+		Clock:         s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
 	})
+}
+
+// startInterval is the schedulers' least time between a cycle and a
+// limited one, on their clock: 250 ms of wall time whatever --speed, since
+// what it paces (bursts of submissions, the cost of cycles) happens in
+// wall time. At --speed 500 a 250 ms interval of the cluster's clock would
+// be half a millisecond, and a burst would make one cycle per submission.
+func startInterval(speed float64) time.Duration {
+	if speed <= 0 {
+		speed = 1
+	}
+	return time.Duration(float64(scheduler.DefaultStartInterval) * speed)
 }
 
 // startSim starts one scheduler per GPU type of the simulated cluster.

@@ -77,6 +77,12 @@ type Config struct {
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	Tick             time.Duration
+	// StartInterval is the core's least time between a cycle and the next
+	// limited one, on Clock (scheduler.DefaultStartInterval if zero). It
+	// exists to batch bursts of submissions, which arrive in wall time, so
+	// a clock that runs S times faster than real time wants S times the
+	// default: the server sets it so.
+	StartInterval time.Duration
 	// Clock is the scheduler's clock: job times, cycles, the rate limit.
 	// It may run faster than real time (a simulated cluster).
 	Clock clock.Clock
@@ -282,7 +288,7 @@ func (s *Service) start(ctx context.Context) error {
 	alloc := s.allocator(rec.Settings)
 	core, err := scheduler.NewCore(scheduler.Config{
 		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Backend,
-		RateLimit: s.rateLimit(rec.Settings), Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
+		RateLimit: s.rateLimit(rec.Settings), StartInterval: s.cfg.StartInterval, Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
 		ApplyParallelism: s.cfg.ApplyParallelism,
 	})
 	if err != nil {
