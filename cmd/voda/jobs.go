@@ -775,8 +775,8 @@ func newDeleteCommand(o *clientOptions) *cobra.Command {
 		Short: "Delete training jobs",
 		Long: `Delete training jobs, as kubectl deletes objects. The scheduler halts a live
 job (its workers stop and free their GPUs) and the job ends Canceled; it
-stays listed by 'voda get jobs' until it is deleted again. Deleting a
-job again while it is being halted
+stays listed by 'voda get jobs' until it is deleted again or the server's
+retention removes it. Deleting a job again while it is being halted
 succeeds the same way, so a command that is run twice, or a script that
 retries, does not fail.
 
