@@ -104,7 +104,18 @@ type Config struct {
 	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
 	ApplyParallelism int
+	// MaxHistories is the most applications whose measured history the
+	// store keeps for this GPU type (DefaultMaxHistories if zero): see
+	// saveHistory.
+	MaxHistories int
 }
+
+// DefaultMaxHistories bounds the applications' histories kept per GPU
+// type. Applications are free-form annotations, so without a bound their
+// histories (each up to store.MaxProgressBytes) would grow with every
+// name ever used; a team's recurring applications number in the tens or
+// hundreds.
+const DefaultMaxHistories = 1000
 
 // Service is one GPU type's scheduler service.
 type Service struct {
@@ -132,6 +143,11 @@ type Service struct {
 	lastCycle time.Time
 	// status is the scheduler status last written (zero before the first).
 	status store.SchedulerStatus
+	// histories are the applications whose history the store keeps for
+	// this GPU type: those listed at start and those saved since.
+	// historiesFull is set once a new one was not kept (logged once).
+	histories     map[string]bool
+	historiesFull bool
 }
 
 // tracked is what the service keeps of a live job besides the core.
@@ -188,6 +204,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.WallClock == nil {
 		cfg.WallClock = clock.RealClock{}
 	}
+	if cfg.MaxHistories <= 0 {
+		cfg.MaxHistories = DefaultMaxHistories
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -197,6 +216,7 @@ func New(cfg Config) (*Service, error) {
 		collector: collector.New(),
 		jobs:      map[string]*tracked{},
 		final:     map[string]store.StatusWrite{},
+		histories: map[string]bool{},
 	}, nil
 }
 
