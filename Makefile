@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost scale clean
 
 all: vet test build
 
@@ -89,6 +89,15 @@ dashboard-cost:
 	./hack/tools.sh browser
 	VODA_DASHBOARD_LOAD_JOBS=1000 VODA_DASHBOARD_LOAD_PAGES=10 VODA_DASHBOARD_LOAD_WINDOW=60s \
 	  $(GO) test ./test/browser -run TestDashboardLoad -count=1 -v -timeout 20m
+
+## scale: a year of jobs. The embedded store's reads and retention at 1k/10k/100k finished jobs and FerretDB's at
+## 1k/10k; the binary on 100,000 finished and 1,000 live jobs (list latency, memory, every page, a retention pass);
+## 5,000 silent connections and 20,000 keep-alives from one client against new clients' /healthz and job lists
+scale:
+	$(GO) test ./internal/store -run '^$$' -bench 'BenchmarkScale(Bolt|FerretDB)' -benchtime 20x -timeout 60m
+	$(GO) test ./test/e2e -run '^$$' -bench BenchmarkJobsAt100k -benchtime 1x -timeout 30m -v
+	VODA_FLOOD_SILENT=5000 VODA_FLOOD_KEEPALIVES=20000 VODA_FLOOD_SLOW=5000 \
+	  $(GO) test ./test/e2e -run TestFloodCannotLockOut -count=1 -v -timeout 20m
 
 ## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target
 fuzz:

@@ -33,14 +33,19 @@ func procFDs(t testing.TB, pid int) int {
 }
 
 // procRSSKiB is a process's resident set size.
-func procRSSKiB(t testing.TB, pid int) int {
+func procRSSKiB(t testing.TB, pid int) int { return procStatusKiB(t, pid, "VmRSS") }
+
+// procStatusKiB reads a field in kB of /proc/PID/status: VmRSS, or its
+// parts RssAnon (the heap and stacks) and RssFile (mapped files: the
+// store's, which the kernel may drop and read again).
+func procStatusKiB(t testing.TB, pid int, field string) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kib, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +53,7 @@ func procRSSKiB(t testing.TB, pid int) int {
 			return kib
 		}
 	}
-	t.Fatal("no VmRSS in /proc/PID/status")
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 

@@ -52,8 +52,7 @@ func BenchmarkJobsAt100k(b *testing.B) {
 		started := time.Now()
 		srv := startBenchServer(b, bin, args)
 		waitReady(b, srv.Addr)
-		b.Logf("ready in %v, RSS %d MiB (Go heap in use %.0f MiB; the rest is mostly the store file, mapped)", time.Since(started).Round(time.Millisecond),
-			procRSSKiB(b, srv.PID())/1024, metricAt(b, srv.Addr, "go_memstats_heap_inuse_bytes")/(1<<20))
+		b.Logf("ready in %v, %s", time.Since(started).Round(time.Millisecond), memory(b, srv))
 		base := "http://" + srv.Addr + api.RouteJobs
 		for _, c := range []struct{ name, url string }{{"first-page", base}, {"live", base + "?live=true"}} {
 			lat, size := callTimes(b, c.url, 100)
@@ -70,8 +69,10 @@ func BenchmarkJobsAt100k(b *testing.B) {
 		if err != nil || len(jobs) != finished+live {
 			b.Fatalf("ListJobs: %d jobs, %v", len(jobs), err)
 		}
-		b.Logf("every page (%d jobs, %d pages): %v; RSS after %d MiB (Go heap in use %.0f MiB)", len(jobs), (len(jobs)+api.DefaultListLimit-1)/api.DefaultListLimit,
-			time.Since(readAll).Round(time.Millisecond), procRSSKiB(b, srv.PID())/1024, metricAt(b, srv.Addr, "go_memstats_heap_inuse_bytes")/(1<<20))
+		b.Logf("every page (%d jobs, %d pages): %v; after: %s", len(jobs), (len(jobs)+api.DefaultListLimit-1)/api.DefaultListLimit,
+			time.Since(readAll).Round(time.Millisecond), memory(b, srv))
+		b.ReportMetric(float64(procRSSKiB(b, srv.PID()))/1024, "RSS-MiB")
+		b.ReportMetric(float64(procStatusKiB(b, srv.PID(), "RssAnon"))/1024, "RssAnon-MiB")
 		b.ReportMetric(time.Since(readAll).Seconds(), "every-page-s")
 		srv.stop()
 		before := fileMB(b, path)
@@ -128,6 +129,16 @@ func BenchmarkJobsAt100k(b *testing.B) {
 		b.ReportMetric(before, "MB-before")
 		b.ReportMetric(after, "MB-after")
 	}
+}
+
+// memory describes the server's resident memory: all of it, its
+// anonymous part (heap, stacks) and its file-backed part (the store's file,
+// mapped: clean pages the kernel can drop and read again), and the Go heap.
+func memory(b *testing.B, srv *benchServer) string {
+	pid := srv.PID()
+	return fmt.Sprintf("RSS %d MiB (anonymous %d MiB, mapped files %d MiB; Go heap in use %.0f MiB)",
+		procRSSKiB(b, pid)/1024, procStatusKiB(b, pid, "RssAnon")/1024, procStatusKiB(b, pid, "RssFile")/1024,
+		metricAt(b, srv.Addr, "go_memstats_heap_inuse_bytes")/(1<<20))
 }
 
 func fileMB(b *testing.B, path string) float64 {
