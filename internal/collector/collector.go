@@ -143,6 +143,21 @@ func (c *Collector) App(app string) Measurements {
 	return Measurements{}
 }
 
+// DropApp forgets app, what its finished jobs left included, unless a
+// live job names it; it reports whether app is no longer known. A caller
+// that does not keep an application's history drops it once its last
+// job leaves, so that the collector holds the applications of its live
+// jobs and of the histories kept, not every name ever used.
+func (c *Collector) DropApp(app string) bool {
+	if as := c.apps[app]; as != nil {
+		if len(as.jobs) > 0 {
+			return false
+		}
+		delete(c.apps, app)
+	}
+	return true
+}
+
 // SetGPUsPerNode sets the GPUs of one node of this collector's GPU type; 0
 // or 1 is unknown, and every placement is then assumed to be on one node.
 // Estimate's speedup curve is for k workers on ceil(k/n) nodes.

@@ -326,3 +326,31 @@ func TestEstimateFitBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestDropApp: an application a live job names stays; once its jobs have
+// left, dropping it forgets what they left, and a later job of it starts
+// from nothing.
+func TestDropApp(t *testing.T) {
+	c := New()
+	c.Observe("j1", "app", 2, 100, 10)
+	if c.DropApp("app") {
+		t.Fatal("DropApp dropped an application a live job names")
+	}
+	c.Forget("j1")
+	if len(c.App("app").Placements) == 0 {
+		t.Fatal("the finished job left nothing to its application")
+	}
+	if !c.DropApp("app") {
+		t.Fatal("DropApp kept an application no live job names")
+	}
+	if m := c.App("app"); len(m.Placements) != 0 {
+		t.Errorf("App after DropApp = %+v, want nothing", m)
+	}
+	if !c.DropApp("never-seen") {
+		t.Error("DropApp of an unknown application reports it known")
+	}
+	c.Observe("j2", "app", 1, 50, 5)
+	if got := c.App("app"); len(got.Placements) != 0 {
+		t.Errorf("a new job's application starts with %+v, want nothing", got)
+	}
+}

@@ -69,12 +69,17 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 // At most MaxHistories applications have a stored history per GPU type:
 // once that many are kept, those keep being updated and a new one is not
 // stored, so what is learnt of recurring applications is never pushed out
-// by one-off names; the collector still uses it until the scheduler
-// restarts. The count is of the histories listed at start and saved
-// since, which another process (a former leader) may have added to.
+// by one-off names. The collector then forgets an application not kept
+// once no live job names it, as a restarted scheduler would not know it
+// either: it holds the applications of live jobs and kept histories, not
+// every name ever used. The count is of the histories listed at start and
+// saved since, which another process (a former leader) may have added to.
 func (s *Service) saveHistory(ctx context.Context, app string) {
 	m := s.collector.App(app)
 	if len(m.Placements) == 0 && m.Restarts == 0 {
+		if !s.histories[app] {
+			s.collector.DropApp(app)
+		}
 		return
 	}
 	if !s.histories[app] && len(s.histories) >= s.cfg.MaxHistories {
@@ -83,6 +88,7 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 			s.log.Warn("the store keeps the measured histories of as many applications as it may; new applications' are not kept",
 				"max", s.cfg.MaxHistories, "app", app)
 		}
+		s.collector.DropApp(app)
 		return
 	}
 	data, err := json.Marshal(m)

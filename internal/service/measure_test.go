@@ -117,13 +117,15 @@ func TestHistoriesBounded(t *testing.T) {
 		stored []string // histories in the store before the scheduler starts
 		saved  []string // applications whose jobs then finish, in order
 		want   map[string][]byte
+		// forgotten are applications the collector no longer knows after.
+		forgotten []string
 	}{
 		{name: "room left", max: 3, stored: []string{"x", "y"}, saved: []string{"z", "x"},
 			want: map[string][]byte{"x": fresh, "y": stored, "z": fresh}},
 		{name: "full: a new one is not kept, a kept one is updated", max: 2, stored: []string{"x", "y"}, saved: []string{"z", "x"},
-			want: map[string][]byte{"x": fresh, "y": stored}},
+			want: map[string][]byte{"x": fresh, "y": stored}, forgotten: []string{"z"}},
 		{name: "filled by this scheduler", max: 2, stored: []string{"x"}, saved: []string{"y", "z", "y"},
-			want: map[string][]byte{"x": stored, "y": fresh}},
+			want: map[string][]byte{"x": stored, "y": fresh}, forgotten: []string{"z"}},
 		{name: "the default bound", stored: []string{"x"}, saved: []string{"z"},
 			want: map[string][]byte{"x": stored, "z": fresh}},
 	}
@@ -154,6 +156,18 @@ func TestHistoriesBounded(t *testing.T) {
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("histories (-want,+got):\n%s", diff)
 			}
+			h.do(func() {
+				for app := range c.want {
+					if m := h.svc.collector.App(app); len(m.Placements) == 0 {
+						t.Errorf("the collector forgot kept application %s", app)
+					}
+				}
+				for _, app := range c.forgotten {
+					if m := h.svc.collector.App(app); len(m.Placements) != 0 {
+						t.Errorf("the collector still holds application %s, whose history is not kept: %+v", app, m)
+					}
+				}
+			})
 		})
 	}
 }
