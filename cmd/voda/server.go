@@ -158,6 +158,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 		"how long a new connection may take to send its first request (TLS handshake included) before, at --max-connections, it is the first to be closed; longer, it still has the 10 s the server gives a request's headers")
 	f.IntVar(&c.MaxEventStreams, "max-event-streams", api.DefaultMaxStreams,
 		"most event streams (GET /api/v1/events, the dashboard's live feed) open at once; more are answered 503")
+	f.IntVar(&c.MaxEventStreamsPerUser, "max-event-streams-per-user", api.DefaultMaxStreamsPerCaller,
+		"most event streams one caller may hold open at once (a user; without authentication, a client address or IPv6 /64), so that one caller cannot take all of --max-event-streams; more are answered 429")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
 		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
 	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,

@@ -115,9 +115,13 @@ func benchmarkStreams(b *testing.B, streams int) {
 
 // benchHistory is an allocation history of 8 changes between 1 and 8
 // workers on two of 64 nodes, ending without GPUs.
-func benchHistory(seed int) []store.Allocation {
-	h := make([]store.Allocation, 0, 8)
-	for i := range 7 {
+func benchHistory(seed int) []store.Allocation { return allocHistory(seed, 8) }
+
+// allocHistory is an allocation history of n changes between 1 and 8
+// workers on two of 64 nodes, ending without GPUs.
+func allocHistory(seed, n int) []store.Allocation {
+	h := make([]store.Allocation, 0, n)
+	for i := range n - 1 {
 		w := (seed+i)%8 + 1
 		p := model.JobPlacement{{Node: fmt.Sprintf("node-%02d", (seed+i)%64), Workers: (w + 1) / 2}}
 		if w > 1 {
@@ -125,5 +129,5 @@ func benchHistory(seed int) []store.Allocation {
 		}
 		h = append(h, store.Allocation{At: t0.Add(time.Duration(seed+i) * time.Minute), Placement: p})
 	}
-	return append(h, store.Allocation{At: t0.Add(time.Duration(seed+7) * time.Minute)})
+	return append(h, store.Allocation{At: t0.Add(time.Duration(seed+n-1) * time.Minute)})
 }

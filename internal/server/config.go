@@ -91,7 +91,10 @@ type Config struct {
 	// MaxEventStreams bounds the API's open event streams (0:
 	// api.DefaultMaxStreams).
 	MaxEventStreams int
-	Kube            KubeOptions
+	// MaxEventStreamsPerUser bounds the event streams of one caller (0:
+	// api.DefaultMaxStreamsPerCaller).
+	MaxEventStreamsPerUser int
+	Kube                   KubeOptions
 	// Auth says who may call the API and whether it serves TLS.
 	Auth AuthOptions
 	// Logger is slog.Default() if nil.
@@ -119,6 +122,8 @@ func (c *Config) validate() error {
 		return errors.New("--probe-addr: the probes are the API's; run it (--components all or api)")
 	case c.MaxEventStreams < 0:
 		return fmt.Errorf("--max-event-streams: %d must be positive", c.MaxEventStreams)
+	case c.MaxEventStreamsPerUser < 0:
+		return fmt.Errorf("--max-event-streams-per-user: %d must be positive", c.MaxEventStreamsPerUser)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
 	case jobspec.CheckPodSecurity(c.PodSecurity) != nil:
