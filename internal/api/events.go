@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,6 +39,10 @@ const streamWriteWait = 30 * time.Second
 // minPollGap is the least time between two polls: a burst of writes
 // through this replica (kick) polls at most this often.
 const minPollGap = 100 * time.Millisecond
+
+// fullPollEvery is how many polls may go by without reading the jobs,
+// when nothing says they changed (see mark).
+const fullPollEvery = 5
 
 // Events of the stream (docs/api.md).
 const (
@@ -197,21 +202,52 @@ func (h *hub) reset() {
 
 // poll is what one read of the store found.
 type poll struct {
-	gen  int
+	gen int
+	// mark is what the read found besides the jobs; skip is set when it
+	// read no job, as nothing said they changed.
+	mark mark
+	skip bool
 	jobs []store.Job // the live jobs
 	// left are the jobs that were live and are not listed live any
 	// more: as read again, nil when gone from the store.
 	left map[string]*store.Job
-	recs map[string]store.Scheduler
 }
 
-// read reads the store: the live jobs, and again those the hub holds
-// that are not among them.
-func (h *hub) read(ctx context.Context, gen int) (*poll, error) {
+// mark is what a poll reads before the jobs, cheaply: the scheduler
+// records (settings, and the status each scheduler writes after every
+// cycle, which is when it writes jobs' statuses) and how many jobs are
+// live and finished (which a job's creation, end or removal changes).
+// When they are as the last read of the jobs found them, the jobs can
+// have changed only by a write the scheduler's next cycle follows (a
+// priority, a deletion) or none does (a progress report): a write
+// through this replica kicks the poller, and the jobs are read at least
+// every fullPollEvery polls anyway.
+type mark struct {
+	recs           map[string]store.Scheduler
+	live, finished int
+}
+
+func (m mark) equal(o mark) bool {
+	// The records come from the same decoder: equal values are equal
+	// field by field, times included.
+	return m.live == o.live && m.finished == o.finished && reflect.DeepEqual(m.recs, o.recs)
+}
+
+// read reads the store: the mark, and unless it is last's and not
+// force, the live jobs and again those the hub holds that are not among
+// them.
+func (h *hub) read(ctx context.Context, gen int, last *mark, force bool) (*poll, error) {
 	p := &poll{gen: gen, left: map[string]*store.Job{}}
 	var err error
-	if p.recs, err = h.s.settings(ctx); err != nil {
+	if p.mark.recs, err = h.s.settings(ctx); err != nil {
 		return nil, fmt.Errorf("read schedulers: %w", err)
+	}
+	if p.mark.live, p.mark.finished, err = h.s.cfg.Store.CountJobs(ctx); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	if !force && last != nil && p.mark.equal(*last) {
+		p.skip = true
+		return p, nil
 	}
 	if p.jobs, err = h.s.cfg.Store.ListJobs(ctx, store.ListOptions{Live: true}); err != nil {
 		return nil, fmt.Errorf("list live jobs: %w", err)
@@ -245,12 +281,12 @@ func (h *hub) read(ctx context.Context, gen int) (*poll, error) {
 // apply brings the state in line with p and sends every change to the
 // streams. Under h.mu.
 func (h *hub) apply(p *poll) {
-	if p.gen != h.gen {
+	if p.gen != h.gen || p.skip {
 		return
 	}
-	now := h.s.cfg.Clock.Now()
+	recs, now := p.mark.recs, h.s.cfg.Clock.Now()
 	for _, j := range p.jobs {
-		if e := h.entry(j, p.recs, now); e != nil {
+		if e := h.entry(j, recs, now); e != nil {
 			h.jobs[j.Name] = e
 		}
 	}
@@ -259,15 +295,15 @@ func (h *hub) apply(p *poll) {
 	for _, name := range slices.Sorted(maps.Keys(p.left)) {
 		if j := p.left[name]; j != nil {
 			delete(h.jobs, name) // so that entry sends it, whatever changed
-			h.entry(*j, p.recs, now)
+			h.entry(*j, recs, now)
 		} else {
 			h.removed(name)
 			delete(h.jobs, name)
 		}
 		h.order = nil
 	}
-	h.applyNodes(p.recs)
-	h.applySchedulers(p.recs)
+	h.applyNodes(recs)
+	h.applySchedulers(recs)
 }
 
 // entry encodes j and sends its event when its print differs from the
@@ -448,7 +484,7 @@ func (h *hub) subscribe(ctx context.Context, caller string) (*subscriber, *snaps
 		gen, done := h.gen, make(chan struct{})
 		h.loading = done
 		h.mu.Unlock()
-		p, err := h.read(ctx, gen)
+		p, err := h.read(ctx, gen, nil, true)
 		h.mu.Lock()
 		h.loading = nil
 		close(done)
@@ -462,7 +498,7 @@ func (h *hub) subscribe(ctx context.Context, caller string) (*subscriber, *snaps
 		h.apply(p)
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		h.stop = cancel
-		go h.run(pctx, gen)
+		go h.run(pctx, gen, p.mark)
 	}
 	if err := h.admit(caller); err != nil {
 		h.stopIfIdle()
@@ -513,17 +549,22 @@ func (h *hub) kick() {
 	}
 }
 
-// run polls the store every Poll, and when kicked, until ctx ends.
-func (h *hub) run(ctx context.Context, gen int) {
+// run polls the store every Poll, and when kicked, until ctx ends. A
+// poll reads the jobs when kicked, when the mark differs from the last
+// read of the jobs (loaded, at first), or when fullPollEvery polls went
+// by without.
+func (h *hub) run(ctx context.Context, gen int, loaded mark) {
 	t := time.NewTicker(h.lim.Poll)
 	defer t.Stop()
-	last := time.Now()
+	last, skipped := time.Now(), 0
 	for {
+		force := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-h.kicked:
+			force = true
 			select {
 			case <-ctx.Done():
 				return
@@ -531,8 +572,11 @@ func (h *hub) run(ctx context.Context, gen int) {
 			}
 		}
 		last = time.Now()
-		p, err := h.read(ctx, gen)
+		p, err := h.read(ctx, gen, &loaded, force || skipped+1 >= fullPollEvery)
 		if err == nil {
+			if skipped++; !p.skip {
+				loaded, skipped = p.mark, 0
+			}
 			h.mu.Lock()
 			h.apply(p)
 			h.mu.Unlock()
@@ -665,7 +709,7 @@ func (s *Server) callerOf(r *http.Request, u auth.User) string {
 // jobs run (the server's, the default, those of the live jobs in snap).
 // A caller who may see no job has no use for the stream, and would hold
 // one of its places for nothing. The namespace and kind that allowed it
-// are among v's answers, which the heartbeat asks again.
+// join v's answers, which the heartbeat asks again.
 func (s *Server) allowStream(w http.ResponseWriter, r *http.Request, v *viewer, snap *snapshot) bool {
 	if s.cfg.Authorizer == nil {
 		return true
@@ -682,12 +726,17 @@ func (s *Server) allowStream(w http.ResponseWriter, r *http.Request, v *viewer, 
 		}
 		seen[ns] = true
 		for _, kind := range jobKinds {
-			ok, err := v.sees(ns, kind)
+			// Only the answer that allows is kept (for the heartbeat to
+			// ask again): the refusals before it would cost a question
+			// each at every heartbeat.
+			sc := scope{ns, kind}
+			ok, err := v.ask(sc)
 			if err != nil {
 				s.forbid(w, r, r.Pattern, v.user, v.action, "the authorizer failed; see the server log")
 				return false
 			}
 			if ok {
+				v.decided[sc] = true
 				return true
 			}
 		}

@@ -474,13 +474,20 @@ func seedJobsWith(tb testing.TB, st store.Store, prefix string, n int, done bool
 	}
 }
 
-// countingStore counts the lists of every job (without Live) and the
-// single reads the hub makes.
+// countingStore counts the hub's polls (each counts the jobs), its lists
+// of jobs (and those of every job, without Live) and its single reads.
 type countingStore struct {
 	store.Store
-	mu         sync.Mutex
-	lists, all int
-	gets       []string
+	mu                sync.Mutex
+	polls, lists, all int
+	gets              []string
+}
+
+func (c *countingStore) CountJobs(ctx context.Context) (int, int, error) {
+	c.mu.Lock()
+	c.polls++
+	c.mu.Unlock()
+	return c.Store.CountJobs(ctx)
 }
 
 func (c *countingStore) ListJobs(ctx context.Context, opts store.ListOptions) ([]store.Job, error) {
@@ -500,15 +507,15 @@ func (c *countingStore) GetJob(ctx context.Context, name string) (store.Job, err
 	return c.Store.GetJob(ctx, name)
 }
 
-func (c *countingStore) counts() (lists, all int, gets []string) {
+func (c *countingStore) counts() (polls, lists, all int, gets []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lists, c.all, slices.Clone(c.gets)
+	return c.polls, c.lists, c.all, slices.Clone(c.gets)
 }
 
 // The hub lists only live jobs, never every job, and holds only them; a
 // job that finishes is read once more, for its final event, and
-// forgotten.
+// forgotten. Idle, it lists them every fullPollEvery polls.
 func TestEventStreamReadsLiveJobsOnly(t *testing.T) {
 	var cs *countingStore
 	f := streamed(t, func(c *Config) { cs = &countingStore{Store: c.Store}; c.Store = cs })
@@ -520,13 +527,19 @@ func TestEventStreamReadsLiveJobsOnly(t *testing.T) {
 	}
 	f.saveStatus("live-000001", store.JobStatus{State: model.JobState{Status: model.StatusCompleted}, FinishTime: t0, Updated: t0})
 	s.jobEvent("live-000001", func(je JobEvent) bool { return je.Job.Status == "Completed" })
-	// 40 polls: more than the 30 after which the hub once listed every job.
-	waitFor(t, "40 polls", func() bool { lists, _, _ := cs.counts(); return lists > 40 })
-	lists, all, gets := cs.counts()
+	_, lists0, _, _ := cs.counts()
+	// 60 polls: more than the 30 after which the hub once listed every job.
+	waitFor(t, "60 polls", func() bool { polls, _, _, _ := cs.counts(); return polls > 60 })
+	polls, lists, all, gets := cs.counts()
 	// saveStatus reads the job too, before the hub does.
 	if all != 0 || !slices.Equal(gets, []string{"live-000001", "live-000001"}) {
 		t.Errorf("in %d lists, %d of every job, and reads of %q: want none of every job, and one read of live-000001 besides saveStatus's",
 			lists, all, gets)
+	}
+	// Nothing changed since live-000001's end: one list in fullPollEvery
+	// polls, give or take the first and the last.
+	if idle, want := lists-lists0, polls/fullPollEvery; idle < want-2 || idle > want+2 {
+		t.Errorf("%d lists of the jobs in %d polls with nothing changed, want about %d", idle, polls, want)
 	}
 	f.srv.hub.mu.Lock()
 	held := slices.Sorted(maps.Keys(f.srv.hub.jobs))
@@ -542,7 +555,7 @@ func TestEventStreamReadsLiveJobsOnly(t *testing.T) {
 // that what the server writes stays in the server, as with a client far
 // away, rather than in the kernel's buffers (which loopback lets grow to
 // megabytes).
-func rawStream(t *testing.T, base, token string) net.Conn {
+func rawStream(t testing.TB, base, token string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var err error
@@ -779,5 +792,55 @@ func TestEventStreamRechecksRights(t *testing.T) {
 					len(snap.Jobs), len(snap.Nodes), len(snap.Schedulers), c.wantClusters, c.wantClusters)
 			}
 		})
+	}
+}
+
+// A poll reads the jobs only when the scheduler records or the job counts
+// changed since the last read of the jobs (or when forced): a creation, an
+// end, a scheduler's cycle or setting; not a progress report, which the
+// periodic read of the jobs finds.
+func TestEventPollMark(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	seedJobs(t, f.store, "live", 2, false)
+	h := f.srv.hub
+	read := func(last *mark, force bool) *poll {
+		t.Helper()
+		p, err := h.read(ctx, 0, last, force)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name     string
+		change   func() error
+		force    bool
+		wantSkip bool
+	}{
+		{"nothing", func() error { return nil }, false, true},
+		{"nothing, forced", func() error { return nil }, true, false},
+		{"a job created", func() error { seedJobs(t, f.store, "new", 1, false); return nil }, false, false},
+		{"a job finished", func() error {
+			_, err := f.store.SaveStatus(ctx, map[string]store.StatusWrite{"live-000000": {
+				Status: store.JobStatus{State: model.JobState{Status: model.StatusCompleted}, FinishTime: t0}}})
+			return err
+		}, false, false},
+		{"a job removed", func() error { return f.store.DeleteJob(ctx, "live-000001") }, false, false},
+		{"a scheduler's cycle", func() error { return f.store.PutStatus(ctx, "v100", store.SchedulerStatus{Now: t0, Cycles: 1}) }, false, false},
+		{"a setting", func() error { return f.store.PutSettings(ctx, "v100", store.Settings{Algorithm: "FIFO"}) }, false, false},
+		{"a progress report", func() error {
+			_, err := f.store.SaveProgress(ctx, "new-000000", []byte(`{}`), 0)
+			return err
+		}, false, true},
+	} {
+		last := read(nil, true).mark
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p := read(&last, c.force)
+		if p.skip != c.wantSkip || (p.jobs == nil) != c.wantSkip {
+			t.Errorf("%s: skip %v with %d jobs listed, want skip %v", c.name, p.skip, len(p.jobs), c.wantSkip)
+		}
 	}
 }

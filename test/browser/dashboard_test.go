@@ -328,6 +328,7 @@ type finishedReport struct {
 	Console           []string `json:"console"`
 	PageErrors        []string `json:"pageErrors"`
 	Lists             []string `json:"lists"`
+	LoadLists         []string `json:"loadLists"` // until all were shown
 	Paged             bool     `json:"paged"`
 	LiveCaption       string   `json:"liveCaption"`
 	FirstRows         int      `json:"firstRows"`
@@ -342,6 +343,16 @@ type finishedReport struct {
 	ListsWhileRunning []string `json:"listsWhileRunning"`
 	LiveAfter         int      `json:"liveAfter"`
 	Reloaded          bool     `json:"reloaded"`
+	FailedRows        []string `json:"failedRows"`
+	FailedLists       []string `json:"failedLists"`
+	Contract          struct {
+		Requests  []string `json:"requests"`
+		Errors    []string `json:"errors"`
+		FirstRows int      `json:"firstRows"`
+		Clicks    int      `json:"clicks"`
+		Rows      int      `json:"rows"`
+		End       string   `json:"end"`
+	} `json:"contract"`
 }
 
 // seedFinished leaves n finished jobs (Completed, some Failed and
@@ -388,7 +399,8 @@ func seedFinished(t *testing.T, dataDir string, n int) {
 // there; then a job
 // submitted through the API shows among the live jobs and, once it
 // completes, under Finished, without a reload or another list request
-// (the stream brought it), and no longer among the live jobs.
+// (the stream brought it), and no longer among the live jobs; choosing
+// the status Failed lists that status from the server.
 func TestDashboardFinished(t *testing.T) {
 	const finished = 250
 	browserTools(t) // before starting a server
@@ -414,9 +426,9 @@ func TestDashboardFinished(t *testing.T) {
 	if r.Paged {
 		wantLists = 3
 	}
-	if r.FirstRows != wantFirst || r.Rows != finished || len(r.Lists) != wantLists || r.End == "" {
+	if r.FirstRows != wantFirst || r.Rows != finished || len(r.LoadLists) != wantLists || r.End == "" {
 		t.Errorf("Finished: %d rows at first, %d at the end (%q), %d list requests, end note %q; want %d, %d, %d, and the note",
-			r.FirstRows, r.Rows, r.Caption, len(r.Lists), r.End, wantFirst, finished, wantLists)
+			r.FirstRows, r.Rows, r.Caption, len(r.LoadLists), r.End, wantFirst, finished, wantLists)
 	}
 	for _, l := range r.Lists {
 		if !strings.Contains(l, "limit=100") || !strings.HasSuffix(l, " 200") {
@@ -430,7 +442,28 @@ func TestDashboardFinished(t *testing.T) {
 	if want := fmt.Sprintf("%d of %d finished jobs here", finished+1, finished+1); r.MovedCaption != want {
 		t.Errorf("Finished after the job moved there: %q, want %q", r.MovedCaption, want)
 	}
+	// seedFinished fails one job in ten.
+	if len(r.FailedRows) != finished/10 || slices.ContainsFunc(r.FailedRows, func(s string) bool { return s != "Failed" }) ||
+		len(r.FailedLists) == 0 || !strings.Contains(r.FailedLists[0], "status=Failed") {
+		t.Errorf("Finished with the status Failed: rows %q after list requests %q; want %d Failed, listed with status=Failed",
+			r.FailedRows, r.FailedLists, finished/10)
+	}
+	// The pages as documented, answered by the script: 100 rows at
+	// first; "Show more" fetches the second page; the third is 410 once,
+	// which the page shows and which starts the list again (the jobs it
+	// has are not doubled); then to the end.
+	c := r.Contract
+	wantRequests := []string{"?limit=100", "?limit=100&continue=p100", "?limit=100&continue=p200",
+		"?limit=100", "?limit=100&continue=p100", "?limit=100&continue=p200"}
+	if c.FirstRows != 100 || c.Rows != finished+1 || !slices.Equal(c.Requests, wantRequests) || c.End == "" ||
+		len(c.Errors) != 1 || !strings.Contains(c.Errors[0], "410 Expired") {
+		t.Errorf("pages answered as documented: %d rows at first, %d after %d clicks (end note %q), requests %q, errors shown %q;"+
+			" want 100, %d, requests %q, the 410 shown once", c.FirstRows, c.Rows, c.Clicks, c.End, c.Requests, c.Errors, finished+1, wantRequests)
+	}
 	for _, c := range r.Console {
+		if strings.Contains(c, "status of 410") { // the browser logs the expired page itself
+			continue
+		}
 		t.Errorf("console: %s", c)
 	}
 	for _, e := range r.PageErrors {

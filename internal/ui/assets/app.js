@@ -187,6 +187,7 @@ async function listFinished() {
   if (l.busy || l.next === '') return;
   l.busy = true;
   l.error = '';
+  scheduleRender(true); // "Loading finished jobs…", and no second click
   let added = 0;
   try {
     for (let n = 0; added < pageRows && n < maxPagesPerClick && l.next !== ''; n++) {
@@ -223,9 +224,11 @@ async function listFinished() {
 // every final status) from its first page.
 function listStatus(status) {
   state.tables.finished.filter.status = status;
-  if (state.listing.status === status) return;
-  state.listing = { status, next: null, busy: false, error: '' };
-  listFinished();
+  if (state.listing.status !== status) {
+    state.listing = { status, next: null, busy: false, error: '' };
+    listFinished();
+  }
+  scheduleRender(true);
 }
 
 // listFinishedOnce fetches the first pages of finished jobs unless a view

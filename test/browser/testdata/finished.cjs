@@ -10,7 +10,10 @@
 // the API, waits for the job in the live table (#/jobs), goes to
 // #/finished and waits for it there, Completed, without a reload, and
 // notes the list requests sent meanwhile (none: it came by the stream);
-// back at #/jobs, whether it left the live table.
+// back at #/jobs, whether it left the live table. Then it chooses the
+// status Failed under Finished and notes the rows and requests. Last, in
+// a page whose list requests it answers itself, in pages, it checks how
+// the dashboard follows the pages' contract (see contract).
 const fs = require('fs');
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
@@ -56,6 +59,7 @@ async function main() {
       await idle();
     }
     out.rows = await rows();
+    out.loadLists = out.lists.slice();
     out.caption = await page.$eval('table#finished caption', (c) => c.textContent);
     out.end = await page.$eval('#finished-end', (e) => e.textContent).catch(() => '');
     await page.screenshot({ path: path.join(shots, 'dashboard-finished.png') });
@@ -81,10 +85,68 @@ async function main() {
     out.liveAfter = await page.$$eval(`table#jobs tr[data-job="${job}"]`, (r) => r.length);
     out.reloaded = !(await page.evaluate(() => window.sameDocument === true));
     await page.screenshot({ path: path.join(shots, 'dashboard-finished-moved.png') });
+
+    // One status: listed by the server with status=.
+    await page.evaluate(() => { location.hash = '#/finished'; });
+    await idle();
+    const listsBeforeFailed = out.lists.length;
+    await page.selectOption('#status-f', 'Failed');
+    await page.waitForFunction((n) => document.querySelectorAll('table#finished tbody tr').length > 0, null, { timeout: 30000 });
+    await idle();
+    out.failedRows = await page.$$eval('table#finished tbody tr', (rs) => rs.map((r) => r.querySelector('.col-status').textContent));
+    out.failedLists = out.lists.slice(listsBeforeFailed);
+    out.contract = await contract(context, base);
   } finally {
     await browser.close();
   }
   process.stdout.write(JSON.stringify(out));
+}
+
+// contract opens #/finished in a new page whose GET /api/v1/jobs this
+// script answers as the documented pages do, from the server's jobs: 100
+// at most (limit), metadata.continue naming the next page, empty on the
+// last; the first time the third page is asked for, 410 Expired. It
+// clicks "Show more" until every job is shown, and returns the rows at
+// first and at the end, the clicks, the requests and the error shown.
+async function contract(context, base) {
+  const all = (await (await fetch(`${base}/api/v1/jobs`)).json()).items;
+  const r = { requests: [], errors: [] };
+  let expired = false;
+  const page = await context.newPage();
+  await page.route((url) => url.pathname === '/api/v1/jobs', async (route) => {
+    const u = new URL(route.request().url());
+    r.requests.push(u.search);
+    const limit = Number(u.searchParams.get('limit'));
+    const from = Number((u.searchParams.get('continue') || 'p0').slice(1));
+    if (from === 2 * limit && !expired) {
+      expired = true;
+      await route.fulfill({ status: 410, contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 410, reason: 'Expired', message: 'continue: the token expired; list again' } }) });
+      return;
+    }
+    const items = all.slice(from, from + limit);
+    const next = from + limit < all.length ? `p${from + limit}` : '';
+    await route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ items, metadata: { continue: next } }) });
+  });
+  await page.goto(`${base}/ui/#/finished`);
+  await page.waitForSelector('#connection.live', { timeout: 10000 });
+  const idle = () => page.waitForFunction(() => document.querySelector('table#finished') &&
+    !document.querySelector('main .loading') && (document.querySelector('#more-f:not([disabled])') || document.querySelector('#finished-end')),
+  null, { timeout: 30000 });
+  await idle();
+  r.firstRows = await page.$$eval('table#finished tbody tr', (rs) => rs.length);
+  r.clicks = 0;
+  while (await page.$('#more-f') && r.clicks < 20) {
+    await page.click('#more-f');
+    r.clicks++;
+    await idle();
+    const e = await page.$eval('main .error', (x) => x.textContent).catch(() => '');
+    if (e) r.errors.push(e);
+  }
+  r.rows = await page.$$eval('table#finished tbody tr', (rs) => rs.length);
+  r.end = await page.$eval('#finished-end', (e) => e.textContent).catch(() => '');
+  await page.close();
+  return r;
 }
 
 run(main);
