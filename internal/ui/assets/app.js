@@ -181,13 +181,13 @@ function finish(j) {
 // state.listing.status, or every final status) from GET /api/v1/jobs:
 // until pageRows more came, the list ended, or maxPagesPerClick pages. A
 // fetch under way, or a list that ended, makes it do nothing; a listing
-// replaced meanwhile (another status chosen) is abandoned.
+// replaced meanwhile (another status chosen) is abandoned. It draws the
+// view when done; its caller, when it starts (the view may be drawing).
 async function listFinished() {
   const l = state.listing;
   if (l.busy || l.next === '') return;
   l.busy = true;
   l.error = '';
-  scheduleRender(true); // "Loading finished jobs…", and no second click
   let added = 0;
   try {
     for (let n = 0; added < pageRows && n < maxPagesPerClick && l.next !== ''; n++) {
@@ -654,7 +654,8 @@ function finishedView() {
     more: (shown, rows) => (shown >= rows && l.next === '' ? null : el('p', { class: 'more' }, `Showing ${shown}. `,
       el('button', {
         type: 'button', id: 'more-f', disabled: l.busy, text: 'Show more',
-        onclick: () => { conf.limit = shown + pageRows; if (shown < rows) scheduleRender(true); else listFinished(); },
+        // Drawn at once: the rows, or "Loading…" and no second click.
+        onclick: () => { conf.limit = shown + pageRows; if (shown >= rows) listFinished(); scheduleRender(true); },
       }))),
   }));
   if (l.busy) out.push(el('p', { class: 'loading', text: 'Loading finished jobs…' }));
