@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -185,17 +186,39 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, job)
 }
 
+// fakePage is the fake's page size when a list names no limit: small,
+// so that the commands' lists take several pages.
+const fakePage = 3
+
+// list answers a page of the jobs, as the server does: limit and
+// continue, whose token here is the index the next page starts from.
 func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	items := []api.Job{}
-	for _, j := range f.jobs {
+	limit := fakePage
+	if v := q.Get("limit"); v != "" {
+		limit, _ = strconv.Atoi(v)
+	}
+	start := 0
+	if v := q.Get("continue"); v != "" {
+		var err error
+		if start, err = strconv.Atoi(strings.TrimPrefix(v, "from-")); err != nil || start > len(f.jobs) {
+			writeError(w, http.StatusBadRequest, "continue", "continue: %q is not a token of this server", v)
+			return
+		}
+	}
+	out := api.JobList{Items: []api.Job{}}
+	for i, j := range f.jobs[start:] {
+		if len(out.Items) == limit {
+			out.Metadata.Continue = fmt.Sprintf("from-%d", start+i)
+			break
+		}
 		if (q.Get("gpuType") == "" || j.GPUType == q.Get("gpuType")) &&
 			(q.Get("status") == "" || j.Status == q.Get("status")) &&
 			(q.Get("live") != "true" || !finished(j.Status)) {
-			items = append(items, j)
+			out.Items = append(out.Items, j)
 		}
 	}
-	writeJSON(w, http.StatusOK, api.JobList{Items: items})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (f *fakeAPI) find(name string) int {
@@ -222,12 +245,10 @@ func (f *fakeAPI) delete(w http.ResponseWriter, r *http.Request) {
 	if i < 0 {
 		return
 	}
-	switch {
-	case finished(f.jobs[i].Status) && f.jobs[i].DeleteRequested:
-		writeJSON(w, http.StatusOK, f.jobs[i]) // deleted before, as the server answers
-		return
-	case finished(f.jobs[i].Status):
-		writeError(w, http.StatusConflict, "", "job %s already finished (%s)", f.jobs[i].Name, f.jobs[i].Status)
+	if j := f.jobs[i]; finished(j.Status) {
+		// Removed, as the server removes a finished job's record.
+		f.jobs = slices.Delete(f.jobs, i, i+1)
+		writeJSON(w, http.StatusOK, j)
 		return
 	}
 	f.jobs[i].DeleteRequested = true

@@ -226,6 +226,7 @@ type getJobsFlags struct {
 	live          bool
 	namespace     string
 	allNamespaces bool
+	chunkSize     int
 }
 
 func newGetJobsCommand(o *clientOptions) *cobra.Command {
@@ -265,6 +266,7 @@ scheduler has halted it.`,
 	fl.BoolVar(&f.live, "live", false, "only the jobs that have not finished")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "only the jobs of this namespace (default: those of every namespace the caller may see; as kubectl voda, the kubeconfig context's namespace)")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "the jobs of every namespace the caller may see (the default of voda; as kubectl voda, instead of the context's namespace)")
+	fl.IntVar(&f.chunkSize, "chunk-size", 0, fmt.Sprintf("jobs per request of the list, which is read a page at a time, as kubectl's --chunk-size: 1 to %d (default: the server's, %d)", api.MaxListLimit, api.DefaultListLimit))
 	return cmd
 }
 
@@ -274,6 +276,9 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	}
 	if len(names) > 0 && (f.gpuType != "" || f.status != "" || f.live) {
 		return errors.New("--gpu-type, --status and --live filter the list of all jobs; they cannot be combined with job names")
+	}
+	if f.chunkSize < 0 || f.chunkSize > api.MaxListLimit {
+		return fmt.Errorf("--chunk-size: %d is not from 1 to %d (0: the server's default)", f.chunkSize, api.MaxListLimit)
 	}
 	status, err := canonicalStatus(f.status)
 	if err != nil {
@@ -296,7 +301,7 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	var jobs []api.Job
 	var errs []error
 	if len(names) == 0 {
-		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live, Namespace: ns})
+		jobs, err = c.ListJobs(ctx, client.ListOptions{GPUType: f.gpuType, Status: status, Live: f.live, Namespace: ns, PageSize: f.chunkSize})
 	} else {
 		jobs, errs, err = getEach(ctx, "job", names, c.GetJob)
 	}
@@ -768,20 +773,26 @@ func newDeleteCommand(o *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete [job] NAME...",
 		Short: "Delete training jobs",
-		Long: `Delete training jobs. The scheduler halts each job (its workers stop and
-free their GPUs) and the job ends Canceled; it stays listed by 'voda get jobs'.
+		Long: `Delete training jobs, as kubectl deletes objects. The scheduler halts a live
+job (its workers stop and free their GPUs) and the job ends Canceled; it
+stays listed by 'voda get jobs' until it is deleted again or the server's
+retention removes it. Deleting a job again while it is being halted
+succeeds the same way, so a command that is run twice, or a script that
+retries, does not fail.
 
-Deleting a job again succeeds, while it is being halted and after: a
-command that is run twice, or a script that retries, does not fail. Once
-the job is Canceled the message says so: "(already Canceled)". Deleting a
-job that finished by itself (Completed or Failed) is an error.
+Deleting a finished job (Completed, Failed or Canceled) removes its record
+from the server: the message says what it was, "(was Completed; record
+removed)", and the job is then not found.
 
 'voda delete job NAME' is accepted as well, like kubectl.`,
 		Example: `  voda delete mnist-elastic-20250601-100000
   Training job deleted: mnist-elastic-20250601-100000
 
   # Every waiting job
-  voda delete $(voda get jobs --status Waiting -o name)`,
+  voda delete $(voda get jobs --status Waiting -o name)
+
+  # The records of every completed job
+  voda delete $(voda get jobs --status Completed -o name)`,
 		Args: jobNamesOperand.check,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := args
@@ -808,11 +819,11 @@ job that finished by itself (Completed or Failed) is an error.
 					errs = append(errs, fmt.Errorf("delete %s: %w", name, err))
 					continue
 				}
-				already := ""
-				if finished(job.Status) {
-					already = " (already " + job.Status + ")"
+				removed := ""
+				if client.Removed(job) {
+					removed = " (was " + job.Status + "; record removed)"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, already)
+				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, removed)
 			}
 			return errors.Join(errs...)
 		},

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,8 +331,8 @@ Training job created: mnist-20250601-101000-2
 
 func TestDelete(t *testing.T) {
 	t.Parallel()
-	deleted := api.Job{Name: "vgg-20250601-090000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Canceled", DeleteRequested: true}
-	f := newFakeAPI(t, append(testJobs(), deleted), nil)
+	canceled := api.Job{Name: "vgg-20250601-090000", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Canceled", DeleteRequested: true}
+	f := newFakeAPI(t, append(testJobs(), canceled), nil)
 	got := mustVoda(t, "delete", "mnist-20250601-100000", "--server", f.URL)
 	if want := "Training job deleted: mnist-20250601-100000\n"; got != want {
 		t.Errorf("delete = %q, want %q", got, want)
@@ -349,18 +351,74 @@ ncf-20250601-100600     Waiting,Deleting   0         Tiresias      4m        0s 
 	if diff := cmp.Diff(want, table); diff != "" {
 		t.Errorf("table after delete (-want,+got):\n%s", diff)
 	}
-	stdout := wantError(t, []string{"delete", "resnet-20250601-060000", "gone", "mnist-20250601-100000", "--server", f.URL},
-		"delete resnet-20250601-060000: job resnet-20250601-060000 already finished (Completed)",
+	// A finished job's record is removed, whether it finished by itself
+	// or was deleted before; a missing job does not stop the others.
+	stdout := wantError(t, []string{"delete", "resnet-20250601-060000", "gone", "mnist-20250601-100000", canceled.Name, "--server", f.URL},
 		"delete gone: job gone not found")
-	if stdout != "Training job deleted: mnist-20250601-100000\n" {
-		t.Errorf("the deletable job was not deleted after the failures: %q", stdout)
+	if want := "Training job deleted: resnet-20250601-060000 (was Completed; record removed)\n" +
+		"Training job deleted: mnist-20250601-100000\n" +
+		"Training job deleted: vgg-20250601-090000 (was Canceled; record removed)\n"; stdout != want {
+		t.Errorf("delete = %q, want %q", stdout, want)
 	}
-	// Deleting again succeeds, and says when the job has ended.
-	if got, want := mustVoda(t, "delete", "mnist-20250601-100000", deleted.Name, "--server", f.URL),
-		"Training job deleted: mnist-20250601-100000\nTraining job deleted: vgg-20250601-090000 (already Canceled)\n"; got != want {
-		t.Errorf("delete again = %q, want %q", got, want)
-	}
+	wantError(t, []string{"delete", "resnet-20250601-060000", "--server", f.URL}, "delete resnet-20250601-060000: job resnet-20250601-060000 not found")
 	wantError(t, []string{"delete", "job", "--server", f.URL}, "missing the job's name: voda delete NAME (voda get jobs lists them)")
+}
+
+// The commands read every page of a list: a table, -o name for delete's
+// arguments, and -o json as one list.
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	var jobs []api.Job
+	var names []string
+	for i := range 7 {
+		status := []string{"Completed", "Running", "Waiting"}[i%3]
+		j := api.Job{Name: fmt.Sprintf("job%d-20250601-1000%02d", i, i), Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: status,
+			SubmitTime: *at(10, 0, i)}
+		jobs = append(jobs, j)
+		names = append(names, j.Name)
+	}
+	f := newFakeAPI(t, jobs, nil)
+	out := mustVoda(t, "get", "jobs", "-o", "name", "--server", f.URL)
+	if diff := cmp.Diff(strings.Join(names, "\n")+"\n", out); diff != "" {
+		t.Errorf("get jobs -o name (-want,+got):\n%s", diff)
+	}
+	var conts []string
+	for _, r := range f.Requests() {
+		conts = append(conts, r.Query)
+	}
+	if diff := cmp.Diff([]string{"", "continue=from-3", "continue=from-6"}, conts); diff != "" {
+		t.Errorf("the pages' queries (-want,+got):\n%s", diff)
+	}
+	// --chunk-size asks for pages of that size.
+	if out := mustVoda(t, "get", "jobs", "-o", "name", "--chunk-size", "4", "--server", f.URL); out != strings.Join(names, "\n")+"\n" {
+		t.Errorf("--chunk-size 4: %q", out)
+	}
+	reqs := f.Requests()
+	conts = nil
+	for _, r := range reqs[len(reqs)-2:] {
+		conts = append(conts, r.Query)
+	}
+	if diff := cmp.Diff([]string{"limit=4", "continue=from-4&limit=4"}, conts); diff != "" {
+		t.Errorf("the pages' queries with --chunk-size 4 (-want,+got):\n%s", diff)
+	}
+	wantError(t, []string{"get", "jobs", "--chunk-size", "5001", "--server", f.URL}, "--chunk-size: 5001 is not from 1 to 5000")
+	var list api.JobList
+	if err := json.Unmarshal([]byte(mustVoda(t, "get", "jobs", "-o", "json", "--server", f.URL)), &list); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jobs, list.Items); diff != "" || list.Metadata.Continue != "" {
+		t.Errorf("-o json: continue %q, items (-want,+got):\n%s", list.Metadata.Continue, diff)
+	}
+	// voda delete $(voda get jobs --status Completed -o name)
+	done := strings.Fields(mustVoda(t, "get", "jobs", "--status", "Completed", "-o", "name", "--server", f.URL))
+	if want := []string{names[0], names[3], names[6]}; !slices.Equal(done, want) {
+		t.Fatalf("completed jobs %v, want %v", done, want)
+	}
+	mustVoda(t, append(append([]string{"delete"}, done...), "--server", f.URL)...)
+	left := strings.Fields(mustVoda(t, "get", "jobs", "-o", "name", "--server", f.URL))
+	if want := []string{names[1], names[2], names[4], names[5]}; !slices.Equal(left, want) {
+		t.Errorf("jobs left %v, want %v", left, want)
+	}
 }
 
 func TestDescribeJob(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/kube"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/retention"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/server"
 	"github.com/vodascheduler/voda/internal/service"
@@ -158,6 +159,12 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 		"how long a new connection may take to send its first request (TLS handshake included) before, at --max-connections, it is the first to be closed; longer, it still has the 10 s the server gives a request's headers")
 	f.IntVar(&c.MaxEventStreams, "max-event-streams", api.DefaultMaxStreams,
 		"most event streams (GET /api/v1/events, the dashboard's live feed) open at once; more are answered 503")
+	f.DurationVar(&c.FinishedRetention, "finished-retention", server.DefaultFinishedRetention,
+		"how long finished jobs (Completed, Failed, Canceled) are kept, on the schedulers' clock (scaled by --speed), before their records are removed from the store; 0 keeps them whatever their age (docs/server.md#retention)")
+	f.IntVar(&c.MaxFinishedJobs, "max-finished-jobs", server.DefaultMaxFinishedJobs,
+		"most finished jobs kept in the store: the oldest beyond are removed; 0 keeps any number")
+	f.DurationVar(&c.RetentionInterval, "retention-interval", retention.DefaultInterval,
+		"wall time between two passes of retention (--finished-retention, --max-finished-jobs), which processes running schedulers make, the first at start")
 	f.IntVar(&c.MaxEventStreamsPerUser, "max-event-streams-per-user", api.DefaultMaxStreamsPerCaller,
 		"most event streams one caller may hold open at once (a user; without authentication, a client address or IPv6 /64), so that one caller cannot take all of --max-event-streams; more are answered 429")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/store"
@@ -186,39 +187,9 @@ func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobs
 	s.writeWarnedJob(w, r, http.StatusOK, job, spec.Warnings)
 }
 
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	opts := store.ListOptions{GPUType: q.Get("gpuType")}
-	if v := q.Get("live"); v != "" {
-		live, err := strconv.ParseBool(v)
-		if err != nil {
-			s.fail(w, http.StatusBadRequest, "BadRequest", "live", fmt.Sprintf("live: %q is not a boolean", v))
-			return
-		}
-		opts.Live = live
-	}
-	status := q.Get("status")
-	if status != "" && !validStatus(status) {
-		s.fail(w, http.StatusBadRequest, "BadRequest", "status",
-			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", status))
-		return
-	}
-	namespace := q.Get("namespace")
-	views, ok := s.listViews(w, r, opts)
-	if !ok {
-		return
-	}
-	out := JobList{Items: []Job{}}
-	for _, v := range views {
-		if (status == "" || v.Status == status) && (namespace == "" || v.Namespace == namespace) {
-			out.Items = append(out.Items, v)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 // listViews lists the jobs opts selects that the caller may see, as the
-// API shows them, or answers the error.
+// API shows them, or answers the error: all of them at once, for the
+// original's job table.
 func (s *Server) listViews(w http.ResponseWriter, r *http.Request, opts store.ListOptions) ([]Job, bool) {
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
 	if err != nil {
@@ -229,17 +200,27 @@ func (s *Server) listViews(w http.ResponseWriter, r *http.Request, opts store.Li
 	if !ok {
 		return nil, false
 	}
-	algos, err := s.settings(r.Context())
+	views, err := s.views(r, jobs)
 	if err != nil {
 		s.failInternal(w, r, err)
 		return nil, false
+	}
+	return views, true
+}
+
+// views are jobs as the API shows them now, each with its GPU type's
+// algorithm.
+func (s *Server) views(r *http.Request, jobs []store.Job) ([]Job, error) {
+	algos, err := s.settings(r.Context())
+	if err != nil {
+		return nil, err
 	}
 	now := s.cfg.Clock.Now()
 	views := make([]Job, len(jobs))
 	for i, j := range jobs {
 		views[i] = s.view(j, s.algorithmOf(algos[j.Spec.GPUType]), now)
 	}
-	return views, true
+	return views, nil
 }
 
 func validStatus(s string) bool {
@@ -300,32 +281,25 @@ func (s *Server) writeWarnedJob(w http.ResponseWriter, r *http.Request, code int
 	writeJSON(w, code, v)
 }
 
-// requestDelete marks a live job for deletion and notifies its scheduler.
-// It returns the updated job, or writes the error itself.
-//
-// Deleting is idempotent: a job whose deletion was requested before is
-// returned as it is, whether its scheduler is still halting it or has
-// ended it, so that a user who deletes twice and a client that retries
-// both see success, whenever the scheduler's cycle comes. Only a job that
-// finished without being deleted (Completed, Failed, unreadable) is a
-// conflict: there is nothing left to delete, and the name may be a
-// mistake.
-func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
-	j, ok := s.lookup(w, r, name)
+// deleteByName deletes a job as kubectl deletes an object, or writes the
+// error itself. A live job is marked for deletion and its scheduler
+// notified, which halts it and records it Canceled: the job is returned
+// as it is, with removed false, however often it is deleted while it is
+// being halted. A finished job (Completed, Failed, Canceled: its deletion
+// asked for before or not) is removed from the store: the job returned is
+// its last view, with removed true, and the job is then not found.
+func (s *Server) deleteByName(w http.ResponseWriter, r *http.Request, name string) (j store.Job, removed, ok bool) {
+	j, ok = s.lookup(w, r, name)
 	if !ok {
-		return store.Job{}, false
+		return store.Job{}, false, false
 	}
-	switch st := statusOf(j); {
-	case st.Done() && j.DeleteRequested && j.Unreadable == "":
-		return j, true
-	case st.Done():
-		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s already finished (%s)", name, st))
-		return store.Job{}, false
+	if statusOf(j).Done() {
+		return j, true, s.removeFinished(w, r, j)
 	}
 	if !j.DeleteRequested {
 		if err := s.cfg.Store.RequestDelete(r.Context(), name); err != nil {
 			s.failInternal(w, r, err)
-			return store.Job{}, false
+			return store.Job{}, false, false
 		}
 		j.DeleteRequested = true
 		s.cfg.Metrics.JobsDeleted.WithLabelValues(j.Spec.GPUType).Inc()
@@ -333,19 +307,50 @@ func (s *Server) requestDelete(w http.ResponseWriter, r *http.Request, name stri
 	}
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
 	s.hub.kick()
-	return j, true
+	return j, false, true
 }
 
-// deleteJob answers 202 while the job is being halted, and 200 once it
-// has ended (deleted before), as Kubernetes answers a deletion that is
-// under way and one that is done.
+// removeFinished removes the record of j, a finished job, or writes the
+// error itself. The store removes only a record it sees terminal, so a
+// job whose status changed since j was read is left alone; no scheduler
+// holds a finished job, so none is told.
+func (s *Server) removeFinished(w http.ResponseWriter, r *http.Request, j store.Job) bool {
+	n, err := s.cfg.Store.DeleteFinished(r.Context(), []string{j.Name})
+	if err != nil {
+		s.failInternal(w, r, err)
+		return false
+	}
+	if n == 0 {
+		// Another request removed it first, or its record cannot be
+		// read and its status could not be read as finished: its
+		// scheduler sets it aside as Failed at its next resync.
+		if _, err := s.cfg.Store.GetJob(r.Context(), j.Name); errors.Is(err, store.ErrNotFound) {
+			s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", j.Name))
+			return false
+		} else if err != nil {
+			s.failInternal(w, r, err)
+			return false
+		}
+		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf(
+			"name: job %s cannot be removed yet: its record cannot be read, and its scheduler has not set it aside (it does within a resync); try again then", j.Name))
+		return false
+	}
+	s.cfg.Metrics.JobsRemoved.WithLabelValues(metrics.RemovedDeleted).Inc()
+	s.log.Info("finished job removed", "job", j.Name, "status", statusOf(j))
+	s.hub.kick()
+	return true
+}
+
+// deleteJob answers 202 while a live job is being halted, and 200 with
+// the last view of a finished job it removed, as Kubernetes answers a
+// deletion that is under way and one that is done.
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
-	j, ok := s.requestDelete(w, r, r.PathValue("name"))
+	j, removed, ok := s.deleteByName(w, r, r.PathValue("name"))
 	if !ok {
 		return
 	}
 	code := http.StatusAccepted
-	if statusOf(j).Done() {
+	if removed {
 		code = http.StatusOK
 	}
 	s.writeJob(w, r, code, j)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,9 +12,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -194,8 +198,9 @@ func TestReasonsAndUnreadableRecords(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `"reason": "Unreadable"`) || strings.Contains(string(b), waiting.Name) {
 		t.Errorf("list Failed: %d %s", code, b)
 	}
-	// An unreadable record is finished: it cannot be deleted or
-	// reprioritised, like any other finished job.
+	// An unreadable record is finished: it cannot be reprioritised, like
+	// any other finished job, nor removed before its scheduler set it
+	// aside (the store does not see its status as finished).
 	for _, req := range [][3]string{
 		{"DELETE", "/api/v1/jobs/" + broken.Name, ""},
 		{"PUT", "/api/v1/jobs/" + broken.Name + "/priority", `{"priority": 1}`},
@@ -321,12 +326,11 @@ func TestCandidateAcrossSecondBoundary(t *testing.T) {
 	}
 }
 
-// Deleting is idempotent: a job whose deletion was requested is deleted
-// again without error, 202 while it is halted and 200 once it ended, so
-// that the answer to a second delete or a retry does not depend on how
-// fast the scheduler was. A job that finished without being deleted is a
-// conflict, on both routes.
-func TestDeleteIsIdempotent(t *testing.T) {
+// Deleting a live job asks its scheduler to halt it, 202 however often
+// it is deleted while halted; deleting a finished job, whether deleted
+// before or not, removes its record: 200 with its last view, then 404.
+// Both routes alike.
+func TestDelete(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	cases := []struct {
@@ -334,15 +338,16 @@ func TestDeleteIsIdempotent(t *testing.T) {
 		deleted bool
 		status  model.Status
 		code    int // DELETE /api/v1/jobs/{name}
-		legacy  int // DELETE /training
+		removed bool
 	}{
-		{name: "live", status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
-		{name: "being halted", deleted: true, status: model.StatusRunning, code: http.StatusAccepted, legacy: http.StatusOK},
-		{name: "deleted and canceled", deleted: true, status: model.StatusCanceled, code: http.StatusOK, legacy: http.StatusOK},
-		{name: "deleted as it completed", deleted: true, status: model.StatusCompleted, code: http.StatusOK, legacy: http.StatusOK},
-		{name: "completed", status: model.StatusCompleted, code: http.StatusConflict, legacy: http.StatusConflict},
-		{name: "failed", status: model.StatusFailed, code: http.StatusConflict, legacy: http.StatusConflict},
-		{name: "canceled outside Voda", status: model.StatusCanceled, code: http.StatusConflict, legacy: http.StatusConflict},
+		{name: "live", status: model.StatusRunning, code: http.StatusAccepted},
+		{name: "waiting", status: model.StatusWaiting, code: http.StatusAccepted},
+		{name: "being halted", deleted: true, status: model.StatusRunning, code: http.StatusAccepted},
+		{name: "deleted and canceled", deleted: true, status: model.StatusCanceled, code: http.StatusOK, removed: true},
+		{name: "deleted as it completed", deleted: true, status: model.StatusCompleted, code: http.StatusOK, removed: true},
+		{name: "completed", status: model.StatusCompleted, code: http.StatusOK, removed: true},
+		{name: "failed", status: model.StatusFailed, code: http.StatusOK, removed: true},
+		{name: "canceled outside Voda", status: model.StatusCanceled, code: http.StatusOK, removed: true},
 	}
 	for i, c := range cases {
 		for _, route := range []string{"v1", "legacy"} {
@@ -360,18 +365,69 @@ func TestDeleteIsIdempotent(t *testing.T) {
 			st.State.Status = c.status
 			f.saveStatus(j.Name, st)
 
-			code, want := 0, c.code
-			var b []byte
-			if route == "v1" {
-				code, b = f.do("DELETE", "/api/v1/jobs/"+j.Name, "", "")
-			} else {
-				code, b = f.do("DELETE", RouteLegacyJobs, "text/plain", j.Name)
-				want = c.legacy
+			for try := range 2 {
+				var code, want int
+				var b []byte
+				if route == "v1" {
+					code, b = f.do("DELETE", "/api/v1/jobs/"+j.Name, "", "")
+					want = c.code
+				} else {
+					code, b = f.do("DELETE", RouteLegacyJobs, "text/plain", j.Name)
+					want = http.StatusOK
+				}
+				if try == 1 && c.removed {
+					want = http.StatusNotFound
+				}
+				if code != want {
+					t.Errorf("%s, %s route, delete #%d: %d %s, want %d", c.name, route, try+1, code, b, want)
+				}
+				if route == "v1" && code == http.StatusOK {
+					var v Job
+					if err := json.Unmarshal(b, &v); err != nil || v.Name != j.Name || v.Status != string(c.status) {
+						t.Errorf("%s: the answer is not the job's last view: %s", c.name, b)
+					}
+				}
 			}
-			if code != want {
-				t.Errorf("%s, %s route: delete answered %d %s, want %d", c.name, route, code, b, want)
+			_, err = f.store.GetJob(context.Background(), j.Name)
+			if gone := errors.Is(err, store.ErrNotFound); gone != c.removed {
+				t.Errorf("%s, %s route: record gone %v (%v), want %v", c.name, route, gone, err, c.removed)
 			}
 		}
+	}
+	removed := 0
+	for _, c := range cases {
+		if c.removed {
+			removed += 2
+		}
+	}
+	if got := testutil.ToFloat64(f.srv.cfg.Metrics.JobsRemoved.WithLabelValues(metrics.RemovedDeleted)); got != float64(removed) {
+		t.Errorf("voda_jobs_removed_total{reason=deleted} = %v, want %d", got, removed)
+	}
+}
+
+// Deleting a finished job takes the right to delete it, as a live one
+// does: a caller who may not is refused and the record stays.
+func TestRemoveNeedsTheRightToDelete(t *testing.T) {
+	t.Parallel()
+	tf, err := auth.ParseTokenFile([]byte(adminToken + ",root,0\n" + userToken + ",alice,1,team-a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureWith(t, func(c *Config) { c.Authenticator, c.Authorizer = tf, &teamAuthorizer{} })
+	code, _, _, b := f.as(adminToken, "POST", RouteJobs, "application/yaml", inNamespace("theirs", "team-b"))
+	var j Job
+	if err := json.Unmarshal(b, &j); err != nil || code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	f.saveStatus(j.Name, store.JobStatus{State: model.JobState{Status: model.StatusCompleted}})
+	if code, _, e, _ := f.as(userToken, "DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusForbidden {
+		t.Errorf("alice removes team-b's finished job: %d %+v, want 403", code, e)
+	}
+	if _, err := f.store.GetJob(context.Background(), j.Name); err != nil {
+		t.Errorf("the record after a refused delete: %v", err)
+	}
+	if code, _, e, _ := f.as(adminToken, "DELETE", "/api/v1/jobs/"+j.Name, "", ""); code != http.StatusOK {
+		t.Errorf("root removes it: %d %+v, want 200", code, e)
 	}
 }
 

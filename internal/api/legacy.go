@@ -40,7 +40,7 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "Invalid", "body", "body: the name of the job to delete is required")
 		return
 	}
-	if _, ok := s.requestDelete(w, r, name); ok {
+	if _, _, ok := s.deleteByName(w, r, name); ok {
 		writeText(w, http.StatusOK, fmt.Sprintf("Training job deleted: %s\n", name))
 	}
 }

@@ -146,9 +146,20 @@ type Throughput struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// JobList is the answer to GET /api/v1/jobs.
+// JobList is the answer to GET /api/v1/jobs: one page of the jobs, oldest
+// first.
 type JobList struct {
-	Items []Job `json:"items"`
+	// Metadata is absent on the last page.
+	Metadata ListMeta `json:"metadata,omitzero"`
+	Items    []Job    `json:"items"`
+}
+
+// ListMeta says how a list goes on, as Kubernetes lists do.
+type ListMeta struct {
+	// Continue, when not empty, asks for the next page: send it back as
+	// the continue query parameter with the same filters. Empty on the
+	// last page.
+	Continue string `json:"continue,omitempty"`
 }
 
 // PriorityRequest is the body of PUT .../priority.

@@ -69,7 +69,34 @@ type Metrics struct {
 	EventPollDuration   prometheus.Histogram
 	EventsSent          *prometheus.CounterVec
 	EventBytesSent      *prometheus.CounterVec
+
+	// JobsRemoved counts the finished jobs' records removed from the
+	// store by this process, by reason (RemovedDeleted, RemovedAge,
+	// RemovedCount).
+	JobsRemoved *prometheus.CounterVec
+	// The retention loop's, exported only by processes that run it
+	// (vectors without labels, whose one series appears at its first
+	// pass): FinishedJobs and LiveJobs are the store's jobs as its last
+	// pass counted them (after its removals); RetentionLastRun is the
+	// wall time a pass last ended without error; RetentionDuration times
+	// each pass; RetentionErrors counts the passes that failed.
+	FinishedJobs      *prometheus.GaugeVec
+	LiveJobs          *prometheus.GaugeVec
+	RetentionLastRun  *prometheus.GaugeVec
+	RetentionDuration *prometheus.HistogramVec
+	RetentionErrors   *prometheus.CounterVec
 }
+
+// Reasons of JobsRemoved.
+const (
+	// RemovedDeleted: a user deleted the finished job.
+	RemovedDeleted = "deleted"
+	// RemovedAge: retention removed it, finished longer ago than kept.
+	RemovedAge = "age"
+	// RemovedCount: retention removed it, the oldest beyond the number
+	// of finished jobs kept.
+	RemovedCount = "count"
+)
 
 // decisionBuckets cover 10 µs to about 10 s: allocation and placement
 // decisions take microseconds to milliseconds, the original's took seconds.
@@ -141,6 +168,20 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Time of one read of the store for the event streams, from the read to every change handed to the streams.", Buckets: decisionBuckets}),
 		EventsSent:     counter("events_sent_total", "Events written to the event streams, by event (snapshot, job, nodes, scheduler, heartbeat); one per stream it went to.", "event"),
 		EventBytesSent: counter("event_bytes_sent_total", "Bytes written to the event streams, by event.", "event"),
+
+		JobsRemoved: counter("jobs_removed_total", "Finished jobs' records removed from the store, by reason: deleted (by a user), age (older than --finished-retention), count (beyond --max-finished-jobs).", "reason"),
+		FinishedJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "finished_jobs",
+			Help: "Finished jobs (Completed, Failed, Canceled) kept in the store, as the last retention pass counted them."}, nil),
+		LiveJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "live_jobs",
+			Help: "Live jobs in the store, of every GPU type, as the last retention pass counted them."}, nil),
+		RetentionLastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "retention_last_run_timestamp_seconds",
+			Help: "Wall time (Unix seconds) the last retention pass of this process ended without error."}, nil),
+		RetentionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "retention_duration_seconds",
+			Help: "Time of one retention pass, pauses between its batches included.", Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10)}, nil),
+		RetentionErrors: counter("retention_errors_total", "Retention passes that failed (a store error); the next pass retries."),
+	}
+	for _, reason := range []string{RemovedDeleted, RemovedAge, RemovedCount} {
+		m.JobsRemoved.WithLabelValues(reason) // at 0, so that increase() sees the first
 	}
 	reg.MustRegister(
 		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports, m.ProgressConflicts,
@@ -151,6 +192,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
 		m.HTTPRequests, m.HTTPDuration, m.EventStreams, m.EventStreamsDropped, m.EventPollDuration,
 		m.EventsSent, m.EventBytesSent,
+		m.JobsRemoved, m.FinishedJobs, m.LiveJobs, m.RetentionLastRun, m.RetentionDuration, m.RetentionErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m

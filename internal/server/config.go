@@ -23,6 +23,13 @@ const (
 	ClusterKubernetes = "kubernetes"
 )
 
+// Defaults of the retention rule (`voda server --finished-retention`,
+// `--max-finished-jobs`; docs/server.md#retention says why).
+const (
+	DefaultFinishedRetention = 30 * 24 * time.Hour
+	DefaultMaxFinishedJobs   = 100000
+)
+
 // SimGroup is one GPU type of a simulated cluster.
 type SimGroup struct {
 	GPUType            string
@@ -100,6 +107,16 @@ type Config struct {
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 
+	// FinishedRetention and MaxFinishedJobs are the retention rule for
+	// finished jobs (internal/retention): removed once finished longer
+	// ago, and the oldest beyond the count; 0 sets no limit of that kind,
+	// and both 0 keep every job. A process that runs schedulers applies
+	// the rule every RetentionInterval of wall time (0:
+	// retention.DefaultInterval).
+	FinishedRetention time.Duration
+	MaxFinishedJobs   int
+	RetentionInterval time.Duration
+
 	// PodSecurity and AllowServiceAccount are api.Config's: the Pod
 	// Security Standards level of jobs' pod templates, and whether they
 	// may use a service account.
@@ -122,6 +139,12 @@ func (c *Config) validate() error {
 		return errors.New("--probe-addr: the probes are the API's; run it (--components all or api)")
 	case c.MaxEventStreams < 0:
 		return fmt.Errorf("--max-event-streams: %d must be positive", c.MaxEventStreams)
+	case c.FinishedRetention < 0:
+		return fmt.Errorf("--finished-retention: %v must be positive, or 0 to keep finished jobs whatever their age", c.FinishedRetention)
+	case c.MaxFinishedJobs < 0:
+		return fmt.Errorf("--max-finished-jobs: %d must be positive, or 0 to keep any number", c.MaxFinishedJobs)
+	case c.RetentionInterval < 0:
+		return fmt.Errorf("--retention-interval: %v must be positive", c.RetentionInterval)
 	case c.MaxEventStreamsPerUser < 0:
 		return fmt.Errorf("--max-event-streams-per-user: %d must be positive", c.MaxEventStreamsPerUser)
 	case c.MaxWorkers < 1:

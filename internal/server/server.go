@@ -25,6 +25,7 @@ import (
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
+	"github.com/vodascheduler/voda/internal/retention"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/service"
 	"github.com/vodascheduler/voda/internal/store"
@@ -120,7 +121,8 @@ func serverClock(ctx context.Context, st store.Store, speed float64) (*clock.Sca
 	return clock.NewScaled(k8sclock.RealClock{}, origin, speed), nil
 }
 
-// start starts the schedulers, then the API, whose readiness covers them.
+// start starts the schedulers and retention, then the API, whose
+// readiness covers them.
 func (s *server) start(ctx context.Context) error {
 	if s.cfg.Schedulers {
 		start := s.startSim
@@ -128,6 +130,9 @@ func (s *server) start(ctx context.Context) error {
 			start = s.startKube
 		}
 		if err := start(ctx); err != nil {
+			return err
+		}
+		if err := s.startRetention(ctx); err != nil {
 			return err
 		}
 	}
@@ -168,8 +173,21 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		ApplyParallelism: s.applyParallelism,
 		GPUType:          gpuType, Store: s.store, Queue: s.queue, Backend: backend, Algorithms: s.algos, Placer: s.placer,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
-		Clock: s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+		StartInterval: startInterval(s.cfg.Speed),
+		Clock:         s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
 	})
+}
+
+// startInterval is the schedulers' least time between a cycle and a
+// limited one, on their clock: 250 ms of wall time whatever --speed, since
+// what it paces (bursts of submissions, the cost of cycles) happens in
+// wall time. At --speed 500 a 250 ms interval of the cluster's clock would
+// be half a millisecond, and a burst would make one cycle per submission.
+func startInterval(speed float64) time.Duration {
+	if speed <= 0 {
+		speed = 1
+	}
+	return time.Duration(float64(scheduler.DefaultStartInterval) * speed)
 }
 
 // startSim starts one scheduler per GPU type of the simulated cluster.
@@ -194,6 +212,24 @@ func (s *server) startSim(ctx context.Context) error {
 			})
 		}
 	}
+	return nil
+}
+
+// startRetention removes finished jobs by the rule of the flags, if any.
+// It runs beside the schedulers, whose processes are few (one, or a
+// leader and a standby per GPU type) where the API's may be many; every
+// replica that runs schedulers runs it, which the store makes harmless
+// (see internal/retention), so that it goes on while any one does.
+func (s *server) startRetention(ctx context.Context) error {
+	if s.cfg.FinishedRetention == 0 && s.cfg.MaxFinishedJobs == 0 {
+		return nil
+	}
+	r, err := retention.New(retention.Config{Store: s.store, MaxAge: s.cfg.FinishedRetention, MaxCount: s.cfg.MaxFinishedJobs,
+		Interval: s.cfg.RetentionInterval, Clock: s.clock, Metrics: s.metrics, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.goRun(ctx, "retention", r.Run)
 	return nil
 }
 

@@ -275,3 +275,18 @@ func grepLines(text, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// The limited cycles' spacing is wall time: a cluster clock S times
+// faster gets S times the interval on its own clock.
+func TestStartIntervalIsWallTime(t *testing.T) {
+	for speed, want := range map[float64]time.Duration{
+		1:   250 * time.Millisecond,
+		60:  15 * time.Second,
+		500: 125 * time.Second,
+		0.5: 125 * time.Millisecond,
+	} {
+		if got := startInterval(speed); got != want {
+			t.Errorf("startInterval(%v) = %v, want %v", speed, got, want)
+		}
+	}
+}

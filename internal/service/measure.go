@@ -31,6 +31,7 @@ func (s *Service) loadHistories(ctx context.Context) {
 	}
 	apps := slices.Sorted(maps.Keys(hist))
 	for _, app := range apps {
+		s.histories[app] = true // kept, readable or not: its next write replaces it
 		var m collector.Measurements
 		if err := json.Unmarshal(hist[app], &m); err != nil {
 			s.log.Warn("stored history of an application cannot be read; ignoring it", "app", app, "err", err)
@@ -64,9 +65,24 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 
 // saveHistory stores what an application's jobs measured, after one of
 // them left the collector (which then folded it into the application).
+//
+// At most MaxHistories applications have a stored history per GPU type:
+// once that many are kept, those keep being updated and a new one is not
+// stored, so what is learnt of recurring applications is never pushed out
+// by one-off names; the collector still uses it until the scheduler
+// restarts. The count is of the histories listed at start and saved
+// since, which another process (a former leader) may have added to.
 func (s *Service) saveHistory(ctx context.Context, app string) {
 	m := s.collector.App(app)
 	if len(m.Placements) == 0 && m.Restarts == 0 {
+		return
+	}
+	if !s.histories[app] && len(s.histories) >= s.cfg.MaxHistories {
+		if !s.historiesFull {
+			s.historiesFull = true
+			s.log.Warn("the store keeps the measured histories of as many applications as it may; new applications' are not kept",
+				"max", s.cfg.MaxHistories, "app", app)
+		}
 		return
 	}
 	data, err := json.Marshal(m)
@@ -76,7 +92,9 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 	}
 	if err := s.cfg.Store.SaveHistory(ctx, s.cfg.GPUType, app, data); err != nil {
 		s.log.Warn("save an application's measured history; the next finished job of it retries", "app", app, "err", err)
+		return
 	}
+	s.histories[app] = true
 }
 
 // gpusPerNode tells the collector how many GPUs a node of this type has

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vodascheduler/voda/internal/collector"
@@ -92,6 +93,68 @@ func TestReportsDriveEstimates(t *testing.T) {
 	h2.do(func() { d = h2.svc.collector.Detail("new", "a") })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
 		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
+	}
+}
+
+// The store keeps at most MaxHistories applications' histories per GPU
+// type: those kept go on being updated, and a new application's beyond
+// the bound is not kept (a restarted scheduler counts those it lists).
+func TestHistoriesBounded(t *testing.T) {
+	ctx := context.Background()
+	encode := func(seconds float64) []byte {
+		var m collector.Measurements
+		m.Add(collector.Observation{Workers: 1, Nodes: 1, Seconds: seconds, Work: 1})
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	stored, fresh := encode(100), encode(200)
+	cases := []struct {
+		name   string
+		max    int
+		stored []string // histories in the store before the scheduler starts
+		saved  []string // applications whose jobs then finish, in order
+		want   map[string][]byte
+	}{
+		{name: "room left", max: 3, stored: []string{"x", "y"}, saved: []string{"z", "x"},
+			want: map[string][]byte{"x": fresh, "y": stored, "z": fresh}},
+		{name: "full: a new one is not kept, a kept one is updated", max: 2, stored: []string{"x", "y"}, saved: []string{"z", "x"},
+			want: map[string][]byte{"x": fresh, "y": stored}},
+		{name: "filled by this scheduler", max: 2, stored: []string{"x"}, saved: []string{"y", "z", "y"},
+			want: map[string][]byte{"x": stored, "y": fresh}},
+		{name: "the default bound", stored: []string{"x"}, saved: []string{"z"},
+			want: map[string][]byte{"x": stored, "z": fresh}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 1, 4)
+			h.maxHistories = c.max
+			for _, app := range c.stored {
+				if err := h.st.SaveHistory(ctx, gpuType, app, stored); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.run()
+			var m collector.Measurements
+			if err := json.Unmarshal(fresh, &m); err != nil {
+				t.Fatal(err)
+			}
+			h.do(func() {
+				for _, app := range c.saved {
+					h.svc.collector.SetApp(app, m)
+					h.svc.saveHistory(ctx, app)
+				}
+			})
+			got, err := h.st.ListHistories(ctx, gpuType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("histories (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

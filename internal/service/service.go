@@ -77,6 +77,12 @@ type Config struct {
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
 	Tick             time.Duration
+	// StartInterval is the core's least time between a cycle and the next
+	// limited one, on Clock (scheduler.DefaultStartInterval if zero). It
+	// exists to batch bursts of submissions, which arrive in wall time, so
+	// a clock that runs S times faster than real time wants S times the
+	// default: the server sets it so.
+	StartInterval time.Duration
 	// Clock is the scheduler's clock: job times, cycles, the rate limit.
 	// It may run faster than real time (a simulated cluster).
 	Clock clock.Clock
@@ -98,7 +104,18 @@ type Config struct {
 	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
 	ApplyParallelism int
+	// MaxHistories is the most applications whose measured history the
+	// store keeps for this GPU type (DefaultMaxHistories if zero): see
+	// saveHistory.
+	MaxHistories int
 }
+
+// DefaultMaxHistories bounds the applications' histories kept per GPU
+// type. Applications are free-form annotations, so without a bound their
+// histories (each up to store.MaxProgressBytes) would grow with every
+// name ever used; a team's recurring applications number in the tens or
+// hundreds.
+const DefaultMaxHistories = 1000
 
 // Service is one GPU type's scheduler service.
 type Service struct {
@@ -126,6 +143,11 @@ type Service struct {
 	lastCycle time.Time
 	// status is the scheduler status last written (zero before the first).
 	status store.SchedulerStatus
+	// histories are the applications whose history the store keeps for
+	// this GPU type: those listed at start and those saved since.
+	// historiesFull is set once a new one was not kept (logged once).
+	histories     map[string]bool
+	historiesFull bool
 }
 
 // tracked is what the service keeps of a live job besides the core.
@@ -182,6 +204,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.WallClock == nil {
 		cfg.WallClock = clock.RealClock{}
 	}
+	if cfg.MaxHistories <= 0 {
+		cfg.MaxHistories = DefaultMaxHistories
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -191,6 +216,7 @@ func New(cfg Config) (*Service, error) {
 		collector: collector.New(),
 		jobs:      map[string]*tracked{},
 		final:     map[string]store.StatusWrite{},
+		histories: map[string]bool{},
 	}, nil
 }
 
@@ -282,7 +308,7 @@ func (s *Service) start(ctx context.Context) error {
 	alloc := s.allocator(rec.Settings)
 	core, err := scheduler.NewCore(scheduler.Config{
 		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Backend,
-		RateLimit: s.rateLimit(rec.Settings), Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
+		RateLimit: s.rateLimit(rec.Settings), StartInterval: s.cfg.StartInterval, Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
 		ApplyParallelism: s.cfg.ApplyParallelism,
 	})
 	if err != nil {

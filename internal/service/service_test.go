@@ -222,8 +222,10 @@ type harness struct {
 	// softPersist is Config.SoftPersist: every change at once unless a
 	// test says otherwise.
 	softPersist time.Duration
-	stop        context.CancelFunc
-	stopped     chan error
+	// maxHistories is Config.MaxHistories.
+	maxHistories int
+	stop         context.CancelFunc
+	stopped      chan error
 }
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
@@ -259,7 +261,7 @@ func (h *harness) run() {
 		GPUType: gpuType, Store: h.st, Queue: h.q, Backend: h.backend,
 		Algorithms: algorithm.Builtin(), Placer: placement.NewGreedy(),
 		DefaultRateLimit: -1, Tick: -1, Clock: h.clk, WallClock: h.wall,
-		Metrics: h.m, Resync: time.Hour, SoftPersist: h.softPersist,
+		Metrics: h.m, Resync: time.Hour, SoftPersist: h.softPersist, MaxHistories: h.maxHistories,
 	})
 	if err != nil {
 		h.t.Fatal(err)

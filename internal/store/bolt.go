@@ -74,23 +74,47 @@ func openBolt(ctx context.Context, dataDir string, log *slog.Logger) (*boltStore
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket, progressBucket,
-			jobIndexBucket, jobOrderBucket, jobLiveBucket, jobFinishedBucket, metaBucket} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("create bucket %s: %w", b, err)
-			}
-		}
+	// Whether this version's index is known current (its last write was
+	// this version's) is read before the write below makes one more.
+	var current bool
+	err = db.View(func(tx *bolt.Tx) error {
+		current = indexCurrent(tx)
 		return nil
 	})
 	if err == nil {
-		err = ensureIndex(ctx, db, path, log)
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{jobsBucket, schedulersBucket, historiesBucket, progressBucket,
+				jobIndexBucket, jobOrderBucket, jobLiveBucket, jobFinishedBucket, metaBucket} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return fmt.Errorf("create bucket %s: %w", b, err)
+				}
+			}
+			if current {
+				return markIndexed(tx)
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = ensureIndex(ctx, db, path, log, current)
 	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return &boltStore{db: db, path: path}, nil
+}
+
+// batch runs fn in a write transaction shared with concurrent writers
+// (db.Batch), and records that this version, which keeps the job index,
+// wrote last (markIndexed).
+func (s *boltStore) batch(fn func(tx *bolt.Tx) error) error {
+	return s.db.Batch(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return markIndexed(tx)
+	})
 }
 
 func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
@@ -112,7 +136,7 @@ func (s *boltStore) CreateJob(ctx context.Context, j Job) error {
 		return fmt.Errorf("store: create job %s: %w", j.Name, err)
 	}
 	var exists bool
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err = s.batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(jobsBucket)
 		exists = b.Get([]byte(j.Name)) != nil
 		if exists {
@@ -360,7 +384,7 @@ func (s *boltStore) updateJob(ctx context.Context, name string, change func(*job
 	}
 	defer s.gate.leave()
 	var found bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		var err error
 		found, err = modifyJob(tx.Bucket(jobsBucket), name, change)
 		return err
@@ -408,7 +432,7 @@ func (s *boltStore) SaveProgress(ctx context.Context, name string, data []byte, 
 		return 0, fmt.Errorf("store: save progress of job %s: %w", name, err)
 	}
 	var found, conflict bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		// Set on every run: Batch may run this function again.
 		found, conflict = false, false
 		b := tx.Bucket(jobsBucket)
@@ -486,7 +510,7 @@ func (s *boltStore) SaveStatus(ctx context.Context, writes map[string]StatusWrit
 		return SaveResult{}, nil
 	}
 	var res SaveResult
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err = s.batch(func(tx *bolt.Tx) error {
 		res = SaveResult{} // Batch may run this function again
 		b := tx.Bucket(jobsBucket)
 		for _, name := range names {
@@ -528,7 +552,7 @@ func (s *boltStore) SetAside(ctx context.Context, name, reason string, now time.
 		return fmt.Errorf("store: set aside job %s: %w", name, e.err)
 	}
 	var found bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(jobsBucket)
 		v := b.Get([]byte(name))
 		if found = v != nil; !found {
@@ -581,7 +605,7 @@ func (s *boltStore) DeleteJob(ctx context.Context, name string) error {
 	}
 	defer s.gate.leave()
 	var found bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		if found = tx.Bucket(jobsBucket).Get([]byte(name)) != nil; !found {
 			return nil
 		}
@@ -666,7 +690,7 @@ func (s *boltStore) DeleteFinished(ctx context.Context, names []string) (int, er
 		return 0, nil
 	}
 	var deleted int
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		deleted = 0 // Batch may run this function again
 		jobs := tx.Bucket(jobsBucket)
 		for _, name := range names {
@@ -769,7 +793,7 @@ func (s *boltStore) putScheduler(ctx context.Context, gpuType string, change fun
 	if gpuType == "" {
 		return errors.New("empty GPU type")
 	}
-	return s.db.Batch(func(tx *bolt.Tx) error {
+	return s.batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(schedulersBucket)
 		rec := schedulerRecord{GPUType: gpuType}
 		if v := b.Get([]byte(gpuType)); v != nil {
@@ -795,7 +819,7 @@ func (s *boltStore) SaveHistory(ctx context.Context, gpuType, app string, data [
 	if err := checkHistory(gpuType, data); err != nil {
 		return fmt.Errorf("store: save history of %q on %s: %w", app, gpuType, err)
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		// bbolt copies the value into the transaction, and keeps an empty
 		// one (read back as nil).
 		return tx.Bucket(historiesBucket).Put([]byte(historyKey(gpuType, app)), nilIfEmpty(data))

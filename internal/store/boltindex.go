@@ -51,6 +51,13 @@ var (
 	// countsKey holds the live and the terminal job counts (8 bytes each,
 	// big endian).
 	countsKey = []byte("jobCounts")
+	// indexedTxKey holds the ID (8 bytes, big endian) of the last write
+	// transaction this version made, every one of which keeps the index.
+	// When it is the file's last transaction, no other program (an older
+	// voda, which knows no index) wrote since, and the index is current
+	// without counting the jobs: counting walks every page of the file,
+	// which at 100,000 jobs takes seconds and maps it all into memory.
+	indexedTxKey = []byte("indexedTx")
 )
 
 // indexVersion is the format of the index buckets; a file recording
@@ -379,23 +386,33 @@ var indexBatch = 2000
 // transactions of indexBatch jobs and records its version last, so an
 // interrupted build (a crash, ctx done between two transactions) is redone
 // at the next open; it logs what it did.
-func ensureIndex(ctx context.Context, db *bolt.DB, path string, log *slog.Logger) error {
+func ensureIndex(ctx context.Context, db *bolt.DB, path string, log *slog.Logger, current bool) error {
 	var why string
 	err := db.View(func(tx *bolt.Tx) error {
 		version := tx.Bucket(metaBucket).Get(indexVersionKey)
-		jobs, entries := tx.Bucket(jobsBucket).Stats().KeyN, tx.Bucket(jobIndexBucket).Stats().KeyN
 		switch {
 		case version == nil:
 			why = "the file has no index of its jobs"
 		case len(version) != 8 || binary.BigEndian.Uint64(version) != indexVersion:
 			why = fmt.Sprintf("the file's job index has format %x, not %d", version, indexVersion)
-		case jobs != entries:
-			why = fmt.Sprintf("the job index holds %d jobs, the file %d", entries, jobs)
+		case current:
+			// This version wrote last: the index is current.
+		default:
+			if jobs, entries := tx.Bucket(jobsBucket).Stats().KeyN, tx.Bucket(jobIndexBucket).Stats().KeyN; jobs != entries {
+				why = fmt.Sprintf("the job index holds %d jobs, the file %d", entries, jobs)
+			}
 		}
 		return nil
 	})
-	if err != nil || why == "" {
+	if err != nil {
 		return err
+	}
+	if why == "" {
+		if current {
+			return nil
+		}
+		// Counted and found right: mark it, so the next open need not count.
+		return db.Update(markIndexed)
 	}
 	start := time.Now()
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -446,7 +463,10 @@ func ensureIndex(ctx context.Context, db *bolt.DB, path string, log *slog.Logger
 	var live, finished int64
 	err = db.Update(func(tx *bolt.Tx) error {
 		live, finished = getCounts(tx)
-		return tx.Bucket(metaBucket).Put(indexVersionKey, binary.BigEndian.AppendUint64(nil, indexVersion))
+		if err := tx.Bucket(metaBucket).Put(indexVersionKey, binary.BigEndian.AppendUint64(nil, indexVersion)); err != nil {
+			return err
+		}
+		return markIndexed(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("index jobs: %w", err)
@@ -458,6 +478,23 @@ func ensureIndex(ctx context.Context, db *bolt.DB, path string, log *slog.Logger
 	log.Log(ctx, level, "store: indexed the jobs", "file", path, "why", why, "jobs", jobs, "live", live, "finished", finished,
 		"unreadable", unreadable, "transactions", txs, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// markIndexed records in tx that this version, which keeps the job index,
+// made the file's latest write (indexedTxKey).
+func markIndexed(tx *bolt.Tx) error {
+	return tx.Bucket(metaBucket).Put(indexedTxKey, binary.BigEndian.AppendUint64(nil, uint64(tx.ID())))
+}
+
+// indexCurrent reports, in a read transaction, whether the file's last
+// write was this version's (markIndexed), so that its index is current.
+func indexCurrent(tx *bolt.Tx) bool {
+	meta := tx.Bucket(metaBucket)
+	if meta == nil {
+		return false
+	}
+	v := meta.Get(indexedTxKey)
+	return len(v) == 8 && binary.BigEndian.Uint64(v) == uint64(tx.ID())
 }
 
 // storedEntry is the entry of the record v stored under name: from the

@@ -3,10 +3,15 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 // FuzzIndexEntry: any bytes decode without panicking, and an entry that
@@ -53,4 +58,48 @@ func FuzzOrderKey(f *testing.F) {
 			t.Errorf("job at %v (%q) after position %v (%q): index says %v, want %v", jobTime, jobName, pos.SubmitTime, pos.Name, got, want)
 		}
 	})
+}
+
+// A file whose last write was this version's opens without counting its
+// jobs (indexCurrent); a write by another program (here, bbolt itself,
+// as an older voda would write) makes the next open count them again.
+func TestIndexCurrentAfterOwnWrites(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s, err := openBolt(ctx, dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := Job{Name: "a", Kind: "MPIJob", Spec: model.JobSpec{Name: "a", GPUType: "v100", MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, SubmitTime: time.Unix(1, 0)}}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	current := func(db *bolt.DB) bool {
+		var ok bool
+		if err := db.View(func(tx *bolt.Tx) error { ok = indexCurrent(tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !current(s.db) {
+		t.Error("after this version's write, the index is not known current")
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(schedulersBucket).Put([]byte("x"), []byte("{}")) }); err != nil {
+		t.Fatal(err)
+	}
+	if current(s.db) {
+		t.Error("after another program's write, the index is still taken as current")
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next open counts, finds the index right, and marks it current.
+	s, err = openBolt(ctx, dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if !current(s.db) {
+		t.Error("after an open that checked the index, it is not known current")
+	}
 }

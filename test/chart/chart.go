@@ -131,9 +131,10 @@ func ValueSets() []ValueSet {
 			Values: map[string]any{
 				"components": "split",
 				"api":        map[string]any{"replicas": 3},
-				"scheduler":  map[string]any{"replicas": 2, "gpuTypes": []string{"v100"}},
-				"store":      map[string]any{"type": "mongodb", "mongodb": map[string]any{"existingSecret": "voda-mongodb"}},
-				"queue":      map[string]any{"type": "rabbitmq", "rabbitmq": map[string]any{"existingSecret": "voda-rabbitmq"}},
+				"scheduler": map[string]any{"replicas": 2, "gpuTypes": []string{"v100"},
+					"retention": map[string]any{"finishedRetention": "168h", "maxFinishedJobs": 2000000}},
+				"store": map[string]any{"type": "mongodb", "mongodb": map[string]any{"existingSecret": "voda-mongodb"}},
+				"queue": map[string]any{"type": "rabbitmq", "rabbitmq": map[string]any{"existingSecret": "voda-rabbitmq"}},
 			},
 			Namespaces: []string{"default"},
 		},

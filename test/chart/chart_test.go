@@ -268,6 +268,7 @@ func TestRender(t *testing.T) {
 				"--authentication": "kubernetes", "--namespace": "default", "--job-namespaces": "default",
 				"--pod-security": "baseline", "--progress-url": "http://voda.voda-system.svc:55587",
 				"--probe-addr": ":55588", "--max-connections": "1024", "--first-request-grace": "1s",
+				"--finished-retention": "720h", "--max-finished-jobs": "100000",
 			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue")
 			c := r.container("voda")
 			wantField(t, c, ImageRepository+":"+ImageTag, "image")
@@ -341,8 +342,11 @@ func TestRender(t *testing.T) {
 				"--progress-url": "http://voda-api.voda-system.svc:55587"}, "--leader-elect", "--lease-namespace")
 			r.wantArgs("voda-api", map[string]string{"--probe-addr": ":55588"})
 			r.wantProbes("voda-api", allProbes("probes", ""))
-			r.wantArgs("voda-scheduler", map[string]string{"--components": "scheduler", "--leader-elect": "true", "--lease-namespace": "voda-system"},
+			r.wantArgs("voda-scheduler", map[string]string{"--components": "scheduler", "--leader-elect": "true", "--lease-namespace": "voda-system",
+				"--finished-retention": "168h", "--max-finished-jobs": "2000000"},
 				"--addr", "--authentication", "--probe-addr")
+			// Retention runs beside the schedulers only.
+			r.wantArgs("voda-api", nil, "--finished-retention", "--max-finished-jobs")
 			if _, ok := r.container("voda-scheduler")["readinessProbe"]; ok {
 				t.Error("probes on scheduler-only pods, which serve no HTTP")
 			}

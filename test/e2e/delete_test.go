@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// Deleting a job twice succeeds whenever the second delete comes: at once,
-// and after the scheduler has halted the job, when it says so. Deleting a
-// job that completed by itself is an error.
-func TestDeleteTwice(t *testing.T) {
+// Deleting a running job halts it, and deleting it again succeeds while
+// it is halted; once it is Canceled, deleting it removes its record, as
+// deleting a job that completed by itself does. Then the job is gone.
+func TestDeleteThenRemove(t *testing.T) {
 	srv := startServer(t, "--data-dir", t.TempDir(), "--sim-nodes", "v100=1x4", "--speed", "40")
 	c := srv.Client()
 	reaches := func(name, status string) func() (bool, error) {
@@ -28,25 +28,34 @@ func TestDeleteTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := "Training job deleted: " + long.Name + "\n"
-	if out, errOut, code := runCLI(t, srv, "delete", long.Name); code != 0 || out != want {
-		t.Fatalf("delete: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	halting := "Training job deleted: " + long.Name + "\n"
+	removed := "Training job deleted: " + long.Name + " (was Canceled; record removed)\n"
+	if out, errOut, code := runCLI(t, srv, "delete", long.Name); code != 0 || out != halting {
+		t.Fatalf("delete: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, halting)
 	}
 	// The scheduler may have halted the job already, or not yet: a
 	// second delete succeeds either way.
-	again := []string{want, "Training job deleted: " + long.Name + " (already Canceled)\n"}
-	if out, errOut, code := runCLI(t, srv, "delete", long.Name); code != 0 || !slices.Contains(again, out) {
-		t.Fatalf("delete again at once: exit %d, stdout %q, stderr %q; want one of %q", code, out, errOut, again)
+	out, errOut, code := runCLI(t, srv, "delete", long.Name)
+	if code != 0 || !slices.Contains([]string{halting, removed}, out) {
+		t.Fatalf("delete again at once: exit %d, stdout %q, stderr %q; want %q or %q", code, out, errOut, halting, removed)
 	}
-	waitFor(t, long.Name+" Canceled", 60*time.Second, reaches(long.Name, "Canceled"))
-	want = "Training job deleted: " + long.Name + " (already Canceled)\n"
-	if out, errOut, code := runCLI(t, srv, "delete", long.Name); code != 0 || out != want {
-		t.Errorf("delete after Canceled: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	if out == halting {
+		waitFor(t, long.Name+" Canceled", 60*time.Second, reaches(long.Name, "Canceled"))
+		if out, errOut, code := runCLI(t, srv, "delete", long.Name); code != 0 || out != removed {
+			t.Fatalf("delete after Canceled: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, removed)
+		}
+	}
+	out, errOut, code = runCLI(t, srv, "delete", long.Name)
+	if code != 1 || out != "" || !strings.Contains(errOut, `no job "`+long.Name+`"`) {
+		t.Errorf("delete a removed job: exit %d, stdout %q, stderr %q; want exit 1 and no job", code, out, errOut)
 	}
 
 	waitFor(t, short.Name+" Completed", 120*time.Second, reaches(short.Name, "Completed"))
-	out, errOut, code := runCLI(t, srv, "delete", short.Name)
-	if code != 1 || out != "" || !strings.Contains(errOut, "already finished (Completed)") {
-		t.Errorf("delete a completed job: exit %d, stdout %q, stderr %q; want exit 1 and already finished", code, out, errOut)
+	want := "Training job deleted: " + short.Name + " (was Completed; record removed)\n"
+	if out, errOut, code := runCLI(t, srv, "delete", short.Name); code != 0 || out != want {
+		t.Errorf("delete a completed job: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+	if _, err := c.GetJob(ctxT(t), short.Name); !isNotFound(err) {
+		t.Errorf("get a removed job: %v, want 404", err)
 	}
 }

@@ -177,7 +177,7 @@ func latencies(ds []time.Duration) string {
 	return fmt.Sprintf("%d tries: min %v, median %v, p90 %v, max %v", len(s), at(0), at(0.5), at(0.9), at(1))
 }
 
-func envInt(t *testing.T, name string, def int) int {
+func envInt(t testing.TB, name string, def int) int {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

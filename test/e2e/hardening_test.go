@@ -102,7 +102,14 @@ func jsonField(b []byte, key string) (string, bool) {
 // metric returns a sample of the server's /metrics, 0 if absent.
 func metric(t *testing.T, srv *server, sample string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + srv.Addr + api.RouteMetrics)
+	return metricAt(t, srv.Addr, sample)
+}
+
+// metricAt returns a sample of the /metrics of the server at addr, 0 if
+// absent.
+func metricAt(t testing.TB, addr, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + api.RouteMetrics)
 	if err != nil {
 		t.Fatal(err)
 	}

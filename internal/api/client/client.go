@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -160,9 +161,17 @@ type ListOptions struct {
 	Live bool
 	// Namespace keeps the jobs of one namespace.
 	Namespace string
+	// PageSize is how many jobs ListJobs asks for per request, from 1 to
+	// api.MaxListLimit; 0 means the server's default (api.DefaultListLimit).
+	PageSize int
 }
 
-// ListJobs returns the jobs that match opts, in submission order.
+// ListJobs returns every job that matches opts, in submission order,
+// reading the server's list page by page (GET /api/v1/jobs with limit and
+// continue). A job created or removed while it reads may be listed or
+// not; none is listed twice or left out otherwise. A page that fails
+// fails the whole list: a continue token that expired (after
+// api.ContinueTTL) is an *APIError with StatusCode 410.
 func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, error) {
 	q := url.Values{}
 	if opts.GPUType != "" {
@@ -177,9 +186,28 @@ func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, err
 	if opts.Namespace != "" {
 		q.Set("namespace", opts.Namespace)
 	}
-	var list api.JobList
-	err := c.do(ctx, http.MethodGet, api.RouteJobs, q, nil, "", &list)
-	return list.Items, err
+	if opts.PageSize != 0 {
+		q.Set("limit", strconv.Itoa(opts.PageSize))
+	}
+	jobs := []api.Job{}
+	for page := 1; ; page++ {
+		var list api.JobList
+		if err := c.do(ctx, http.MethodGet, api.RouteJobs, q, nil, "", &list); err != nil {
+			if page > 1 {
+				return nil, fmt.Errorf("list jobs, page %d: %w", page, err)
+			}
+			return nil, err
+		}
+		jobs = append(jobs, list.Items...)
+		next := list.Metadata.Continue
+		if next == "" {
+			return jobs, nil
+		}
+		if next == q.Get("continue") {
+			return nil, fmt.Errorf("list jobs, page %d: the server answered the continue token it was sent", page)
+		}
+		q.Set("continue", next)
+	}
 }
 
 // GetJob returns one job.
@@ -187,12 +215,24 @@ func (c *Client) GetJob(ctx context.Context, name string) (api.Job, error) {
 	return named[api.Job](ctx, c, http.MethodGet, api.RouteJob, "name", name, "job name", nil)
 }
 
-// DeleteJob asks the scheduler to halt a job; the job returned has
-// DeleteRequested set and becomes Canceled once halted. Deleting a job
-// again succeeds, and returns it as it is (Canceled once halted); deleting
-// a job that finished by itself (Completed, Failed) is a 409 *APIError.
+// DeleteJob deletes a job. A live job is halted by its scheduler: the
+// job returned has DeleteRequested set, and becomes Canceled once halted;
+// deleting it again while it is halted succeeds the same way. A finished
+// job (Completed, Failed, Canceled) is removed from the server's store:
+// the job returned is its last view, with its final status, and the
+// server then answers 404 for it. Removed tells the two apart.
 func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
 	return named[api.Job](ctx, c, http.MethodDelete, api.RouteJob, "name", name, "job name", nil)
+}
+
+// Removed reports whether DeleteJob's answer j is a finished job it
+// removed, rather than a live one being halted.
+func Removed(j api.Job) bool {
+	switch j.Status {
+	case "Completed", "Failed", "Canceled":
+		return true
+	}
+	return false
 }
 
 // SetPriority changes a job's priority (0 is the highest).

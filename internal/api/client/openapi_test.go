@@ -167,6 +167,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 var wireTypes = map[string]reflect.Type{
 	"Job":                reflect.TypeFor[api.Job](),
 	"JobList":            reflect.TypeFor[api.JobList](),
+	"ListMeta":           reflect.TypeFor[api.ListMeta](),
 	"Scheduler":          reflect.TypeFor[api.Scheduler](),
 	"SchedulerList":      reflect.TypeFor[api.SchedulerList](),
 	"Algorithm":          reflect.TypeFor[api.Algorithm](),
@@ -192,7 +193,8 @@ var wireTypes = map[string]reflect.Type{
 
 // jsonField is a struct field as encoding/json sees it.
 type jsonField struct {
-	name      string
+	name string
+	// omitempty: tagged omitempty or omitzero, so not required.
 	omitempty bool
 	typ       reflect.Type
 }
@@ -208,7 +210,8 @@ func jsonFields(t reflect.Type) []jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, jsonField{name: name, omitempty: strings.Contains(","+opts+",", ",omitempty,"), typ: f.Type})
+		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		out = append(out, jsonField{name: name, omitempty: omit, typ: f.Type})
 	}
 	return out
 }
