@@ -22,6 +22,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/retention"
 	"github.com/vodascheduler/voda/internal/store"
 )
 
@@ -843,4 +844,106 @@ func TestEventPollMark(t *testing.T) {
 			t.Errorf("%s: skip %v with %d jobs listed, want skip %v", c.name, p.skip, len(p.jobs), c.wantSkip)
 		}
 	}
+}
+
+// A finished job's record removed while a stream is open (DELETE of the
+// finished job, or a retention pass) gives the stream the job's removal
+// when the hub still held it live, and nothing when the hub already sent
+// it finished and forgot it; the stream goes on either way. The streams
+// poll only when kicked, so that each step decides what the hub saw.
+func TestEventStreamFinishedJobRemoved(t *testing.T) {
+	f := streamed(t, func(c *Config) { c.Streams.Poll, c.Streams.Heartbeat = time.Hour, time.Hour })
+	ctx := context.Background()
+	s := openStream(t, f.url, "")
+	s.snapshot()
+	// seen returns the events about name up to now: it submits a job,
+	// whose poll reads the store after every change made so far, and
+	// then another, whose event comes after every event of that poll.
+	marks := 0
+	seen := func(t *testing.T, name string) []JobEvent {
+		t.Helper()
+		var got []JobEvent
+		for range 2 {
+			marks++
+			mark := f.create(mpiJob(fmt.Sprintf("mark-%d", marks), "1", "1", "v100"))
+			s.next("job event of "+mark.Name, 5*time.Second, func(ev sse) bool {
+				if ev.name != eventJob {
+					return false
+				}
+				var je JobEvent
+				if err := json.Unmarshal([]byte(ev.data), &je); err != nil {
+					t.Fatalf("job event %s: %v", ev.data, err)
+				}
+				if je.Job != nil && je.Job.Name == mark.Name {
+					return true
+				}
+				if je.Name == name || je.Job != nil && je.Job.Name == name {
+					got = append(got, je)
+				}
+				return false
+			})
+		}
+		return got
+	}
+	del := func(t *testing.T, name string) {
+		t.Helper()
+		if code, b := f.do("DELETE", RouteJobs+"/"+name, "", ""); code != http.StatusOK {
+			t.Fatalf("DELETE %s: %d %s, want 200", name, code, b)
+		}
+	}
+	ret, err := retention.New(retention.Config{Store: f.store, MaxAge: time.Minute, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prune := func(t *testing.T, _ string) {
+		t.Helper()
+		if res, err := ret.Pass(ctx); err != nil || res.ByAge != 1 {
+			t.Fatalf("retention pass: %+v %v, want one job removed", res, err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		remove func(t *testing.T, name string)
+		// sentFinished: the hub saw the job finished before its removal.
+		sentFinished bool
+		want         []string // the events about the job after its finish
+	}{
+		{"DELETE after it was sent finished", del, true, nil},
+		{"DELETE before the hub saw it finish", del, false, []string{"deleted"}},
+		{"retention after it was sent finished", prune, true, nil},
+		{"retention before the hub saw it finish", prune, false, []string{"deleted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := f.create(mpiJob("job", "1", "1", "v100"))
+			s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job != nil && je.Job.Status == "Submitted" })
+			f.saveStatus(job.Name, store.JobStatus{State: model.JobState{Status: model.StatusCompleted},
+				FinishTime: t0.Add(-time.Hour), Updated: t0})
+			if tc.sentFinished {
+				got := seen(t, job.Name)
+				if len(got) != 1 || got[0].Job == nil || got[0].Job.Status != "Completed" {
+					t.Fatalf("events of %s as it completed: %+v, want one, Completed", job.Name, got)
+				}
+			}
+			tc.remove(t, job.Name)
+			var got []string
+			for _, je := range seen(t, job.Name) {
+				switch {
+				case je.Deleted:
+					got = append(got, "deleted")
+				case je.Job != nil:
+					got = append(got, je.Job.Status)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("events of %s after its removal: %q, want %q", job.Name, got, tc.want)
+			}
+		})
+	}
+	// The marks are live: a new stream's snapshot holds them and no
+	// removed job, and the first stream is still open.
+	later := openStream(t, f.url, "")
+	if snap := later.snapshot(); len(snap.Jobs) != marks {
+		t.Errorf("snapshot holds %d jobs, want the %d marks", len(snap.Jobs), marks)
+	}
+	seen(t, "")
 }
