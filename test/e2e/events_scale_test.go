@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -51,25 +52,35 @@ func BenchmarkEventStreamsAt100k(b *testing.B) {
 			"--max-event-streams", strconv.Itoa(2 * silent), "--max-event-streams-per-user", strconv.Itoa(2 * silent)})
 		waitReady(b, srv.Addr)
 		pid := srv.PID()
-		cpuPerSecond := func() float64 {
+		// cpuPerSecond measures a window with streams open, which must
+		// all stay open, and logs the event streams' reads of the store
+		// in it.
+		cpuPerSecond := func(streams int) float64 {
+			polls0, pollSec0 := metricAt(b, srv.Addr, pollCount), metricAt(b, srv.Addr, pollSum)
 			cpu0, wall0 := procCPU(b, pid), time.Now()
 			time.Sleep(window)
-			return float64((procCPU(b, pid) - cpu0).Microseconds()) / 1e3 / time.Since(wall0).Seconds()
+			cpu := float64((procCPU(b, pid) - cpu0).Microseconds()) / 1e3 / time.Since(wall0).Seconds()
+			if n := metricAt(b, srv.Addr, "voda_event_streams"); n != float64(streams) {
+				b.Fatalf("voda_event_streams %v at the end of the window, want %d", n, streams)
+			}
+			b.Logf("%d streams: %.1f ms/s of CPU; %.0f reads of the store for them, %.0f ms", streams, cpu,
+				metricAt(b, srv.Addr, pollCount)-polls0, (metricAt(b, srv.Addr, pollSum)-pollSec0)*1e3)
+			return cpu
 		}
 		// A stream's first seconds (its snapshot) are not its idle cost.
 		const settle = 3 * time.Second
-		none := cpuPerSecond()
+		none := cpuPerSecond(0)
 		one := openReaders(b, srv.Addr, 1)
 		time.Sleep(settle)
-		oneCPU := cpuPerSecond()
+		oneCPU := cpuPerSecond(1)
 		ten := openReaders(b, srv.Addr, 9)
 		time.Sleep(settle)
-		tenCPU := cpuPerSecond()
+		tenCPU := cpuPerSecond(10)
 		one()
 		ten()
 		waitMetric(b, srv.Addr, "voda_event_streams", 0)
 		time.Sleep(settle)
-		noneAgain := cpuPerSecond()
+		noneAgain := cpuPerSecond(0)
 		base := (none + noneAgain) / 2
 		b.Logf("server CPU: %.1f ms/s with no stream, %.1f with one idle dashboard, %.1f with ten, %.1f with none again; "+
 			"the streams' own: %.1f ms/s for one, %.1f for ten (each less %.1f)",
@@ -102,6 +113,11 @@ func BenchmarkEventStreamsAt100k(b *testing.B) {
 		srv.stop()
 	}
 }
+
+const (
+	pollCount = "voda_event_poll_duration_seconds_count"
+	pollSum   = "voda_event_poll_duration_seconds_sum"
+)
 
 // procCPU is a process's user and system CPU time so far (/proc/PID/stat,
 // in clock ticks of 10 ms).
@@ -149,12 +165,18 @@ func openReaders(b *testing.B, addr string, n int) (closeAll func()) {
 		}
 		go func() {
 			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(nil, 64<<20)
-			for sc.Scan() {
-				if sc.Text() == "event: snapshot" {
+			// Lines are read in pieces: a snapshot's data line holds
+			// every job it sends, whatever its size.
+			r := bufio.NewReaderSize(resp.Body, 64<<10)
+			for lineStart := true; ; {
+				piece, err := r.ReadSlice('\n')
+				if lineStart && string(piece) == "event: snapshot\n" {
 					snapshots <- struct{}{}
 				}
+				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+					return
+				}
+				lineStart = err == nil
 			}
 		}()
 	}
