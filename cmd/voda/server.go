@@ -165,6 +165,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 		"most finished jobs kept in the store: the oldest beyond are removed; 0 keeps any number")
 	f.DurationVar(&c.RetentionInterval, "retention-interval", retention.DefaultInterval,
 		"wall time between two passes of retention (--finished-retention, --max-finished-jobs), which processes running schedulers make, the first at start")
+	f.IntVar(&c.MaxEventStreamsPerUser, "max-event-streams-per-user", api.DefaultMaxStreamsPerCaller,
+		"most event streams one caller may hold open at once (a user; without authentication, a client address or IPv6 /64), so that one caller cannot take all of --max-event-streams; more are answered 429")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
 		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
 	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,

@@ -137,8 +137,8 @@ type scope struct{ namespace, kind string }
 
 // viewer decides which jobs one caller may see: those of the namespaces
 // and kinds where the Authorizer allows listing jobs. It asks once per
-// scope and remembers the answer until forget; not safe for concurrent
-// use.
+// scope and remembers the answer (an event stream asks them all again
+// with recheck); not safe for concurrent use.
 type viewer struct {
 	s       *Server
 	ctx     context.Context
@@ -163,17 +163,43 @@ func (v *viewer) sees(namespace, kind string) (bool, error) {
 	if allowed, ok := v.decided[sc]; ok {
 		return allowed, nil
 	}
-	a := v.action
-	a.Namespace, a.Kind = namespace, kind
-	allowed, _, err := v.s.cfg.Authorizer.Authorize(v.ctx, v.user, a)
+	allowed, err := v.ask(sc)
 	if err != nil {
-		v.s.log.Error("authorize", "user", v.user.Name, "action", a.String(), "err", err)
 		return false, err
 	}
 	v.decided[sc] = allowed
 	return allowed, nil
 }
 
-// forget drops the remembered answers, so that a long-lived stream
-// follows changes of the caller's rights.
-func (v *viewer) forget() { clear(v.decided) }
+// ask asks the Authorizer whether the caller may list jobs of sc,
+// logging an error.
+func (v *viewer) ask(sc scope) (bool, error) {
+	a := v.action
+	a.Namespace, a.Kind = sc.namespace, sc.kind
+	allowed, _, err := v.s.cfg.Authorizer.Authorize(v.ctx, v.user, a)
+	if err != nil {
+		v.s.log.Error("authorize", "user", v.user.Name, "action", a.String(), "err", err)
+	}
+	return allowed && err == nil, err
+}
+
+// recheck asks the Authorizer again about every scope v remembers, so
+// that a long-lived stream follows changes of the caller's rights, and
+// reports whether any answer changed. An error leaves the answers as
+// they were.
+func (v *viewer) recheck() (changed bool, err error) {
+	if v.s.cfg.Authorizer == nil {
+		return false, nil
+	}
+	now := make(map[scope]bool, len(v.decided))
+	for sc, was := range v.decided {
+		allowed, err := v.ask(sc)
+		if err != nil {
+			return false, err
+		}
+		now[sc] = allowed
+		changed = changed || allowed != was
+	}
+	v.decided = now
+	return changed, nil
+}

@@ -236,7 +236,7 @@ func TestListPagesBetweenChanges(t *testing.T) {
 // pages together still list every match.
 func TestListPageScanBound(t *testing.T) {
 	t.Parallel()
-	counter := &countingStore{}
+	counter := &recordCountingStore{}
 	f := newFixtureWith(t, func(c *Config) { counter.Store = c.Store; c.Store = counter }, "a100", "v100")
 	jobs := createPageJobs(t, f, 40)
 	var want []string
@@ -278,14 +278,14 @@ func TestListPageScanBound(t *testing.T) {
 	}
 }
 
-// countingStore counts the records ListJobs returns.
-type countingStore struct {
+// recordCountingStore counts the records ListJobs returns.
+type recordCountingStore struct {
 	store.Store
 	mu sync.Mutex
 	n  int
 }
 
-func (c *countingStore) ListJobs(ctx context.Context, opts store.ListOptions) ([]store.Job, error) {
+func (c *recordCountingStore) ListJobs(ctx context.Context, opts store.ListOptions) ([]store.Job, error) {
 	jobs, err := c.Store.ListJobs(ctx, opts)
 	c.mu.Lock()
 	c.n += len(jobs)
@@ -293,13 +293,13 @@ func (c *countingStore) ListJobs(ctx context.Context, opts store.ListOptions) ([
 	return jobs, err
 }
 
-func (c *countingStore) reset() {
+func (c *recordCountingStore) reset() {
 	c.mu.Lock()
 	c.n = 0
 	c.mu.Unlock()
 }
 
-func (c *countingStore) read() int {
+func (c *recordCountingStore) read() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n

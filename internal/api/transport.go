@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -337,7 +338,13 @@ func clientAddr(c net.Conn) string {
 		}
 		return ra.String()
 	}
-	ip := a.AddrPort().Addr().Unmap()
+	return clientOf(a.AddrPort().Addr())
+}
+
+// clientOf names the client at address ip: ip itself, or for IPv6 its
+// /64.
+func clientOf(ip netip.Addr) string {
+	ip = ip.Unmap()
 	if ip.Is6() {
 		if p, err := ip.Prefix(64); err == nil {
 			return p.String()

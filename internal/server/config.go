@@ -98,7 +98,10 @@ type Config struct {
 	// MaxEventStreams bounds the API's open event streams (0:
 	// api.DefaultMaxStreams).
 	MaxEventStreams int
-	Kube            KubeOptions
+	// MaxEventStreamsPerUser bounds the event streams of one caller (0:
+	// api.DefaultMaxStreamsPerCaller).
+	MaxEventStreamsPerUser int
+	Kube                   KubeOptions
 	// Auth says who may call the API and whether it serves TLS.
 	Auth AuthOptions
 	// Logger is slog.Default() if nil.
@@ -142,6 +145,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-finished-jobs: %d must be positive, or 0 to keep any number", c.MaxFinishedJobs)
 	case c.RetentionInterval < 0:
 		return fmt.Errorf("--retention-interval: %v must be positive", c.RetentionInterval)
+	case c.MaxEventStreamsPerUser < 0:
+		return fmt.Errorf("--max-event-streams-per-user: %d must be positive", c.MaxEventStreamsPerUser)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("--max-workers: %d must be at least 1", c.MaxWorkers)
 	case jobspec.CheckPodSecurity(c.PodSecurity) != nil:

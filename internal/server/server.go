@@ -265,7 +265,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		ListenAddr:  ln.Addr().String(),
 		PodSecurity: s.cfg.PodSecurity, AllowServiceAccount: s.cfg.AllowServiceAccount, Namespaces: s.cfg.jobNamespaces(),
 		DefaultNamespace: s.cfg.defaultNamespace(),
-		Streams:          api.StreamLimits{MaxStreams: s.cfg.MaxEventStreams},
+		Streams:          api.StreamLimits{MaxStreams: s.cfg.MaxEventStreams, MaxPerCaller: s.cfg.MaxEventStreamsPerUser},
 	})
 	if err != nil {
 		_ = ln.Close()

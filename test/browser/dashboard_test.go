@@ -2,13 +2,17 @@ package browser
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/store"
 	"github.com/vodascheduler/voda/test/vodatest"
 )
 
@@ -225,14 +229,14 @@ func TestDashboardFirstHour(t *testing.T) {
 		if !strings.Contains(l.Header, "loading") || strings.Contains(l.Header, "live") {
 			t.Errorf("header with the snapshot still on its way: %q, want loading, not live", l.Header)
 		}
-		if len(l.Views) != 5 {
-			t.Errorf("read %d views while loading, want 5", len(l.Views))
+		if len(l.Views) != 6 {
+			t.Errorf("read %d views while loading, want 6", len(l.Views))
 		}
 		for view, text := range l.Views {
 			if !strings.Contains(text, "Loading") {
 				t.Errorf("%s while loading lacks \"Loading\":\n%s", view, text)
 			}
-			for _, empty := range []string{"0 of 0 jobs", "No such job", "No schedulers yet", "No GPU nodes yet", "No job held GPUs", "Not found"} {
+			for _, empty := range []string{"0 of 0 jobs", "0 of 0 finished", "Every finished job", "No such job", "No schedulers yet", "No GPU nodes yet", "No job held GPUs", "Not found"} {
 				if strings.Contains(text, empty) {
 					t.Errorf("%s while loading says %q:\n%s", view, empty, text)
 				}
@@ -312,6 +316,154 @@ func TestDashboardFirstHour(t *testing.T) {
 	})
 
 	for _, c := range r.Console {
+		t.Errorf("console: %s", c)
+	}
+	for _, e := range r.PageErrors {
+		t.Errorf("page error: %s", e)
+	}
+}
+
+// finishedReport is what testdata/finished.cjs prints.
+type finishedReport struct {
+	Console           []string `json:"console"`
+	PageErrors        []string `json:"pageErrors"`
+	Lists             []string `json:"lists"`
+	LoadLists         []string `json:"loadLists"` // until all were shown
+	Paged             bool     `json:"paged"`
+	LiveCaption       string   `json:"liveCaption"`
+	FirstRows         int      `json:"firstRows"`
+	Clicks            int      `json:"clicks"`
+	Rows              int      `json:"rows"`
+	Caption           string   `json:"caption"`
+	End               string   `json:"end"`
+	Job               string   `json:"job"`
+	LiveRow           string   `json:"liveRow"`
+	MovedRow          string   `json:"movedRow"`
+	MovedCaption      string   `json:"movedCaption"`
+	ListsWhileRunning []string `json:"listsWhileRunning"`
+	LiveAfter         int      `json:"liveAfter"`
+	Reloaded          bool     `json:"reloaded"`
+	FailedRows        []string `json:"failedRows"`
+	FailedLists       []string `json:"failedLists"`
+	Contract          struct {
+		Requests  []string `json:"requests"`
+		Errors    []string `json:"errors"`
+		FirstRows int      `json:"firstRows"`
+		Clicks    int      `json:"clicks"`
+		Rows      int      `json:"rows"`
+		End       string   `json:"end"`
+	} `json:"contract"`
+}
+
+// seedFinished leaves n finished jobs (Completed, some Failed and
+// Canceled) in the embedded store of dataDir, as a server that ran them
+// would have, with names as Voda gives them.
+func seedFinished(t *testing.T, dataDir string, n int) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := store.Open(ctx, "", dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := st.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	base := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
+	statuses := []model.Status{model.StatusFailed, model.StatusCanceled}
+	for i := range n {
+		submit := base.Add(time.Duration(i) * time.Minute)
+		finish := submit.Add(30 * time.Minute)
+		status := model.StatusCompleted
+		if i%10 < len(statuses) {
+			status = statuses[i%10]
+		}
+		name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
+		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
+			Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, Epochs: 1, SubmitTime: submit},
+			Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
+				FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
+					{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: 2}}}, {At: finish}}}}
+		if err := st.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDashboardFinished opens the dashboard of a server that holds 250
+// finished jobs and no live one: the live jobs table is empty (the
+// stream's snapshot holds no finished job); Finished shows them 100 at a
+// time as "Show more" is clicked, fetched page by page from GET
+// /api/v1/jobs when the server answers in pages, until all 250 are
+// there; then a job
+// submitted through the API shows among the live jobs and, once it
+// completes, under Finished, without a reload or another list request
+// (the stream brought it), and no longer among the live jobs; choosing
+// the status Failed lists that status from the server.
+func TestDashboardFinished(t *testing.T) {
+	const finished = 250
+	browserTools(t) // before starting a server
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	seedFinished(t, data, finished)
+	srv := vodatest.StartServer(t, "--data-dir", data, "--sim-nodes", "v100=2x4", "--speed", "60", "--log-level", "warn")
+	manifest := filepath.Join(dir, "job.yaml")
+	// Long enough (a few seconds at --speed 60) to be seen live first.
+	if err := os.WriteFile(manifest, vodatest.Manifest("moves", 2, 4, 20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shots := artifacts(t)
+	var r finishedReport
+	runScript(t, &r, "finished.cjs", srv.URL(), manifest, shots)
+	t.Logf("list requests %q (in pages: %v); %d rows at first, %d after %d clicks; %s moved: %q", r.Lists, r.Paged, r.FirstRows, r.Rows, r.Clicks, r.Job, r.MovedRow)
+
+	if r.LiveCaption != "0 of 0 jobs" {
+		t.Errorf("the live jobs table with only finished jobs stored: %q, want 0 of 0 jobs", r.LiveCaption)
+	}
+	// 100 rows at a time, from one list or from pages of 100.
+	wantFirst, wantLists := 100, 1
+	if r.Paged {
+		wantLists = 3
+	}
+	if r.FirstRows != wantFirst || r.Rows != finished || len(r.LoadLists) != wantLists || r.End == "" {
+		t.Errorf("Finished: %d rows at first, %d at the end (%q), %d list requests, end note %q; want %d, %d, %d, and the note",
+			r.FirstRows, r.Rows, r.Caption, len(r.LoadLists), r.End, wantFirst, finished, wantLists)
+	}
+	for _, l := range r.Lists {
+		if !strings.Contains(l, "limit=100") || !strings.HasSuffix(l, " 200") {
+			t.Errorf("list request %q, want limit=100 answered 200", l)
+		}
+	}
+	if !strings.Contains(r.MovedRow, "Completed") || len(r.ListsWhileRunning) != 0 || r.LiveAfter != 0 || r.Reloaded {
+		t.Errorf("%s (live: %q) under Finished: %q after list requests %q, %d live rows after, reloaded %v; want it Completed, by the stream (no request), not live, no reload",
+			r.Job, r.LiveRow, r.MovedRow, r.ListsWhileRunning, r.LiveAfter, r.Reloaded)
+	}
+	if want := fmt.Sprintf("%d of %d finished jobs here", finished+1, finished+1); r.MovedCaption != want {
+		t.Errorf("Finished after the job moved there: %q, want %q", r.MovedCaption, want)
+	}
+	// seedFinished fails one job in ten.
+	if len(r.FailedRows) != finished/10 || slices.ContainsFunc(r.FailedRows, func(s string) bool { return s != "Failed" }) ||
+		len(r.FailedLists) == 0 || !strings.Contains(r.FailedLists[0], "status=Failed") {
+		t.Errorf("Finished with the status Failed: rows %q after list requests %q; want %d Failed, listed with status=Failed",
+			r.FailedRows, r.FailedLists, finished/10)
+	}
+	// The pages as documented, answered by the script: 100 rows at
+	// first; "Show more" fetches the second page; the third is 410 once,
+	// which the page shows and which starts the list again (the jobs it
+	// has are not doubled); then to the end.
+	c := r.Contract
+	wantRequests := []string{"?limit=100", "?limit=100&continue=p100", "?limit=100&continue=p200",
+		"?limit=100", "?limit=100&continue=p100", "?limit=100&continue=p200"}
+	if c.FirstRows != 100 || c.Rows != finished+1 || !slices.Equal(c.Requests, wantRequests) || c.End == "" ||
+		len(c.Errors) != 1 || !strings.Contains(c.Errors[0], "410 Expired") {
+		t.Errorf("pages answered as documented: %d rows at first, %d after %d clicks (end note %q), requests %q, errors shown %q;"+
+			" want 100, %d, requests %q, the 410 shown once", c.FirstRows, c.Rows, c.Clicks, c.End, c.Requests, c.Errors, finished+1, wantRequests)
+	}
+	for _, c := range r.Console {
+		if strings.Contains(c, "status of 410") { // the browser logs the expired page itself
+			continue
+		}
 		t.Errorf("console: %s", c)
 	}
 	for _, e := range r.PageErrors {

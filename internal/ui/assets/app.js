@@ -1,16 +1,22 @@
 // Voda's dashboard. It follows GET /api/v1/events, a server-sent event
 // stream read with fetch so that a bearer token can go with it, keeps the
-// jobs, nodes and schedulers it announces, and draws the view the address
-// names: #/ (cluster), #/jobs, #/jobs/<name>, #/timeline, #/settings.
+// live jobs, nodes and schedulers it announces, lists finished jobs page
+// by page from GET /api/v1/jobs when a view needs them, and draws the
+// view the address names: #/ (cluster), #/jobs, #/finished,
+// #/jobs/<name>, #/timeline, #/settings.
 'use strict';
 
 const palette = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000', '#F0E442'];
 const textOn = ['#fff', '#000', '#000', '#000', '#000', '#000', '#fff', '#000'];
 const timelineSteps = 300;
-// The jobs table shows this many rows at first, and this many more on
+// The jobs tables show this many rows at first, and this many more on
 // each "show more": drawing thousands of rows on every change would keep
-// a browser busy.
+// a browser busy. The finished jobs are fetched as many at a time.
 const pageRows = 100;
+// A page of GET /api/v1/jobs of every status may hold live jobs, which
+// the stream shows already: "show more" fetches pages until it has
+// pageRows finished ones, the list ends, or it fetched this many pages.
+const maxPagesPerClick = 10;
 // Changes that arrive in a burst are drawn at most every renderEvery ms,
 // or ten times as long as the last drawing took (its script, style and
 // layout), whichever is longer, so that drawing takes a bounded share of
@@ -23,16 +29,28 @@ const week = 7 * 24 * 3600e3;
 const windows = [['since the oldest change kept', 0], ['last hour', 3600e3], ['last 6 h', 6 * 3600e3], ['last 24 h', 24 * 3600e3], ['last 7 days', week]];
 
 const state = {
-  jobs: new Map(),        // name -> job view (as GET /api/v1/jobs/{name})
+  jobs: new Map(),        // name -> live job's view (as GET /api/v1/jobs/{name})
+  // finished jobs: name -> view, from the pages of GET /api/v1/jobs, or
+  // seen finishing in the stream (the stream sends no finished job).
+  finished: new Map(),
+  // The listing of finished jobs: the status it asks for ('' for every
+  // one), the continue token of its next page ('' once it ended, null
+  // before its first page), whether a fetch is under way, its last error.
+  listing: { status: '', next: null, busy: false, error: '' },
+  // Jobs looked up by name for their page (neither live nor finished
+  // here): name -> 'pending' or 'missing'.
+  lookups: new Map(),
   nodes: new Map(),       // GPU type -> nodes
   schedulers: new Map(),  // GPU type -> scheduler view
   keys: new Map(),        // job -> legend key (A, B, ...), stable while the page lives
   clock: { now: Date.now(), wall: Date.now(), rate: 1 }, // the server's time at a wall time, and its rate
   window: 0,              // the timeline's span (windows)
   token: sessionStorage.getItem('voda-token') || '',
-  sort: { key: 'submitTime', dir: -1 }, // newest first
-  limit: pageRows,        // rows the jobs table shows
-  filter: { text: '', status: '' },
+  // Each jobs table's order, rows shown and filter.
+  tables: {
+    live: { sort: { key: 'submitTime', dir: -1 }, limit: pageRows, filter: { text: '', status: '' } }, // newest first
+    finished: { sort: { key: 'finishTime', dir: -1 }, limit: pageRows, filter: { text: '', status: '' } }, // last finished first
+  },
   flash: '',
   // loaded is false until the first snapshot is drawn: until then the
   // views say "Loading…" rather than that there are no jobs, nodes or
@@ -62,8 +80,10 @@ async function follow() {
   for (;;) {
     try {
       const res = await fetch('/api/v1/events', { headers: headers({ Accept: 'text/event-stream' }) });
-      if (res.status === 401) {
-        setConnection('sign-in needed', 'down');
+      // 403: the token may list no jobs (one that only reads the
+      // metrics): another is needed as much as for a 401.
+      if (res.status === 401 || res.status === 403) {
+        setConnection(res.status === 401 ? 'sign-in needed' : 'not allowed', 'down');
         await signIn(await errorText(res));
         continue;
       }
@@ -124,9 +144,14 @@ function handle(name, data) {
       setConnection('live', 'live');
       return;
     case 'job':
-      // {"job": Job}, or {"name", "namespace", "deleted": true} when its record left.
+      // {"job": Job}, or {"name", "namespace", "deleted": true} when its
+      // record left. A job's event with a final status is its last: it
+      // moves to the finished jobs.
       if (data.deleted || !data.job) {
         state.jobs.delete(data.name);
+        state.finished.delete(data.name);
+      } else if (doneStatuses.has(data.job.status)) {
+        finish(data.job);
       } else {
         noteJob(data.job);
         state.jobs.set(data.job.name, data.job);
@@ -142,6 +167,96 @@ function handle(name, data) {
       return;
   }
   scheduleRender();
+}
+
+// finish keeps j, a finished job's view, among the finished jobs, and
+// drops it from the live ones.
+function finish(j) {
+  noteJob(j);
+  state.jobs.delete(j.name);
+  state.finished.set(j.name, j);
+}
+
+// listFinished fetches the next pages of finished jobs (status
+// state.listing.status, or every final status) from GET /api/v1/jobs:
+// until pageRows more came, the list ended, or maxPagesPerClick pages. A
+// fetch under way, or a list that ended, makes it do nothing; a listing
+// replaced meanwhile (another status chosen) is abandoned. It draws the
+// view when done; its caller, when it starts (the view may be drawing).
+async function listFinished() {
+  const l = state.listing;
+  if (l.busy || l.next === '') return;
+  l.busy = true;
+  l.error = '';
+  let added = 0;
+  try {
+    for (let n = 0; added < pageRows && n < maxPagesPerClick && l.next !== ''; n++) {
+      const q = new URLSearchParams({ limit: String(pageRows) });
+      if (l.status) q.set('status', l.status);
+      if (l.next) q.set('continue', l.next);
+      const res = await fetch(`/api/v1/jobs?${q}`, { headers: headers() });
+      if (state.listing !== l) return;
+      if (res.status === 410) {
+        // The list's place expired: the next fetch starts it again
+        // (the jobs already here are kept, not shown twice).
+        l.next = null;
+        throw new Error(`${await errorText(res)}; the list starts again from its first page`);
+      }
+      if (!res.ok) throw new Error(await errorText(res));
+      const body = await res.json();
+      if (state.listing !== l) return;
+      for (const j of body.items || []) {
+        if (!doneStatuses.has(j.status) || state.finished.has(j.name)) continue;
+        finish(j);
+        added++;
+      }
+      l.next = (body.metadata && body.metadata.continue) || '';
+    }
+  } catch (e) {
+    l.error = `Finished jobs: ${e.message}`;
+  } finally {
+    l.busy = false;
+    scheduleRender(true);
+  }
+}
+
+// listStatus makes the finished jobs' listing ask for status ('' for
+// every final status) from its first page.
+function listStatus(status) {
+  state.tables.finished.filter.status = status;
+  if (state.listing.status !== status) {
+    state.listing = { status, next: null, busy: false, error: '' };
+    listFinished();
+  }
+  scheduleRender(true);
+}
+
+// listFinishedOnce fetches the first pages of finished jobs unless a view
+// already asked for them.
+function listFinishedOnce() {
+  const l = state.listing;
+  if (state.loaded && l.next === null && !l.busy && !l.error) listFinished();
+}
+
+// Voda names a job NAME-YYYYMMDD-hhmmss (-N): an address naming anything
+// else names no job, and is not looked up.
+const jobName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?-\d{8}-\d{6}(-\d+)?$/;
+
+// lookUp fetches a job neither live nor finished here (a bookmark, a
+// link): the view shows it once it came.
+async function lookUp(name) {
+  state.lookups.set(name, 'pending');
+  try {
+    const res = await fetch(`/api/v1/jobs/${encodeURIComponent(name)}`, { headers: headers() });
+    if (!res.ok) throw new Error(await errorText(res));
+    const j = await res.json();
+    if (doneStatuses.has(j.status)) finish(j);
+    else if (!state.jobs.has(j.name)) { noteJob(j); state.jobs.set(j.name, j); }
+    state.lookups.delete(name);
+  } catch (e) {
+    state.lookups.set(name, 'missing');
+  }
+  scheduleRender(true);
 }
 
 // noteJob gives a job its legend key, and its allocations their times in
@@ -179,9 +294,15 @@ function times(j) {
 function tick() {
   if (document.hidden) return;
   for (const e of document.querySelectorAll('.tick')) {
-    const j = state.jobs.get(e.dataset.job);
+    const j = anyJob(e.dataset.job);
     if (j) e.textContent = dur(times(j)[e.dataset.f]);
   }
+}
+
+// anyJob is the view of the job named name, live or finished; undefined
+// if the page has none.
+function anyJob(name) {
+  return state.jobs.get(name) || state.finished.get(name);
 }
 
 function ticking(j, f) {
@@ -358,7 +479,7 @@ function decode(s) {
 function route() {
   const path = location.hash.replace(/^#/, '') || '/';
   if (path.startsWith('/jobs/')) return { path, view: 'job', name: decode(path.slice(6)) };
-  const views = { '/': 'cluster', '/jobs': 'jobs', '/timeline': 'timeline', '/settings': 'settings' };
+  const views = { '/': 'cluster', '/jobs': 'jobs', '/finished': 'finished', '/timeline': 'timeline', '/settings': 'settings' };
   return { path, view: Object.hasOwn(views, path) ? views[path] : 'unknown' };
 }
 
@@ -377,6 +498,7 @@ function draw() {
   switch (r.view) {
     case 'job': view = jobView(r.name); break;
     case 'jobs': view = jobsView(); break;
+    case 'finished': view = finishedView(); break;
     case 'timeline': view = timelineView(); break;
     case 'settings': view = settingsView(); break;
     case 'cluster': view = clusterView(); break;
@@ -396,7 +518,8 @@ function loading() {
 
 function viewLinks() {
   return el('p', {}, 'The views: ', el('a', { href: '#/', text: 'Cluster' }), ', ', el('a', { href: '#/jobs', text: 'Jobs' }), ', ',
-    el('a', { href: '#/timeline', text: 'Timeline' }), ', ', el('a', { href: '#/settings', text: 'Settings' }), '.');
+    el('a', { href: '#/finished', text: 'Finished' }), ', ', el('a', { href: '#/timeline', text: 'Timeline' }), ', ',
+    el('a', { href: '#/settings', text: 'Settings' }), '.');
 }
 
 // notFoundView answers an address that names no view, such as a link cut
@@ -470,6 +593,16 @@ const columns = [
   { key: 'progress', label: 'progress', cell: (j) => `${Math.round((j.progress || 0) * 100)} %` },
 ];
 
+// The finished jobs table's columns: what is over for good, and when.
+const finishedColumns = [
+  ...columns.slice(0, 3),
+  { key: 'maxWorkers', label: 'workers min/max', cell: (j) => `${j.minWorkers}/${j.maxWorkers}` },
+  { key: 'submitTime', label: 'submitted', cell: (j) => whenShort(j.submitTime) },
+  { key: 'finishTime', label: 'finished', cell: (j) => whenShort(j.finishTime) },
+  ...columns.slice(4, 7),
+  columns[columns.length - 1],
+];
+
 // statusCell shows a job's status and, where there is one, its reason; the
 // reason's tooltip is the message (what the job needs, what there is),
 // which the job's page shows in full.
@@ -484,23 +617,69 @@ function sortValue(j, key) {
     case 'waitingSeconds': return times(j).waiting;
     case 'runningSeconds': return times(j).running;
     case 'totalSeconds': return times(j).total;
+    case 'submitTime': case 'finishTime': return j[key] ? Date.parse(j[key]) : undefined;
     default: return j[key];
   }
 }
 
+// jobsView shows the live jobs (compact: under the cluster view, with
+// controls of their own).
 function jobsView(compact) {
   const out = [el('h2', { text: 'Jobs' })];
   if (!state.loaded) return [...out, loading()];
-  const statuses = [...new Set([...state.jobs.values()].map((j) => j.status))].sort();
-  out.push(el('div', { class: 'filters' },
-    el('label', {}, 'Filter ', el('input', { id: compact ? 'filter-c' : 'filter', type: 'search', value: state.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { state.filter.text = e.target.value; scheduleRender(true); } })),
-    el('label', {}, 'Status ', el('select', { id: compact ? 'status-c' : 'status', onchange: (e) => { state.filter.status = e.target.value; scheduleRender(true); } },
-      el('option', { value: '', text: 'all' }), statuses.map((s) => el('option', { value: s, text: s, selected: s === state.filter.status }))))));
-  const text = state.filter.text.toLowerCase();
-  const rows = [...state.jobs.values()].filter((j) =>
-    (!state.filter.status || j.status === state.filter.status) &&
+  const conf = state.tables.live;
+  const jobs = [...state.jobs.values()];
+  out.push(...jobsTable({
+    jobs, conf, id: 'jobs', suffix: compact ? '-c' : '', cols: columns, noun: 'jobs',
+    statuses: [...new Set(jobs.map((j) => j.status))].sort(),
+    onStatus: (v) => { conf.filter.status = v; scheduleRender(true); },
+  }));
+  out.push(el('p', { class: 'note' }, 'Submitted, waiting and running jobs; those that finished are under ', el('a', { href: '#/finished', text: 'Finished' }), '.'));
+  return out;
+}
+
+// finishedView shows the finished jobs the page has: listed from the
+// server page by page as the viewer asks, and those seen finishing.
+function finishedView() {
+  const out = [el('h2', { text: 'Finished jobs' })];
+  if (!state.loaded) return [...out, loading()];
+  listFinishedOnce();
+  const l = state.listing;
+  const conf = state.tables.finished;
+  out.push(...jobsTable({
+    jobs: [...state.finished.values()], conf, id: 'finished', suffix: '-f', cols: finishedColumns, noun: 'finished jobs here',
+    statuses: [...doneStatuses], onStatus: listStatus,
+    // "Show more" shows more of the rows here, and past them fetches
+    // the next page.
+    more: (shown, rows) => (shown >= rows && l.next === '' ? null : el('p', { class: 'more' }, `Showing ${shown}. `,
+      el('button', {
+        type: 'button', id: 'more-f', disabled: l.busy, text: 'Show more',
+        // Drawn at once: the rows, or "Loading…" and no second click.
+        onclick: () => { conf.limit = shown + pageRows; if (shown >= rows) listFinished(); scheduleRender(true); },
+      }))),
+  }));
+  if (l.busy) out.push(el('p', { class: 'loading', text: 'Loading finished jobs…' }));
+  if (l.error) out.push(el('p', { class: 'error', role: 'alert', text: l.error }));
+  if (l.next === '' && !l.busy) out.push(el('p', { class: 'note', id: 'finished-end', text: 'Every finished job the server keeps is here.' }));
+  return out;
+}
+
+// jobsTable draws jobs as a table under its filters and returns them:
+// conf is its state.tables entry (order, rows shown, filter), id the
+// table's, suffix that of its controls, cols its columns, noun what its
+// caption counts, statuses the status filter's choices and onStatus what
+// choosing one does; more, if given, draws what follows rows shown of
+// rows, in place of the buttons that show the rest.
+function jobsTable({ jobs, conf, id, suffix, cols, noun, statuses, onStatus, more }) {
+  const out = [el('div', { class: 'filters' },
+    el('label', {}, 'Filter ', el('input', { id: `filter${suffix}`, type: 'search', value: conf.filter.text, placeholder: 'name, namespace, application', oninput: (e) => { conf.filter.text = e.target.value; scheduleRender(true); } })),
+    el('label', {}, 'Status ', el('select', { id: `status${suffix}`, onchange: (e) => onStatus(e.target.value) },
+      el('option', { value: '', text: 'all' }), statuses.map((s) => el('option', { value: s, text: s, selected: s === conf.filter.status })))))];
+  const text = conf.filter.text.toLowerCase();
+  const rows = jobs.filter((j) =>
+    (!conf.filter.status || j.status === conf.filter.status) &&
     (!text || [j.name, j.namespace, j.application].some((v) => v && v.toLowerCase().includes(text))));
-  const { key, dir } = state.sort;
+  const { key, dir } = conf.sort;
   const keyed = rows.map((j) => ({ j, v: sortValue(j, key) }));
   keyed.sort((a, b) => {
     const va = a.v;
@@ -510,27 +689,36 @@ function jobsView(compact) {
     if (vb === undefined || vb === null) return -1;
     return (va < vb ? -1 : 1) * dir;
   });
-  const shown = keyed.slice(0, state.limit).map((k) => k.j);
+  const shown = keyed.slice(0, conf.limit).map((k) => k.j);
   const cls = (c) => `col-${c.key}${c.text ? ' text' : ''}`;
-  const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col', class: cls(c), 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
-    el('button', { type: 'button', text: c.label, onclick: () => { state.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(true); } }))));
-  const body = shown.map((j) => el('tr', { 'data-job': j.name }, columns.map((c, i) => {
+  const head = el('tr', {}, cols.map((c) => el('th', { scope: 'col', class: cls(c), 'aria-sort': c.key === key ? (dir > 0 ? 'ascending' : 'descending') : false },
+    el('button', { type: 'button', text: c.label, onclick: () => { conf.sort = { key: c.key, dir: c.key === key ? -dir : 1 }; scheduleRender(true); } }))));
+  const body = shown.map((j) => el('tr', { 'data-job': j.name }, cols.map((c, i) => {
     const v = c.cell ? c.cell(j) : (j[c.key] ?? '');
     return i === 0 ? el('th', { scope: 'row', class: cls(c) }, v) : el('td', { class: cls(c) }, v);
   })));
-  out.push(el('div', { class: 'scroll' }, el('table', { id: 'jobs' },
-    el('caption', { text: `${rows.length} of ${state.jobs.size} jobs` }), el('thead', {}, head), el('tbody', {}, body))));
-  if (shown.length < rows.length) {
+  out.push(el('div', { class: 'scroll' }, el('table', { id, class: 'jobs-table' },
+    el('caption', { text: `${rows.length} of ${jobs.length} ${noun}` }), el('thead', {}, head), el('tbody', {}, body))));
+  if (more) {
+    out.push(more(shown.length, rows.length));
+  } else if (shown.length < rows.length) {
     out.push(el('p', { class: 'more' }, `Showing the first ${shown.length}. `,
-      el('button', { type: 'button', id: compact ? 'more-c' : 'more', text: `Show ${Math.min(pageRows, rows.length - shown.length)} more`, onclick: () => { state.limit += pageRows; scheduleRender(true); } }), ' ',
-      el('button', { type: 'button', id: compact ? 'all-c' : 'all', text: `Show all ${rows.length}`, onclick: () => { state.limit = Infinity; scheduleRender(true); } })));
+      el('button', { type: 'button', id: `more${suffix}`, text: `Show ${Math.min(pageRows, rows.length - shown.length)} more`, onclick: () => { conf.limit += pageRows; scheduleRender(true); } }), ' ',
+      el('button', { type: 'button', id: `all${suffix}`, text: `Show all ${rows.length}`, onclick: () => { conf.limit = Infinity; scheduleRender(true); } })));
   }
   return out;
 }
 
 function jobView(name) {
-  const j = state.jobs.get(name);
-  if (!j) return [el('h2', { text: name }), state.loaded ? el('p', { text: 'No such job, or not one you may see.' }) : loading()];
+  const j = anyJob(name);
+  if (!j) {
+    // Neither live nor finished here: looked up once, if it can be a
+    // job's name.
+    const look = state.lookups.get(name);
+    if (state.loaded && look === undefined && jobName.test(name)) lookUp(name);
+    const missing = state.loaded && (state.lookups.get(name) || 'missing') === 'missing';
+    return [el('h2', { text: name }), missing ? el('p', { text: 'No such job, or not one you may see.' }) : loading()];
+  }
   const out = [el('h2', {}, swatch(name), name)];
   const rows = [
     ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ...(j.message ? [['message', j.message]] : []), ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
@@ -591,18 +779,22 @@ function timelineView() {
     el('div', { class: 'filters' }, el('label', {}, 'Span ', el('select', { id: 'span', onchange: (e) => { state.window = Number(e.target.value); scheduleRender(true); } },
       windows.map(([label, ms]) => el('option', { value: String(ms), text: label, selected: ms === state.window })))))];
   if (!state.loaded) return [...out, loading()];
+  // The live jobs and the finished ones here: the first page of those
+  // is fetched for the timeline, and more under Finished.
+  listFinishedOnce();
+  const all = [...state.jobs.values(), ...state.finished.values()];
   const t1 = serverNow();
   let t0 = t1 - state.window;
   if (!state.window) {
     t0 = t1 - 60e3;
-    for (const j of state.jobs.values()) if (j.allocationTimes && j.allocationTimes.length) t0 = Math.min(t0, j.allocationTimes[0]);
+    for (const j of all) if (j.allocationTimes && j.allocationTimes.length) t0 = Math.min(t0, j.allocationTimes[0]);
     t0 = Math.max(t0, t1 - week);
   }
   const step = (t1 - t0) / timelineSteps;
   const totalGPUs = Math.max(1, [...state.nodes.values()].flat().reduce((n, x) => n + (x.gpus || 0), 0));
   const jobs = [];
   let truncated = 0;
-  for (const j of [...state.jobs.values()].sort((a, b) => (a.submitTime < b.submitTime ? -1 : a.submitTime > b.submitTime ? 1 : a.name < b.name ? -1 : 1))) {
+  for (const j of all.sort((a, b) => (a.submitTime < b.submitTime ? -1 : a.submitTime > b.submitTime ? 1 : a.name < b.name ? -1 : 1))) {
     const ts = j.allocationTimes || [];
     const as = j.allocations || [];
     if (!as.length || (ts[ts.length - 1] < t0 && !as[as.length - 1].workers)) continue;
@@ -618,7 +810,7 @@ function timelineView() {
     }
     if (held) jobs.push({ name: j.name, w });
   }
-  if (!jobs.length) { out.push(el('p', { text: 'No job held GPUs in this span.' })); return out; }
+  if (!jobs.length) { out.push(el('p', { text: 'No job held GPUs in this span.' }), finishedNote()); return out; }
   const W = 900; const H = 320; const L = 50; const B = 30;
   const x = (i) => L + (i / timelineSteps) * (W - L - 10);
   const base = new Array(timelineSteps).fill(0);
@@ -658,8 +850,18 @@ function timelineView() {
   out.push(g);
   out.push(el('p', { class: 'note', text: `Drawn at ${timelineSteps} steps of ${dur(step / 1000)}; a change shows from the step after it. Each band is one job, oldest at the bottom.` +
     (truncated ? ` ${truncated} jobs changed more than 64 times; their older changes are not kept and are not drawn.` : '') }));
+  out.push(finishedNote());
   out.push(el('ul', { class: 'legend', 'aria-label': 'Jobs in the timeline' }, jobs.map((j) => el('li', {}, swatch(j.name), jobLink(j.name)))));
   return out;
+}
+
+// finishedNote says which finished jobs a view drew: those here, listed
+// page by page under Finished.
+function finishedNote() {
+  const l = state.listing;
+  const more = l.next === '' ? '' : ' (more under Finished)';
+  return el('p', { class: 'note' }, `From the ${state.jobs.size} live jobs and the ${state.finished.size} finished ones here${more}${l.busy ? '; loading finished jobs…' : ''}. `,
+    el('a', { href: '#/finished', text: 'Finished jobs' }));
 }
 
 let algorithms = null;

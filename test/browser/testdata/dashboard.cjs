@@ -4,10 +4,10 @@
 //   node dashboard.cjs BASE_URL ADMIN_TOKEN USER_TOKEN MANIFEST_FILE WAITING_MANIFEST_FILE SHOTS_DIR
 // As the admin: open /ui/, submit the manifest through the API, time until
 // the job's row and its GPUs show, wait for the job to complete without a
-// reload, open its page by clicking it; submit a job that cannot start and
-// read its waiting time twice; reload and find the finished job's GPUs in
-// the timeline. As the user: try to change an algorithm and read the
-// refusal.
+// reload (it moves from the live jobs to the finished ones), open its page
+// by clicking it under Finished; submit a job that cannot start and read
+// its waiting time twice; reload and find the finished job's GPUs in the
+// timeline. As the user: try to change an algorithm and read the refusal.
 const fs = require('fs');
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
@@ -53,14 +53,17 @@ async function main() {
     await admin.screenshot({ path: path.join(shots, 'dashboard-cluster.png') });
     const navigations = [];
     admin.on('framenavigated', (f) => { if (f === admin.mainFrame()) navigations.push(f.url()); });
+    // Finished, it leaves the live jobs (the cluster view's table) and
+    // shows under Finished.
+    await admin.waitForFunction((j) => !document.querySelector(`table#jobs tr[data-job="${j}"]`), job, { timeout: 60000 });
+    await admin.evaluate(() => { location.hash = '#/finished'; });
     await admin.waitForFunction((j) => {
-      const row = document.querySelector(`tr[data-job="${j}"]`);
+      const row = document.querySelector(`table#finished tr[data-job="${j}"]`);
       return row && row.textContent.includes('Completed');
     }, job, { timeout: 60000 });
     out.steps.completedMs = Date.now() - submitted;
     out.steps.reloads = navigations.filter((u) => !u.includes('#')).length;
-    await admin.goto(`${base}/ui/#/jobs`);
-    await admin.click(`tr[data-job="${job}"] a`);
+    await admin.click(`table#finished tr[data-job="${job}"] a`);
     await admin.waitForSelector('main h2');
     out.steps.jobPage = await admin.$eval('main h2', (h) => h.textContent);
     out.steps.jobPageHash = await admin.evaluate(() => location.hash);

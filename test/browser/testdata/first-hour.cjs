@@ -124,7 +124,7 @@ async function main() {
     await page.screenshot({ path: path.join(shots, 'dashboard-loading.png') });
     l.views = {};
     l.views.cluster = await go(page, '#/');
-    for (const h of ['#/jobs', `#/jobs/${encodeURIComponent(unschedulable)}`, '#/timeline', '#/settings']) l.views[h] = await go(page, h);
+    for (const h of ['#/jobs', '#/finished', `#/jobs/${encodeURIComponent(unschedulable)}`, '#/timeline', '#/settings']) l.views[h] = await go(page, h);
     await go(page, `#/jobs/${encodeURIComponent(unschedulable)}`);
     await page.screenshot({ path: path.join(shots, 'dashboard-loading-job.png') });
     await go(page, '#/');

@@ -1,12 +1,14 @@
 'use strict';
 // Holds PAGES dashboards of a running `voda server` open in one Chromium,
 // for TestDashboardLoad to measure the server meanwhile. Usage:
-//   node load.cjs BASE_URL TOKEN PAGES JOBS READY_MS HOLD_MS SHOT
+//   node load.cjs BASE_URL TOKEN PAGES READY_MS HOLD_MS SHOT
 // Opens PAGES browser contexts at once, each signed in with TOKEN (the
 // dashboard's sessionStorage 'voda-token') at /ui/#/, the cluster view with
-// the jobs table, and waits, at most READY_MS, until every page's table
-// says "JOBS of JOBS jobs". Then it prints one line of JSON:
+// the live jobs table, and waits, at most READY_MS, until every page is
+// live and its table says "N of N jobs" (every live job of the snapshot).
+// Then it prints one line of JSON:
 //   {"ready": true, "pageMs": [ms from opening to all jobs, by page],
+//    "shown": [N, by page],
 //    "streamBytes": [bytes the page's event stream had received then]}
 // or {"ready": false, "error": "...", "pageMs": [...]} (a page not ready is
 // null), and holds the pages open until it reads a line or its stdin
@@ -18,9 +20,8 @@
 // page as SHOT, and closes the browser, which it does whatever happens.
 const { launch } = require('./launch.cjs');
 
-const [base, token, pagesArg, jobsArg, readyArg, holdArg, shot] = process.argv.slice(2);
+const [base, token, pagesArg, readyArg, holdArg, shot] = process.argv.slice(2);
 const pages = Number(pagesArg);
-const jobs = Number(jobsArg);
 const readyMs = Number(readyArg);
 const holdMs = Number(holdArg);
 
@@ -71,22 +72,24 @@ async function main() {
   browser = await launch();
   const opened = await Promise.all(Array.from({ length: pages }, (_, i) => open(i)));
   const pageMs = new Array(pages).fill(null);
-  const want = `${jobs} of ${jobs} jobs`;
+  const shown = new Array(pages).fill(null);
   const deadline = Date.now() + readyMs;
   const results = await Promise.allSettled(opened.map(async (p, i) => {
     const start = Date.now();
     await p.page.goto(`${base}/ui/#/`, { timeout: readyMs });
-    await p.page.waitForFunction((w) => {
+    const n = await p.page.waitForFunction(() => {
       const c = document.querySelector('table#jobs caption');
-      return c !== null && c.textContent === w;
-    }, want, { timeout: Math.max(1, deadline - Date.now()), polling: 50 });
+      const m = c && document.getElementById('connection').className === 'live' && /^(\d+) of (\d+) jobs$/.exec(c.textContent);
+      return m && m[1] === m[2] ? Number(m[1]) : false;
+    }, null, { timeout: Math.max(1, deadline - Date.now()), polling: 50 });
     pageMs[i] = Date.now() - start;
+    shown[i] = await n.jsonValue();
     p.readyBytes = p.bytes;
   }));
   const failed = results.filter((r) => r.status === 'rejected').map((r) => String(r.reason && r.reason.message || r.reason).split('\n')[0]);
   const ready = failed.length === 0;
   const bytesAtReady = opened.map((p) => p.bytes);
-  line(ready ? { ready, pageMs, streamBytes: opened.map((p) => p.readyBytes) } : { ready, pageMs, error: failed.join('; ') });
+  line(ready ? { ready, pageMs, shown, streamBytes: opened.map((p) => p.readyBytes) } : { ready, pageMs, error: failed.join('; ') });
   // Chromium's own account of each page's main thread while held: its
   // script, style, layout and all tasks, in seconds.
   const perf = async (p) => {
