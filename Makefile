@@ -91,11 +91,14 @@ dashboard-cost:
 	  $(GO) test ./test/browser -run TestDashboardLoad -count=1 -v -timeout 20m
 
 ## scale: a year of jobs. The embedded store's reads and retention at 1k/10k/100k finished jobs and FerretDB's at
-## 1k/10k; the binary on 100,000 finished and 1,000 live jobs (list latency, memory, every page, a retention pass);
+## 1k/10k; the binary on 100,000 finished and 1,000 live jobs (list latency, memory, every page, a retention pass;
+## its CPU with 0, 1 and 10 idle dashboards, its memory with 100 event streams that never read);
 ## 5,000 silent connections and 20,000 keep-alives from one client against new clients' /healthz and job lists
 scale:
-	$(GO) test ./internal/store -run '^$$' -bench 'BenchmarkScale(Bolt|FerretDB)' -benchtime 20x -timeout 60m
+	$(GO) test ./internal/store -run '^$$' -bench BenchmarkScaleBolt -benchtime 20x -timeout 30m
+	$(GO) test ./internal/store -run '^$$' -bench BenchmarkScaleFerretDB -benchtime 3x -timeout 30m
 	$(GO) test ./test/e2e -run '^$$' -bench BenchmarkJobsAt100k -benchtime 1x -timeout 30m -v
+	VODA_SCALE_WINDOW=30 $(GO) test ./test/e2e -run '^$$' -bench BenchmarkEventStreamsAt100k -benchtime 1x -timeout 30m -v
 	VODA_FLOOD_SILENT=5000 VODA_FLOOD_KEEPALIVES=20000 VODA_FLOOD_SLOW=5000 \
 	  $(GO) test ./test/e2e -run TestFloodCannotLockOut -count=1 -v -timeout 20m
 
