@@ -78,24 +78,17 @@ func (r *reporters) report(ctx context.Context, name, gen string, workers int, s
 func (r *reporters) steady(ctx context.Context, k int) {
 	rng := rand.New(rand.NewPCG(uint64(k), 17))
 	var steps int64
-	tick := time.NewTicker(reportEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, reportEvery, func(int) {
 		name, workers, ok := r.dash.pickRunning(rng)
 		if !ok {
-			continue
+			return
 		}
 		steps += 100
 		// A resize starts a new generation (docs/progress.md), and the
 		// reporter's steps only grow, so that none of its reports is a
 		// decrease within a generation.
 		r.report(ctx, name, fmt.Sprintf("soak-reporter-%d-w%d", k, workers), workers, steps)
-	}
+	})
 }
 
 // race has racers reporters send raceReports reports each for one
@@ -103,17 +96,10 @@ func (r *reporters) steady(ctx context.Context, k int) {
 // reset, or with every rank reporting, one job has many reporters.
 func (r *reporters) race(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(99, 17))
-	tick := time.NewTicker(raceEvery)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, raceEvery, func(n int) {
 		name, workers, ok := r.dash.pickRunning(rng)
 		if !ok {
-			continue
+			return
 		}
 		r.races.Add(1)
 		var wg sync.WaitGroup
@@ -128,5 +114,20 @@ func (r *reporters) race(ctx context.Context) {
 			})
 		}
 		wg.Wait()
+	})
+}
+
+// every calls f every d, with the number of the call from 0, until ctx
+// ends; a call that takes longer than d delays the next.
+func every(ctx context.Context, d time.Duration, f func(n int)) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f(n)
 	}
 }

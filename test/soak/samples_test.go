@@ -35,14 +35,7 @@ type listProbe struct {
 
 // run calls the lists every listEvery until ctx ends.
 func (p *listProbe) run(ctx context.Context) {
-	tick := time.NewTicker(listEvery)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, listEvery, func(n int) {
 		kind, url, into := askList, p.baseURL+api.RouteJobs, &p.list
 		if n%2 == 1 {
 			kind, url, into = askLive, url+"?live=true", &p.live
@@ -53,7 +46,7 @@ func (p *listProbe) run(ctx context.Context) {
 			*into = append(*into, d)
 			p.mu.Unlock()
 		}
-	}
+	})
 }
 
 // call reads one list to its end and returns its time, or false when

@@ -78,9 +78,10 @@ func TestSoak(t *testing.T) {
 		"--speed", strconv.FormatFloat(cfg.speed, 'g', -1, 64), "--max-finished-jobs", strconv.Itoa(cfg.maxFinished),
 		"--retention-interval", retentionInterval.String(), "--log-level", "warn"}
 	if serverHasFlag(t, perCallerStreamsFlag) {
-		// Room for every stream, and for each dashboard's next one while
-		// the server still counts the one that just ended.
-		args = append(args, perCallerStreamsFlag, strconv.Itoa(2*cfg.dashboards+cfg.stalled+2))
+		// Room for every stream, for each dashboard's next one while the
+		// server still counts the one that just ended, and the flag's
+		// default (10) besides.
+		args = append(args, perCallerStreamsFlag, strconv.Itoa(2*cfg.dashboards+cfg.stalled+10))
 	}
 	if !cfg.simReports {
 		// The reporters stand in for the jobs' own reports.
@@ -171,7 +172,33 @@ func serverHasFlag(t *testing.T, flag string) bool {
 	if err != nil {
 		t.Fatalf("voda server --help: %v\n%s", err, out)
 	}
-	return regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b`).Match(out)
+	return helpHasFlag(out, flag)
+}
+
+// helpHasFlag says whether a command's --help text lists flag: a line
+// that starts with it after spaces (and maybe a shorthand), followed by
+// its value's type or the end of the name.
+func helpHasFlag(help []byte, flag string) bool {
+	return regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `(\s|=|$)`).Match(help)
+}
+
+func TestHelpHasFlag(t *testing.T) {
+	const help = `Flags:
+      --max-event-streams int                  most event streams open at once (default 100)
+  -h, --help                                   help for server
+      --speed float                            how many times faster; see --max-event-streams-per-user
+`
+	for flag, want := range map[string]bool{
+		"--max-event-streams":          true,
+		"--max-event-streams-per-user": false, // named in a description, not listed
+		"--max-event":                  false,
+		"--help":                       true,
+		"--speed":                      true,
+	} {
+		if got := helpHasFlag([]byte(help), flag); got != want {
+			t.Errorf("helpHasFlag(%s) = %v, want %v", flag, got, want)
+		}
+	}
 }
 
 // sampleUntilDone records a sample every interval until every job was
