@@ -95,10 +95,12 @@ func TestSoak(t *testing.T) {
 	streams := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.dashboards}}
 	defer streams.CloseIdleConnections()
 
-	dctx, stopDashboards := context.WithCancel(context.Background())
-	defer stopDashboards()
+	// Deferred in this order so that a test that fails early cancels the
+	// clients before it waits for them.
 	var dashboards sync.WaitGroup
 	defer dashboards.Wait()
+	dctx, stopDashboards := context.WithCancel(context.Background())
+	defer stopDashboards()
 	for range cfg.dashboards {
 		d := newDashboard(base, streams, r.sent, r.answers)
 		r.dashes = append(r.dashes, d)
@@ -113,10 +115,10 @@ func TestSoak(t *testing.T) {
 		return true, nil
 	})
 
-	lctx, stopLoad := context.WithCancel(context.Background())
-	defer stopLoad()
 	var load sync.WaitGroup
 	defer load.Wait()
+	lctx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
 	r.rep = &reporters{hc: r.hc, baseURL: base, dash: r.dashes[0], answers: r.answers}
 	for k := range cfg.reporters {
 		load.Go(func() { r.rep.steady(lctx, k) })
@@ -149,15 +151,17 @@ func TestSoak(t *testing.T) {
 	r.writeArtifacts(t, samples)
 	t.Logf("%s\nanswers:\n%s", phases, r.answers)
 
-	r.checkDashboards(t)
-	stopDashboards()
-	dashboards.Wait()
-	r.checkJobs(t)
+	// First the checks that do not wait for the server: the last two
+	// wait for every job to finish and end the test if it does not.
 	r.checkSamples(t, samples)
 	r.checkStreams(t)
 	if f := r.answers.failures(); len(f) > 0 {
 		t.Errorf("answers no client may get:\n  %s", strings.Join(f, "\n  "))
 	}
+	r.checkDashboards(t)
+	stopDashboards()
+	dashboards.Wait()
+	r.checkJobs(t)
 }
 
 // perCallerStreamsFlag bounds one caller's event streams on servers that
@@ -372,7 +376,7 @@ func (r *soakRun) checkDashboards(t *testing.T) {
 			st := d.state()
 			if !st.connected || len(st.live) > 0 {
 				slices.Sort(st.live)
-				return false, fmt.Errorf("dashboard %d: connected %v, %d live jobs shown (%.3q), last end %q",
+				return false, fmt.Errorf("dashboard %d: connected %v, %d live jobs shown (the first: %q), last end %q",
 					i, st.connected, len(st.live), st.live[:min(3, len(st.live))], st.lastEnd)
 			}
 		}
