@@ -39,9 +39,11 @@ const (
 	// maxLagP99 bounds each reading dashboard's 99th percentile of the
 	// time from a job's submission to its first showing on the stream.
 	maxLagP99 = 30 * time.Second
-	// stallHold bounds the time from a stalled stream's request to the
-	// server's closing it: the 30 s a write to a stream may take
-	// (docs/api.md#the-event-stream), once its writes block, and a margin.
+	// stallHold bounds the time from a stalled stream's writes blocking
+	// (its send queue full) to the server's closing it: the 30 s a write
+	// to a stream may take (docs/api.md#the-event-stream) and a margin.
+	// From the request it is longer: until then the server's send buffer
+	// (up to 4 MiB) takes what the stream sends.
 	stallHold = 45 * time.Second
 	// retentionInterval is the server's --retention-interval: short, so
 	// that the count is exceeded by little between two passes.
@@ -484,7 +486,7 @@ func (r *soakRun) checkStreams(t *testing.T) {
 		t.Logf("stalled stream %d, opened at %v: %q, closed by the server after %v with %d bytes left in its kernel's buffer %s",
 			i, res.opened.Sub(r.start).Round(time.Second), res.status, res.closedAfter.Round(100*time.Millisecond), res.queued, res.err)
 		if res.closedAfter == 0 || !strings.HasPrefix(res.status, "HTTP/1.1 200") {
-			t.Errorf("stalled stream %d: answered %q, closed by the server after %v (0: not within %v): %s",
+			t.Errorf("stalled stream %d: answered %q, closed by the server after %v (0: not within %v of its writes blocking): %s",
 				i, res.status, res.closedAfter, stallHold, res.err)
 		}
 	}

@@ -421,9 +421,12 @@ type stalledResult struct {
 	err    string
 }
 
-// end waits up to wait from the stream's opening for the server to close
-// its side of the connection, then reads the status line, which the
-// small receive buffer holds, and closes the client's side. The client
+// end waits for the server to close its side of the connection, up to
+// wait after its writes stopped moving (its socket's send queue stopped
+// changing: the queue holds what the client's small buffer refused, up to
+// the server's send buffer, and only then do the server's writes block)
+// and at most maxStallWait in all; then it reads the status line, which
+// the small receive buffer holds, and closes the client's side. The client
 // cannot see the close: the server's FIN waits behind the data the client
 // never read. So it looks at the server's socket in /proc/net/tcp, which
 // leaves ESTABLISHED when the server closes it.
@@ -431,19 +434,24 @@ func (s *stalledStream) end(wait time.Duration) stalledResult {
 	defer s.conn.Close()
 	res := stalledResult{opened: s.opened}
 	server, client := s.conn.RemoteAddr().String(), s.conn.LocalAddr().String()
+	lastQueue, moved := int64(-1), time.Now()
 	for {
 		sock, err := findTCPSocket("/proc/net/tcp", server, client)
 		if err != nil {
 			res.err = err.Error()
-			return res
+			break
 		}
 		if !sock.found || sock.state != tcpEstablished {
 			res.closedAfter, res.queued = time.Since(s.opened), sock.txQueue
 			break
 		}
-		if time.Since(s.opened) > wait {
-			res.err = fmt.Sprintf("still open on the server's side after %v, %d bytes queued", wait, sock.txQueue)
-			return res
+		if sock.txQueue != lastQueue {
+			lastQueue, moved = sock.txQueue, time.Now()
+		}
+		if time.Since(moved) > wait || time.Since(s.opened) > maxStallWait {
+			res.err = fmt.Sprintf("still open on the server's side %v after its send queue last changed (%v after the request), %d bytes queued",
+				time.Since(moved).Round(time.Second), time.Since(s.opened).Round(time.Second), sock.txQueue)
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -453,6 +461,10 @@ func (s *stalledStream) end(wait time.Duration) stalledResult {
 	res.status, _, _ = strings.Cut(string(head[:n]), "\r\n")
 	return res
 }
+
+// maxStallWait bounds a stalled stream's check however long the server
+// takes to fill its send buffer.
+const maxStallWait = 5 * time.Minute
 
 // tcpEstablished is the ESTABLISHED state in /proc/net/tcp.
 const tcpEstablished = 0x01
