@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost scale clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost scale clean
 
 all: vet test build
 
@@ -101,6 +101,17 @@ scale:
 	VODA_SCALE_WINDOW=30 $(GO) test ./test/e2e -run '^$$' -bench BenchmarkEventStreamsAt100k -benchtime 1x -timeout 30m -v
 	VODA_FLOOD_SILENT=5000 VODA_FLOOD_KEEPALIVES=20000 VODA_FLOOD_SLOW=5000 \
 	  $(GO) test ./test/e2e -run TestFloodCannotLockOut -count=1 -v -timeout 20m
+
+## soak: one voda server (embedded store, simulated v100=64x8 cluster, --speed 500, --max-finished-jobs 20000) through
+## 100,000 short jobs submitted over 10 minutes in a steady stream and bursts of 2,000, with 3 reading dashboards, stalled
+## event streams and progress reporters (test/soak; any VODA_SOAK_* variable in the environment wins). Prints a table over
+## time and writes soak-JOBS.csv and soak-JOBS.png under $$VODA_ARTIFACTS (default .cache/artifacts). `make test` runs
+## the small version (2,000 jobs, under two minutes). Without the race detector: it measures the server.
+soak:
+	VODA_SOAK_JOBS=$${VODA_SOAK_JOBS:-100000} VODA_SOAK_DURATION=$${VODA_SOAK_DURATION:-10m} \
+	  VODA_SOAK_BURST=$${VODA_SOAK_BURST:-2000} VODA_SOAK_MAX_FINISHED=$${VODA_SOAK_MAX_FINISHED:-20000} \
+	  VODA_SOAK_INTERVAL=$${VODA_SOAK_INTERVAL:-15s} \
+	  $(GO) test ./test/soak -run 'TestSoak$$' -count=1 -v -timeout 90m
 
 ## fuzz: run every fuzz target in the repository for FUZZTIME (default 30s) each, and print execs per target
 fuzz:

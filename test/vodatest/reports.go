@@ -239,38 +239,53 @@ func MetricSamples(t *testing.T, baseURL, prefix string) map[string]float64 {
 // request carries header (e.g. a bearer token).
 func MetricSamplesAs(t *testing.T, baseURL, prefix string, header http.Header) map[string]float64 {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, baseURL+api.RouteMetrics, nil)
+	out, err := ReadMetrics(http.DefaultClient, baseURL, prefix, header)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// ReadMetrics is MetricSamplesAs through hc that returns its error
+// instead of failing a test: for a caller that scrapes a server under
+// load, where one scrape that timed out is a gap in a series rather than
+// the end of the test, or that scrapes outside the test's goroutine.
+func ReadMetrics(hc *http.Client, baseURL, prefix string, header http.Header) (map[string]float64, error) {
+	req, err := http.NewRequest(http.MethodGet, baseURL+api.RouteMetrics, nil)
+	if err != nil {
+		return nil, err
 	}
 	if header != nil {
 		req.Header = header.Clone()
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", api.RouteMetrics, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", api.RouteMetrics, resp.Status)
 	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
+		if !strings.HasPrefix(line, prefix) || strings.HasPrefix(line, "#") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return nil, fmt.Errorf("metric %q: no value", line)
+		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			t.Fatalf("metric %s: %v", line, err)
+			return nil, fmt.Errorf("metric %s: %v", line, err)
 		}
 		out[line[:i]] = v
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("GET %s: %w", api.RouteMetrics, err)
 	}
-	return out
+	return out, nil
 }
