@@ -22,13 +22,24 @@ import (
 // finish removes a job from the core, halts it on the cluster if it still
 // holds GPUs there, and records its terminal status. Loop goroutine only.
 func (s *Service) finish(ctx context.Context, now time.Time, name string, status model.Status) {
+	if app, ok := s.end(ctx, now, name, status); ok {
+		s.saveHistory(ctx, app)
+		s.writeFinal(ctx, now)
+	}
+}
+
+// end is finish without its writes: the job's terminal status waits in
+// s.final, and what its application measured in the collector. It returns
+// the job's application, and whether the service held the job.
+func (s *Service) end(ctx context.Context, now time.Time, name string, status model.Status) (app string, ok bool) {
 	t, held := s.jobs[name]
 	if !held {
-		return
+		return "", false
 	}
+	app = t.app
 	job, ok := s.release(ctx, now, name, status)
 	if !ok {
-		return
+		return "", false
 	}
 	progress := s.cfg.Backend.Progress(name)
 	if status == model.StatusCompleted {
@@ -49,19 +60,25 @@ func (s *Service) finish(ctx context.Context, now time.Time, name string, status
 	}
 	s.cfg.Backend.Forget(name)
 	s.log.Info("job finished", "job", name, "status", string(status))
-	s.writeFinal(ctx, now)
+	return app, true
 }
 
 // drop removes a job that ended elsewhere (its record is terminal, gone
 // or unreadable) from the core and the cluster without writing anything.
 func (s *Service) drop(ctx context.Context, now time.Time, name string) {
+	app := ""
+	if t := s.jobs[name]; t != nil {
+		app = t.app
+	}
 	if _, ok := s.release(ctx, now, name, model.StatusCanceled); ok {
 		s.cfg.Backend.Forget(name)
+		s.saveHistory(ctx, app)
 	}
 }
 
 // release takes a job out of the core, halting its workers, and forgets
-// what the service kept of it.
+// what the service kept of it; what it measured joins its application's
+// history in the collector, which the caller saves (saveHistory).
 func (s *Service) release(ctx context.Context, now time.Time, name string, status model.Status) (model.Job, bool) {
 	job, err := s.core.Finish(now, name, status)
 	if err != nil {
@@ -74,12 +91,7 @@ func (s *Service) release(ctx context.Context, now time.Time, name string, statu
 			s.log.Warn("halt finished job", "job", name, "err", err)
 		}
 	}
-	app := ""
-	if t := s.jobs[name]; t != nil {
-		app = t.app
-	}
 	s.collector.Forget(name)
-	s.saveHistory(ctx, app)
 	m := s.cfg.Metrics
 	for _, g := range []*prometheus.GaugeVec{m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds} {
 		g.DeleteLabelValues(s.cfg.GPUType, name)
@@ -149,12 +161,21 @@ func (s *Service) settleFinal(ctx context.Context, res store.SaveResult) {
 }
 
 // onDone is the cluster's report that a job finished by itself.
+//
+// Jobs the cluster reports done at once (the kube pool reports each from
+// a goroutine of its own, the simulated cluster those done at the same
+// time together) are finished in one turn of the loop, in the order of
+// their names, with one write of their statuses and one of each
+// application's history: one turn and one write per job made the
+// completions wait behind a cycle each, a few a second with thousands of
+// jobs waiting, while the jobs kept their GPUs.
 func (s *Service) onDone(ctx context.Context, name string, status model.Status) {
-	err := s.loop.Do(ctx, func(*scheduler.Core) {
-		if _, held := s.jobs[name]; held {
-			s.finish(ctx, s.cfg.Clock.Now(), name, status)
-		}
-	})
+	s.endedMu.Lock()
+	if _, ok := s.ended[name]; !ok {
+		s.ended[name] = status
+	}
+	s.endedMu.Unlock()
+	err := s.loop.Do(ctx, func(*scheduler.Core) { s.finishEnded(ctx) })
 	switch {
 	case errors.Is(err, scheduler.ErrStopped) || ctx.Err() != nil:
 		// Shutting down: the job's record is still live, and the next
@@ -163,6 +184,30 @@ func (s *Service) onDone(ctx context.Context, name string, status model.Status) 
 	case err != nil:
 		s.log.Error("record finished job", "job", name, "err", err)
 	}
+}
+
+// finishEnded finishes the jobs onDone queued (none if an earlier turn
+// took them). Loop goroutine only.
+func (s *Service) finishEnded(ctx context.Context) {
+	s.endedMu.Lock()
+	ended := s.ended
+	if len(ended) == 0 {
+		s.endedMu.Unlock()
+		return
+	}
+	s.ended = map[string]model.Status{}
+	s.endedMu.Unlock()
+	now := s.cfg.Clock.Now()
+	apps := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(ended)) {
+		if app, ok := s.end(ctx, now, name, ended[name]); ok {
+			apps[app] = true
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(apps)) {
+		s.saveHistory(ctx, app)
+	}
+	s.writeFinal(ctx, now)
 }
 
 // consume handles the API's notifications until ctx ends. A message is

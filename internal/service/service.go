@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -148,6 +149,11 @@ type Service struct {
 	// historiesFull is set once a new one was not kept (logged once).
 	histories     map[string]bool
 	historiesFull bool
+
+	// ended are the jobs the cluster reported done and the loop has not
+	// finished yet, with their status (see onDone). Any goroutine.
+	endedMu sync.Mutex
+	ended   map[string]model.Status
 }
 
 // tracked is what the service keeps of a live job besides the core.
@@ -217,6 +223,7 @@ func New(cfg Config) (*Service, error) {
 		jobs:      map[string]*tracked{},
 		final:     map[string]store.StatusWrite{},
 		histories: map[string]bool{},
+		ended:     map[string]model.Status{},
 	}, nil
 }
 

@@ -177,6 +177,8 @@ type faultyStore struct {
 	mu        sync.Mutex
 	frozen    []store.Job
 	failSaves atomic.Bool
+	// finalWrites counts the SaveStatus calls that wrote a terminal status.
+	finalWrites atomic.Int32
 }
 
 var errInjected = errors.New("injected store failure")
@@ -200,6 +202,12 @@ func (s *faultyStore) freeze(jobs []store.Job) {
 func (s *faultyStore) SaveStatus(ctx context.Context, w map[string]store.StatusWrite) (store.SaveResult, error) {
 	if s.failSaves.Load() {
 		return store.SaveResult{}, errInjected
+	}
+	for _, sw := range w {
+		if sw.Status.State.Status.Done() {
+			s.finalWrites.Add(1)
+			break
+		}
 	}
 	return s.Store.SaveStatus(ctx, w)
 }
@@ -857,5 +865,50 @@ func TestAllocationHistory(t *testing.T) {
 	}
 	if b := h.get("b").Status.Allocations; len(b) != 1 || b[0].Placement.Workers() != 4 {
 		t.Fatalf("b's allocations after the restart: %+v, want only its start on 4 GPUs (resumed where it was)", b)
+	}
+}
+
+// TestJobsDoneTogetherFinishInOneTurn: jobs the cluster reports done at
+// once are finished in one turn of the loop with one write of their
+// statuses. Before, each report took a turn (behind the cycle the last
+// one caused) and a write of its own: with thousands of jobs waiting, a
+// few jobs finished a second while the others that were done kept their
+// GPUs.
+func TestJobsDoneTogetherFinishInOneTurn(t *testing.T) {
+	const n = 16
+	h := newHarness(t, 4, 4)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("j%02d", i)
+		h.create(names[i], 1, 1)
+	}
+	h.run()
+	for _, name := range names {
+		h.waitStatus(name, model.StatusRunning)
+	}
+	// Hold the loop while the reports come in, as a long cycle would.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = h.svc.loop.Do(context.Background(), func(*scheduler.Core) { close(held); <-hold })
+	}()
+	<-held
+	for _, name := range names {
+		go h.fake.finish(name, model.StatusCompleted)
+	}
+	waitFor(t, "every report queued", func() bool {
+		h.svc.endedMu.Lock()
+		defer h.svc.endedMu.Unlock()
+		return len(h.svc.ended) == n
+	})
+	before := h.st.finalWrites.Load()
+	close(hold)
+	for _, name := range names {
+		h.waitStatus(name, model.StatusCompleted)
+	}
+	if got := h.st.finalWrites.Load() - before; got != 1 {
+		t.Errorf("%d jobs done together took %d writes of terminal statuses, want 1", n, got)
+	}
+	if got := h.counter(h.m.JobsCompleted); got != n {
+		t.Errorf("completed counter %d, want %d", got, n)
 	}
 }

@@ -343,7 +343,8 @@ func (c *SimPool) signal() {
 }
 
 // Run advances jobs until ctx ends, calling onFinish (never with the
-// cluster's lock held) once for each job whose work is done. The job
+// cluster's lock held, from goroutines of their own for jobs done at the
+// same time) once for each job whose work is done. The job
 // keeps its GPUs until the scheduler halts it.
 func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status model.Status)) error {
 	reported := map[string]bool{}
@@ -378,10 +379,15 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 			}
 		}
 		c.mu.Unlock()
+		// Reported together and waited for together, as the kube pool
+		// reports each from a goroutine of its own: a scheduler finishes
+		// the jobs done at once in one turn rather than one turn each.
+		var wg sync.WaitGroup
 		for _, name := range done {
 			c.log.Info("job finished its work", "job", name)
-			onFinish(name, model.StatusCompleted)
+			wg.Go(func() { onFinish(name, model.StatusCompleted) })
 		}
+		wg.Wait()
 		if len(done) > 0 {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,4 +224,40 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestRunReportsJobsDoneTogetherAtOnce: jobs whose work ends at the same
+// time are reported together, each from a goroutine of its own, so that
+// a scheduler can finish them in one turn. Reported one after another,
+// each waiting for the last, the first report here would wait forever for
+// the others (until the test's deadline).
+func TestRunReportsJobsDoneTogetherAtOnce(t *testing.T) {
+	c, clk := newSimPool(t, 1, 4, -1)
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		if err := c.Track(name, "linear", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		start(t, c, name, model.NodeWorkers{Node: "v100-node-00", Workers: 1}) // all done after 60 s
+	}
+	var arrived sync.WaitGroup
+	arrived.Add(len(names))
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var together atomic.Int32
+	go func() {
+		_ = c.Run(ctx, func(string, model.Status) {
+			arrived.Done()
+			select { // every report waits for all of them, as a scheduler's turn would
+			case <-all:
+				together.Add(1)
+			case <-time.After(30 * time.Second):
+			}
+		})
+	}()
+	waitUntil(t, clk.HasWaiters)
+	clk.Step(time.Minute)
+	waitUntil(t, func() bool { return together.Load() == int32(len(names)) })
 }
