@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +12,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/homedir"
+
+	"github.com/vodascheduler/voda/internal/auth"
 )
 
 // kubeCredential is the bearer credential of a kubeconfig context's user:
@@ -161,16 +162,7 @@ func mayCarryKubeconfigToken(server *url.URL) bool {
 	case "https":
 		return true
 	case "http":
-		return isLoopbackHost(server.Hostname())
+		return auth.IsLoopbackHost(server.Hostname())
 	}
 	return false
-}
-
-// isLoopbackHost reports whether host is localhost or a loopback IP.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -3,10 +3,11 @@ package api
 import (
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/vodascheduler/voda/internal/auth"
 )
 
 // Browser safety. The API serves no pages, so no browser has a reason to
@@ -103,32 +104,10 @@ func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// isLoopback reports whether a listen address (HOST:PORT) is on a
-// loopback interface only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// loopbackHost reports whether a Host header names a loopback address.
-// A request without one (HTTP/1.0) is no browser's.
+// loopbackHost reports whether a Host header names a loopback address
+// (auth.IsLoopbackAddr). A request without one (HTTP/1.0) is no browser's.
 func loopbackHost(host string) bool {
-	if host == "" {
-		return true
-	}
-	name := (&url.URL{Host: host}).Hostname()
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
+	return host == "" || auth.IsLoopbackAddr(host)
 }
 
 // crossOrigin says which header, if any, marks r as sent by a page of

@@ -164,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 			DefaultNamespace: cfg.DefaultNamespace},
 		mux:      http.NewServeMux(),
 		next:     map[string]int{},
-		loopback: isLoopback(cfg.ListenAddr),
+		loopback: auth.IsLoopbackAddr(cfg.ListenAddr),
 	}
 	s.hub = newHub(s, cfg.Streams)
 	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log,

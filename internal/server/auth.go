@@ -94,26 +94,11 @@ func (o *AuthOptions) validate(addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil // listening reports it
 	}
-	if o.mode() == AuthNone && !o.AllowAnonymous && !isLoopback(addr) {
+	if o.mode() == AuthNone && !o.AllowAnonymous && !auth.IsLoopbackAddr(addr) {
 		return fmt.Errorf("--addr %s: not a loopback address, and without authentication anyone who reaches it may delete any job and change the algorithm; "+
 			"give --token-auth-file or --authentication %s, or --insecure-allow-anonymous to serve it without authentication anyway", addr, AuthKubernetes)
 	}
 	return nil
-}
-
-// isLoopback reports whether a HOST:PORT listens only on the loopback
-// interface: a loopback IP or localhost. An empty host listens on every
-// interface.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // apiSecurity is what the API is built and served with.
@@ -152,7 +137,7 @@ func (o *AuthOptions) load(addr, kubeconfig, progressAudience string, log *slog.
 		log.Info("API authenticates bearer tokens", "tokenFile", o.TokenFile, "tokens", tf.Len(),
 			"usersGroup", roles.UsersGroup, "adminsGroup", roles.AdminsGroup)
 	default:
-		if isLoopback(addr) {
+		if auth.IsLoopbackAddr(addr) {
 			break
 		}
 		log.Warn("API without authentication on a non-loopback address: anyone who reaches it may do anything", "addr", addr)
@@ -163,7 +148,7 @@ func (o *AuthOptions) load(addr, kubeconfig, progressAudience string, log *slog.
 			return sec, fmt.Errorf("--tls-cert-file and --tls-private-key-file: %w", err)
 		}
 		sec.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	} else if o.mode() != AuthNone && !isLoopback(addr) {
+	} else if o.mode() != AuthNone && !auth.IsLoopbackAddr(addr) {
 		log.Warn("API takes bearer tokens over plain HTTP on a non-loopback address; give --tls-cert-file and --tls-private-key-file unless a proxy terminates TLS", "addr", addr)
 	}
 	return sec, nil
