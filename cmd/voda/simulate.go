@@ -34,6 +34,7 @@ type simulateFlags struct {
 	format      string
 	profiles    string
 	estimator   string
+	oracle      bool
 	byApp       bool
 	algorithm   string
 	compare     string
@@ -156,8 +157,8 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.sim.Options.RateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two cycles that change running jobs; a job that fits in free GPUs starts at once")
 	fl.DurationVar(&f.sim.Options.Tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
 	fl.DurationVar(&f.restartCost, "restart-cost", sim.DefaultRestartCost, "time a job makes no progress after each (re)placement")
-	fl.BoolVar(&f.sim.Options.Oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates")
-	fl.StringVar(&f.estimator, "estimator", "workers", "online estimates: 'workers' (Amdahl's law over worker count) or 'goodput' (a throughput model over placement and batch size, needs --profiles)")
+	fl.BoolVar(&f.oracle, "oracle", false, "give algorithms the true speedup and remaining time instead of online estimates (the same as --estimator oracle)")
+	fl.StringVar(&f.estimator, "estimator", "workers", "what gives algorithms their estimates: 'workers' (online, Amdahl's law over worker count), 'goodput' (online, a throughput model over placement and batch size, the server's policy; needs --profiles) or 'oracle' (the true speedup and remaining time)")
 	fl.BoolVar(&f.sim.Options.AdaptiveBatch, "adaptive-batch", false, "jobs choose their batch size per placement and per epoch by estimated goodput, as Pollux's do (implies --estimator goodput; needs --profiles)")
 	fl.StringVar(&f.scaling, "scaling", "amdahl", "performance model assigned to jobs of duration-only traces")
 	fl.IntVar(&f.genJobs, "jobs", 200, "number of jobs of the generated workload")
@@ -215,15 +216,22 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 	c := &f.sim
 	var err error
-	switch f.estimator {
-	case "workers", "":
-	case "goodput":
-		c.Options.Goodput = true
+	switch kind := sim.EstimatorKind(f.estimator); {
+	case f.estimator == "":
+		c.Options.Estimator = sim.EstimatorWorkers
+	case slices.Contains(sim.EstimatorKinds(), kind):
+		c.Options.Estimator = kind
 	default:
-		return nil, fmt.Errorf("--estimator %q: want workers or goodput", f.estimator)
+		return nil, fmt.Errorf("--estimator %q: want workers, goodput or oracle", f.estimator)
 	}
-	if c.Options.Oracle && (c.Options.Goodput || c.Options.AdaptiveBatch) {
-		return nil, errors.New("--oracle replaces online estimates: it cannot be combined with --estimator goodput or --adaptive-batch")
+	if f.oracle {
+		if c.Options.Estimator == sim.EstimatorGoodput {
+			return nil, errors.New("--oracle replaces online estimates: it cannot be combined with --estimator goodput")
+		}
+		c.Options.Estimator = sim.EstimatorOracle
+	}
+	if c.Options.Estimator == sim.EstimatorOracle && c.Options.AdaptiveBatch {
+		return nil, errors.New("--oracle replaces online estimates: it cannot be combined with --adaptive-batch")
 	}
 	if c.Algorithms, err = algorithmNames(f); err != nil {
 		return nil, err

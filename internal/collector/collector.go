@@ -94,6 +94,16 @@ func (c *Collector) observe(o Observation) {
 	}
 }
 
+// ObserveRestart records that job (of application app) took seconds to
+// start again on a new placement.
+func (c *Collector) ObserveRestart(job, app string, seconds float64) {
+	js := c.attach(job, app)
+	js.m.AddRestart(seconds)
+	if as := c.apps[js.app]; !as.dirty {
+		as.total.AddRestart(seconds) // restarts do not enter the fit
+	}
+}
+
 // Forget drops a finished job: its measurements join its application's
 // base, which App returns.
 func (c *Collector) Forget(job string) {

@@ -48,6 +48,13 @@ type PlacementDetail struct {
 	RateRelErr float64 `json:"rateRelErr"`
 }
 
+// Source says whose measurements Estimate's fit for job comes from:
+// SourceJob, SourceApplication or SourceDefault (nothing known).
+func (c *Collector) Source(job, app string) string {
+	_, src := c.fitFor(job, app)
+	return src
+}
+
 // Detail returns the fit Estimate uses for job, the job's measurements and
 // their uncertainty.
 func (c *Collector) Detail(job, app string) Detail {

@@ -241,3 +241,111 @@ func (e *Estimator) Accuracy() []Accuracy {
 	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
 	return out
 }
+
+// SetJob makes job's measurements configs (in the order first measured,
+// as a job's reports keep them), as a live job of app: a configuration
+// the job had not had before is observed as Observe would (scored, and
+// making the model fit again when mispredicted); one it had takes the new
+// count and sum, which its application's table gets too. Setting the same
+// configurations again changes nothing, so a caller may hand over a job's
+// whole record after each report.
+func (e *Estimator) SetJob(job, app string, configs []Config) {
+	j := e.jobs[job]
+	if j == nil {
+		j = &jobModel{app: app}
+		e.jobs[job] = j
+	}
+	a := e.app(j.app)
+	for _, c := range configs {
+		if !c.Valid() {
+			continue
+		}
+		o := c.Obs()
+		k := o.key()
+		m, had := j.t.sums[k]
+		if !had {
+			e.Observe(job, app, o)
+			if m = j.t.sums[k]; m == nil {
+				continue // the table is full
+			}
+		}
+		dn, ds := c.N-m.n, c.Seconds-m.sum
+		if dn <= 0 {
+			continue // nothing new
+		}
+		m.n, m.sum = c.N, c.Seconds
+		if am := a.t.sums[k]; am != nil {
+			am.n += dn
+			am.sum += ds
+		}
+	}
+}
+
+// SetApp sets what an application's jobs measured before (its stored
+// history), before any of its live jobs is set or observed.
+func (e *Estimator) SetApp(app string, configs []Config) {
+	a := e.app(app)
+	a.t = table{}
+	for _, c := range configs {
+		if !c.Valid() {
+			continue
+		}
+		if a.t.add(c.Obs()) {
+			m := a.t.sums[c.Obs().key()]
+			m.sum, m.n = c.Seconds, c.N
+		}
+	}
+	a.ok, a.dirty = false, len(a.t.keys) > 0
+}
+
+// AppConfigs returns what an application's jobs measured, finished and
+// live, for storing; nil when nothing.
+func (e *Estimator) AppConfigs(app string) []Config {
+	a := e.apps[app]
+	if a == nil || len(a.t.keys) == 0 {
+		return nil
+	}
+	out := make([]Config, len(a.t.keys))
+	for i, k := range a.t.keys {
+		m := a.t.sums[k]
+		out[i] = Config{Nodes: k.nodes, Workers: k.replicas, Local: k.atomic, Accum: k.accum, Seconds: m.sum, N: m.n}
+	}
+	return out
+}
+
+// DropApp forgets an application no live job names; it reports whether
+// it did.
+func (e *Estimator) DropApp(app string) bool {
+	for _, j := range e.jobs {
+		if j.app == app {
+			return false
+		}
+	}
+	delete(e.apps, app)
+	return true
+}
+
+// MostReplicas is the most replicas job was measured on (0: none), and
+// AppMostReplicas the most any job of app was.
+func (e *Estimator) MostReplicas(job string) int {
+	if j := e.jobs[job]; j != nil {
+		return j.t.mostReplicas()
+	}
+	return 0
+}
+
+// AppMostReplicas: see MostReplicas.
+func (e *Estimator) AppMostReplicas(app string) int {
+	if a := e.apps[app]; a != nil {
+		return a.t.mostReplicas()
+	}
+	return 0
+}
+
+func (t *table) mostReplicas() int {
+	most := 0
+	for _, k := range t.keys {
+		most = max(most, k.replicas)
+	}
+	return most
+}

@@ -88,7 +88,7 @@ func TestGoldenRuns(t *testing.T) {
 	for _, c := range goldenCases() {
 		jobs := workload.Generate(workload.GenOptions{Jobs: c.jobs, Seed: c.seed})
 		o := Options{
-			Nodes: c.nodes, GPUsPerNode: c.perNode, Interval: c.interval, Oracle: c.oracle,
+			Nodes: c.nodes, GPUsPerNode: c.perNode, Interval: c.interval, Estimator: estimatorOf(c.oracle),
 			RateLimit: c.rateLimit, Allocator: newAlloc(t, c.alg, c.params...), Models: models,
 		}
 		placer := placement.TopologyName
@@ -133,4 +133,13 @@ func TestGoldenRuns(t *testing.T) {
 			t.Errorf("%s: got %+v, golden %+v", c.name, g, w)
 		}
 	}
+}
+
+// estimatorOf is the oracle when oracle is set, else online estimates by
+// worker count.
+func estimatorOf(oracle bool) EstimatorKind {
+	if oracle {
+		return EstimatorOracle
+	}
+	return EstimatorWorkers
 }

@@ -1,16 +1,17 @@
 package sim
 
 import (
-	"github.com/vodascheduler/voda/internal/goodput"
-	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/collector"
 )
 
-// placed is called when a job gets a new non-empty placement: it counts
-// the workers towards the job's and its application's ramp-up and, with
-// adaptive batches, lets the job choose its batch for the placement.
+// placed is called when a job gets a new non-empty placement: the
+// restart it pays is measured, as a job's first report after a restart
+// measures it, and with adaptive batches the job chooses its batch for
+// the placement.
 func (e *engine) placed(j *simJob) error {
-	j.maxSeen = max(j.maxSeen, j.workers())
-	e.appSeen[j.m.Name()] = max(e.appSeen[j.m.Name()], j.workers())
+	if e.online != nil && e.port.restartCost > 0 {
+		e.online.ObserveRestart(j.w.Name, e.job(j).App, e.port.restartCost)
+	}
 	return e.rechoose(j)
 }
 
@@ -22,8 +23,8 @@ func (e *engine) rechoose(j *simJob) error {
 	if !e.opts.AdaptiveBatch || !j.bounds.Adaptive() || j.workers() == 0 {
 		return nil
 	}
-	if p, ok := e.gp.JobParams(j.w.Name, j.m.Name()); ok {
-		j.batch = goodput.Best(p, j.gradStats(), j.bounds, j.nodes, j.workers()).Batch
+	if c, ok := e.online.Choose(j.w.Name, j.m.Name(), j.gradStats(), j.bounds, j.nodes, j.workers()); ok {
+		j.batch = c.Batch
 	} else {
 		j.batch = min(max(j.bounds.InitBatch, j.bounds.MinLocal*j.workers()), j.bounds.MaxBatch)
 	}
@@ -31,52 +32,23 @@ func (e *engine) rechoose(j *simJob) error {
 	return nil
 }
 
-// flush hands the configurations a job ran since the last estimate to the
-// estimator.
-func (e *engine) flush(j *simJob) {
+// flush hands the estimator what a job measured since the last estimate,
+// as its progress reports would: its throughput on its placement and the
+// step time of each configuration it ran. A job that finished (done)
+// hands over its step times only: the throughput of its last stretch
+// never entered its application's history, and the replays recorded in
+// testdata/golden-runs.json keep it so.
+func (e *engine) flush(j *simJob, done bool) {
+	if e.online == nil {
+		j.obsSeconds, j.obsWork, j.pending = 0, 0, j.pending[:0]
+		return
+	}
+	app := e.job(j).App
+	if j.obsSeconds > 0 && j.prof == nil && !done {
+		e.online.Observe(collector.Observation{Job: j.w.Name, App: app, Workers: j.workers(), Seconds: j.obsSeconds, Work: j.obsWork})
+	}
 	for _, o := range j.pending {
-		e.gp.Observe(j.w.Name, j.m.Name(), o)
+		e.online.ObserveStep(j.w.Name, app, o)
 	}
-	j.pending = j.pending[:0]
-}
-
-// goodputEstimates are a job's estimates from its fitted throughput model:
-// the speedup of the best batch at each worker count over the best on one
-// GPU, up to its ramp (see rampLimit), the batch sizes that go with them,
-// and the remaining time on one GPU. A job nothing is known of gets a
-// linear curve up to its ramp and an unknown remaining time.
-func (e *engine) goodputEstimates(j *simJob, remaining float64) model.Estimates {
-	e.flush(j)
-	limit := min(e.curveLen(j), e.rampLimit(j))
-	est := model.Estimates{RemainingSeconds: -1, RestartSeconds: e.port.restartCost}
-	p, ok := e.gp.JobParams(j.w.Name, j.m.Name())
-	stats := j.gradStats()
-	c := &j.curve
-	if ok && !(c.ok && c.params == p && c.stats == stats && c.cap == limit) {
-		c.speedup, c.batch, c.rate1 = goodput.Curve(p, stats, j.bounds, e.opts.GPUsPerNode, limit)
-		c.params, c.stats, c.cap, c.ok = p, stats, limit, true
-	}
-	if !ok || c.speedup == nil {
-		est.Speedup = make([]float64, limit+1)
-		for k := range est.Speedup {
-			est.Speedup[k] = float64(k)
-		}
-		return est
-	}
-	est.Speedup = c.speedup
-	est.RemainingSeconds = remaining / c.rate1
-	if j.bounds.Adaptive() {
-		est.Batch = c.batch
-	}
-	return est
-}
-
-// rampLimit is the most workers a job's curve may reach: twice the most it
-// has run on, as Pollux ramps jobs up, and at least the most any job of its
-// application has run on. A job's model is its application's until it has
-// run, so what the application was measured on counts as seen: a new job of
-// a known application starts as wide as the evidence allows instead of
-// paying a restart for each doubling from one worker.
-func (e *engine) rampLimit(j *simJob) int {
-	return max(2*j.maxSeen, 1, e.appSeen[j.m.Name()])
+	j.obsSeconds, j.obsWork, j.pending = 0, 0, j.pending[:0]
 }

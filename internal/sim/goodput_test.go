@@ -35,7 +35,7 @@ func TestAdaptiveBatchBeatsEveryFixedBatch(t *testing.T) {
 		r := run(t, []workload.Job{job}, Options{
 			Nodes: 16, GPUsPerNode: 4, Interval: 60 * time.Second, Models: models,
 			Allocator: newAlloc(t, "Goodput"), Placer: topologyPlacer(t),
-			Goodput: true, AdaptiveBatch: adaptive,
+			Estimator: EstimatorGoodput, AdaptiveBatch: adaptive,
 		})
 		if !r.Jobs[0].Done {
 			t.Fatalf("adaptive=%v: the job did not finish", adaptive)
@@ -100,7 +100,7 @@ func TestAdaptiveBatchNeedsProfiles(t *testing.T) {
 	}
 	_, err = Run(context.Background(), jobs, Options{
 		Nodes: 1, GPUsPerNode: 4, Models: parametricSet(t), Allocator: newAlloc(t, "Goodput"),
-		Placer: topologyPlacer(t), AdaptiveBatch: true, Oracle: true,
+		Placer: topologyPlacer(t), AdaptiveBatch: true, Estimator: EstimatorOracle,
 	})
 	if err == nil || !strings.Contains(err.Error(), "oracle") {
 		t.Errorf("adaptive batches with the oracle: %v, want an error", err)

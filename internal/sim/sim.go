@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
-	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -41,19 +42,17 @@ type Options struct {
 	// RestartCost is the time a job makes no progress after every new
 	// placement; negative means none, zero means 30 s.
 	RestartCost time.Duration
-	// Oracle gives allocators the true speedup and remaining time instead
-	// of online estimates.
-	Oracle bool
-	// Goodput gives allocators estimates from a throughput model over
-	// placement and batch size fitted online (package goodput) instead of
-	// Amdahl's law on worker count; every job's curve then grows at most
-	// to twice the most workers it has run on, as Pollux ramps jobs up.
-	// It needs measured profiles.
-	Goodput bool
+	// Estimator names what gives allocators their estimates: online
+	// measurements fitted by Amdahl's law over worker count
+	// (EstimatorWorkers, the default), or by a throughput model over
+	// placement and batch size (EstimatorGoodput, the server's policy;
+	// it needs measured profiles), or the true speedup and remaining
+	// time (EstimatorOracle). See package estimate.
+	Estimator EstimatorKind
 	// AdaptiveBatch lets every job choose its global batch size on each
 	// new placement and after each epoch, for the most estimated goodput
 	// between its application's bounds, as the Pollux artifact runs
-	// Pollux's jobs. It implies Goodput.
+	// Pollux's jobs. It implies EstimatorGoodput.
 	AdaptiveBatch bool
 	Allocator     algorithm.Allocator
 	Placer        placement.Placer
@@ -65,6 +64,24 @@ type Options struct {
 	// Workload names the workload in the report.
 	Workload string
 }
+
+// EstimatorKind names an estimator of the simulator (Options.Estimator).
+type EstimatorKind string
+
+// The simulator's estimators.
+const (
+	EstimatorWorkers EstimatorKind = "workers"
+	EstimatorGoodput EstimatorKind = "goodput"
+	EstimatorOracle  EstimatorKind = "oracle"
+)
+
+// EstimatorKinds lists the estimators, for help and errors.
+func EstimatorKinds() []EstimatorKind {
+	return []EstimatorKind{EstimatorWorkers, EstimatorGoodput, EstimatorOracle}
+}
+
+// stepModels reports whether jobs report step times to a goodput model.
+func (o Options) stepModels() bool { return o.Estimator == EstimatorGoodput }
 
 // DefaultRestartCost is the time a re-placed job spends restarting.
 const DefaultRestartCost = perfmodel.RestartCost
@@ -105,25 +122,12 @@ type simJob struct {
 	// observed since the last estimate.
 	obsSeconds, obsWork float64
 
-	// Goodput estimates (Options.Goodput): the job's measured profile,
-	// its batch bounds, the most workers it has run on, and the
-	// configurations run since the last estimate.
+	// Goodput estimates (EstimatorGoodput): the job's measured profile,
+	// its batch bounds and the configurations run since the last
+	// estimate.
 	prof    *perfmodel.Profiled
 	bounds  goodput.Bounds
-	maxSeen int
 	pending []goodput.Obs
-	curve   curveCache
-}
-
-// curveCache keeps a job's goodput curve until what it depends on changes.
-type curveCache struct {
-	params  goodput.Params
-	stats   goodput.GradStats
-	cap     int
-	speedup []float64
-	batch   []int
-	rate1   float64
-	ok      bool
 }
 
 func (j *simJob) workers() int { return sumInts(j.place) }
@@ -312,11 +316,18 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if opts.Allocator == nil || opts.Placer == nil || opts.Models == nil {
 		return nil, errors.New("simulate: allocator, placer and models are required")
 	}
+	switch opts.Estimator {
+	case "":
+		opts.Estimator = EstimatorWorkers
+	case EstimatorWorkers, EstimatorGoodput, EstimatorOracle:
+	default:
+		return nil, fmt.Errorf("simulate: unknown estimator %q (known: %v)", opts.Estimator, EstimatorKinds())
+	}
 	if opts.AdaptiveBatch {
-		opts.Goodput = true
-		if opts.Oracle {
+		if opts.Estimator == EstimatorOracle {
 			return nil, errors.New("simulate: --oracle gives fixed-batch curves; it cannot be combined with --adaptive-batch")
 		}
+		opts.Estimator = EstimatorGoodput
 	}
 	if len(jobs) == 0 {
 		return nil, errors.New("simulate: empty workload")
@@ -365,12 +376,15 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 		}
 	}
 
-	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, col: collector.New(), round: opts.Interval > 0, oracleCache: map[oracleKey]oracleCurve{}}
-	if opts.Goodput {
-		e.gp = goodput.NewEstimator()
-		e.appSeen = map[string]int{}
-		port.placed = e.placed
+	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, round: opts.Interval > 0}
+	if opts.Estimator == EstimatorOracle {
+		e.est = &oracle{perNode: opts.GPUsPerNode, jobs: port.jobs, cache: map[oracleKey]oracleCurve{}}
+	} else {
+		e.online = estimate.NewOnline(estimate.Options{StepModels: opts.stepModels()})
+		e.online.SetGPUsPerNode(opts.GPUsPerNode)
+		e.est = e.online
 	}
+	port.placed = e.placed
 	if opts.Interval > 0 {
 		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
 	} else {
@@ -411,7 +425,7 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
-	if opts.Goodput {
+	if opts.stepModels() {
 		if err := j.useGoodput(opts, totalGPUs); err != nil {
 			return nil, err
 		}
@@ -463,15 +477,11 @@ type engine struct {
 	// as finished, in workload order: the hot loops visit only these, so
 	// an event costs what is running and waiting, not the whole workload.
 	live  []*simJob
-	col   *collector.Collector
 	round bool
-	// oracleCache holds true speedup curves for --oracle.
-	oracleCache map[oracleKey]oracleCurve
-	// gp estimates goodput (Options.Goodput); appSeen holds the most
-	// workers any job of an application has run on.
-	gp       *goodput.Estimator
-	appSeen  map[string]int
-	next     int // next job to arrive
+	// est gives the estimates: online, or the oracle.
+	est      estimate.Estimator
+	online   *estimate.Online // nil with the oracle
+	next     int              // next job to arrive
 	finished int
 	now      float64
 	// Per-cycle placement metrics, summed over cycles.
@@ -526,11 +536,8 @@ func (e *engine) deliver() error {
 			return err
 		}
 		e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
-		e.col.Forget(j.w.Name)
-		if e.gp != nil {
-			e.flush(j)
-			e.gp.Forget(j.w.Name)
-		}
+		e.flush(j, true)
+		e.est.Forget(j.w.Name)
 	}
 	clear(e.live[len(kept):])
 	e.live = kept
@@ -548,30 +555,29 @@ func (e *engine) deliver() error {
 	return nil
 }
 
-// estimate hands every live job's estimates to the core.
+// estimate hands every live job's estimates to the core, after handing
+// the estimator what each measured since the last time.
 func (e *engine) estimate() error {
 	for _, j := range e.live {
-		remaining := j.epochProgress(j.epochs) - j.progress
-		var est model.Estimates
-		if e.opts.Oracle {
-			var err error
-			if est, err = e.oracle(j, remaining); err != nil {
-				return err
-			}
-		} else if e.gp != nil {
-			est = e.goodputEstimates(j, remaining)
-		} else {
-			if j.obsSeconds > 0 {
-				e.col.Observe(j.w.Name, j.category(), j.workers(), j.obsSeconds, j.obsWork)
-			}
-			est = e.col.Estimate(j.w.Name, j.category(), remaining, e.curveLen(j))
-		}
-		j.obsSeconds, j.obsWork = 0, 0
-		if err := e.core.SetEstimates(j.w.Name, est); err != nil {
+		e.flush(j, false)
+		if err := e.core.SetEstimates(j.w.Name, e.est.Estimate(e.job(j))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// job is what the estimator is told of a job: what its reports would say.
+func (e *engine) job(j *simJob) estimate.Job {
+	remaining := j.epochProgress(j.epochs) - j.progress
+	ej := estimate.Job{Name: j.w.Name, App: j.category(), MaxWorkers: e.curveLen(j), Remaining: remaining, RemainingSteps: -1}
+	if j.prof != nil {
+		// Goodput pools a job with its application, whatever its batch:
+		// the model covers batch sizes.
+		ej.App, ej.RemainingSteps = j.m.Name(), remaining
+		ej.Bounds, ej.Grad = j.bounds, j.gradStats()
+	}
+	return ej
 }
 
 // curveLen is how far a job's speedup curve goes: its maximum workers,
@@ -581,30 +587,45 @@ func (e *engine) curveLen(j *simJob) int {
 	return max(min(j.w.MaxWorkers, e.opts.Nodes*e.opts.GPUsPerNode), 1)
 }
 
-// oracle returns the true speedup curve (workers packed onto as few nodes
-// as possible) and remaining time on one GPU for the job's current epoch.
-func (e *engine) oracle(j *simJob, remaining float64) (model.Estimates, error) {
-	n := e.curveLen(j)
+// oracle is the estimator that knows each job's true performance: the
+// speedup of its workers packed onto as few nodes as possible, and the
+// remaining time on one GPU, at its current batch size and epoch.
+type oracle struct {
+	perNode int
+	jobs    map[string]*simJob
+	cache   map[oracleKey]oracleCurve
+	err     error // the first model error, which Run returns
+}
+
+// Estimate implements estimate.Estimator.
+func (o *oracle) Estimate(ej estimate.Job) model.Estimates {
+	j := o.jobs[ej.Name]
+	n := ej.MaxWorkers
 	key := oracleKey{j.m.Name(), j.batch, j.epoch, n}
-	c, ok := e.oracleCache[key]
+	c, ok := o.cache[key]
 	if !ok {
 		r1, err := j.m.Rate([]int{1}, j.batch, j.epoch)
 		if err != nil {
-			return model.Estimates{}, err
+			o.err = cmp.Or(o.err, err)
+			return model.Estimates{RemainingSeconds: -1}
 		}
 		c = oracleCurve{rate1: r1, speedup: make([]float64, n+1)}
 		for k := 1; k <= n; k++ {
-			r, err := j.m.Rate(packed(k, e.opts.GPUsPerNode), j.batch, j.epoch)
+			r, err := j.m.Rate(packed(k, o.perNode), j.batch, j.epoch)
 			if err != nil {
-				return model.Estimates{}, err
+				o.err = cmp.Or(o.err, err)
+				return model.Estimates{RemainingSeconds: -1}
 			}
 			c.speedup[k] = r / r1
 		}
-		e.oracleCache[key] = c
+		o.cache[key] = c
 	}
 	// The core copies the curve, so sharing it between jobs is safe.
-	return model.Estimates{RemainingSeconds: remaining / c.rate1, Speedup: c.speedup}, nil
+	return model.Estimates{RemainingSeconds: ej.Remaining / c.rate1, Speedup: c.speedup}
 }
+
+// Forget implements estimate.Estimator: the truth needs no memory.
+func (o *oracle) Forget(string) {}
 
 // oracleKey identifies a true speedup curve: it depends on the model, the
 // batch size and the epoch (statistical efficiency), and its length.
@@ -621,6 +642,9 @@ type oracleCurve struct {
 func (e *engine) cycle(ctx context.Context) error {
 	if err := e.estimate(); err != nil {
 		return err
+	}
+	if o, ok := e.est.(*oracle); ok && o.err != nil {
+		return fmt.Errorf("simulate: %w", o.err)
 	}
 	rep, err := e.core.Cycle(ctx, at(e.now))
 	if err != nil {
@@ -759,8 +783,8 @@ func (e *engine) record(wall float64, gpus int) *report.Run {
 		PlaceTotal:      e.placeTotal,
 		PlaceMax:        e.placeMax,
 	}
-	if e.gp != nil {
-		for _, a := range e.gp.Accuracy() {
+	if e.online != nil && e.opts.stepModels() {
+		for _, a := range e.online.Accuracy() {
 			run.Estimator = append(run.Estimator, report.EstimatorError{
 				App:           a.App,
 				NewPlacements: a.NewPlacement.N, NewPlacementMeanErr: a.NewPlacement.Mean(), NewPlacementMaxErr: a.NewPlacement.Max,

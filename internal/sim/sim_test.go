@@ -148,7 +148,7 @@ func TestDeterministic(t *testing.T) {
 func TestOracleAndOnlineEstimates(t *testing.T) {
 	jobs := workload.Generate(workload.GenOptions{Jobs: 80, Seed: 3})
 	for _, oracle := range []bool{false, true} {
-		r := run(t, jobs, Options{Allocator: newAlloc(t, "SRJF"), Oracle: oracle})
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "SRJF"), Estimator: estimatorOf(oracle)})
 		s := report.Summarize(r)
 		if s.Completed != len(jobs) {
 			t.Fatalf("oracle=%v: %d of %d jobs completed", oracle, s.Completed, len(jobs))
@@ -326,7 +326,7 @@ func TestDefect_HugeMaxWorkersCostsNoMoreThanTheCluster(t *testing.T) {
 	for _, oracle := range []bool{false, true} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		r := run(t, jobs, Options{Allocator: newAlloc(t, "ElasticFIFO"), Oracle: oracle})
+		r := run(t, jobs, Options{Allocator: newAlloc(t, "ElasticFIFO"), Estimator: estimatorOf(oracle)})
 		runtime.ReadMemStats(&after)
 		if s := report.Summarize(r); s.Completed != len(jobs) {
 			t.Fatalf("oracle=%v: %d of %d jobs completed", oracle, s.Completed, len(jobs))

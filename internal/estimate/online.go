@@ -1,0 +1,230 @@
+package estimate
+
+import (
+	"fmt"
+
+	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/goodput"
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// Options configure an Online estimator.
+type Options struct {
+	// StepModels fits step-time models to the jobs that report step times
+	// and declare their batch bounds (the server's policy, and `voda
+	// simulate --estimator goodput`); off, every job gets Amdahl's law on
+	// its throughput (`--estimator amdahl`).
+	StepModels bool
+}
+
+// Online estimates from measurements taken as jobs run. It is not safe
+// for concurrent use.
+type Online struct {
+	opts        Options
+	col         *collector.Collector
+	gp          *goodput.Estimator
+	gpusPerNode int
+	curves      map[string]*curve
+}
+
+var _ Estimator = (*Online)(nil)
+
+// curve is a job's goodput curve, kept until what it depends on changes.
+type curve struct {
+	params  goodput.Params
+	stats   goodput.GradStats
+	bounds  boundsKey
+	limit   int
+	speedup []float64
+	batch   []int
+	rate1   float64
+}
+
+// boundsKey is the comparable part of goodput.Bounds (its Split is the
+// job's own and does not change).
+type boundsKey struct{ init, max, minLocal, maxLocal, fixed int }
+
+func keyOf(b goodput.Bounds) boundsKey {
+	return boundsKey{b.InitBatch, b.MaxBatch, b.MinLocal, b.MaxLocal, b.Fixed}
+}
+
+// NewOnline returns an estimator that knows nothing yet.
+func NewOnline(opts Options) *Online {
+	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}}
+}
+
+// SetGPUsPerNode sets the GPUs of one node: curves are for k workers on
+// as few nodes as hold them (0 or 1: unknown, all on one node).
+func (o *Online) SetGPUsPerNode(n int) {
+	o.gpusPerNode = n
+	o.col.SetGPUsPerNode(n)
+}
+
+// Observe records a stretch of time a job ran on one placement (the
+// throughput Amdahl's law fits).
+func (o *Online) Observe(obs collector.Observation) { o.col.ObserveAll([]collector.Observation{obs}) }
+
+// ObserveStep records one configuration's measured time per optimizer
+// step.
+func (o *Online) ObserveStep(job, app string, obs goodput.Obs) { o.gp.Observe(job, app, obs) }
+
+// ObserveRestart records that a job took seconds to start on a new
+// placement.
+func (o *Online) ObserveRestart(job, app string, seconds float64) {
+	o.col.ObserveRestart(job, app, seconds)
+}
+
+// Measured is everything a live job's reports measured, as it is stored
+// with the job (progress.State).
+type Measured struct {
+	Throughput collector.Measurements
+	// Steps are its step times per configuration, in the order first
+	// measured (nil: the job reports none).
+	Steps []goodput.Config
+}
+
+// SetJob replaces what is known of a live job with m, as a job of app.
+// Handing over the same record again changes nothing.
+func (o *Online) SetJob(job, app string, m Measured) {
+	o.col.SetJob(job, app, m.Throughput)
+	if len(m.Steps) > 0 {
+		o.gp.SetJob(job, app, m.Steps)
+	}
+}
+
+// History is what an application's jobs measured, as it is stored
+// (store.SaveHistory): the throughput sums of its finished jobs and the
+// step times of all its jobs. A history written before step times were
+// kept holds only the first, and reads as it is.
+type History struct {
+	collector.Measurements
+	Steps []goodput.Config `json:"steps,omitempty"`
+}
+
+// Validate checks a history read from storage.
+func (h History) Validate() error {
+	if err := h.Measurements.Validate(); err != nil {
+		return err
+	}
+	if len(h.Steps) > goodput.MaxConfigs {
+		return fmt.Errorf("steps: %d configurations, at most %d", len(h.Steps), goodput.MaxConfigs)
+	}
+	for i, c := range h.Steps {
+		if !c.Valid() {
+			return fmt.Errorf("steps[%d]: not a measured configuration: %+v", i, c)
+		}
+	}
+	return nil
+}
+
+// Empty reports whether the history holds nothing worth storing.
+func (h History) Empty() bool {
+	return len(h.Placements) == 0 && h.Restarts == 0 && len(h.Steps) == 0
+}
+
+// SetApp sets what an application's jobs measured before (its stored
+// history), before any of its live jobs is set.
+func (o *Online) SetApp(app string, h History) {
+	o.col.SetApp(app, h.Measurements)
+	if len(h.Steps) > 0 {
+		o.gp.SetApp(app, h.Steps)
+	}
+}
+
+// App returns the application's history, for storing.
+func (o *Online) App(app string) History {
+	return History{Measurements: o.col.App(app), Steps: o.gp.AppConfigs(app)}
+}
+
+// DropApp forgets an application unless a live job names it; it reports
+// whether the application is no longer known.
+func (o *Online) DropApp(app string) bool {
+	return o.col.DropApp(app) && o.gp.DropApp(app)
+}
+
+// Forget drops a job that left; what it measured stays with its
+// application.
+func (o *Online) Forget(job string) {
+	o.col.Forget(job)
+	o.gp.Forget(job)
+	delete(o.curves, job)
+}
+
+// Detail is what the throughput measurements say of a job, for people and
+// gauges.
+func (o *Online) Detail(job, app string) collector.Detail { return o.col.Detail(job, app) }
+
+// Accuracy is how well each application's step-time model predicted
+// configurations before its jobs ran them.
+func (o *Online) Accuracy() []goodput.Accuracy { return o.gp.Accuracy() }
+
+// Choose returns the batch size with the most estimated goodput for a job
+// on workers workers over nodes nodes; false before anything is known of
+// its application's step times.
+func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, nodes, workers int) (goodput.Choice, bool) {
+	p, ok := o.gp.JobParams(job, app)
+	if !ok {
+		return goodput.Choice{}, false
+	}
+	return goodput.Best(p, g, b, nodes, workers), true
+}
+
+// Ramp is the most workers a job's goodput curve reaches: twice the most
+// it was measured on, and at least the most any job of its application
+// was measured on (at least 1).
+func (o *Online) Ramp(job, app string) int {
+	return max(2*o.gp.MostReplicas(job), o.gp.AppMostReplicas(app), 1)
+}
+
+// Estimate implements Estimator with the policy the package documents.
+func (o *Online) Estimate(j Job) model.Estimates {
+	maxWorkers := max(j.MaxWorkers, 1)
+	if o.opts.StepModels && j.Bounds.InitBatch > 0 {
+		limit := min(maxWorkers, o.Ramp(j.Name, j.App))
+		if e, ok := o.goodput(j, limit); ok {
+			return e
+		}
+		if o.col.Source(j.Name, j.App) == collector.SourceDefault {
+			e := model.Estimates{RemainingSeconds: -1, Speedup: make([]float64, limit+1)}
+			for k := range e.Speedup {
+				e.Speedup[k] = float64(k)
+			}
+			e.RestartSeconds, _ = o.col.RestartSeconds(j.Name, j.App)
+			return e
+		}
+	}
+	return o.col.Estimate(j.Name, j.App, j.Remaining, maxWorkers)
+}
+
+// goodput is a job's goodput curve up to limit workers, from its model;
+// false when there is none.
+func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
+	p, ok := o.gp.JobParams(j.Name, j.App)
+	if !ok {
+		return model.Estimates{}, false
+	}
+	c := o.curves[j.Name]
+	if c == nil || c.params != p || c.stats != j.Grad || c.bounds != keyOf(j.Bounds) || c.limit != limit {
+		if c == nil {
+			c = &curve{}
+			o.curves[j.Name] = c
+		}
+		c.speedup, c.batch, c.rate1 = goodput.Curve(p, j.Grad, j.Bounds, o.gpusPerNode, limit)
+		c.params, c.stats, c.bounds, c.limit = p, j.Grad, keyOf(j.Bounds), limit
+	}
+	if c.speedup == nil {
+		return model.Estimates{}, false
+	}
+	e := model.Estimates{Speedup: c.speedup, RemainingSeconds: -1}
+	switch {
+	case j.RemainingSteps >= 0:
+		e.RemainingSeconds = j.RemainingSteps / c.rate1
+	case j.Remaining >= 0:
+		e.RemainingSeconds = o.col.Estimate(j.Name, j.App, j.Remaining, 1).RemainingSeconds
+	}
+	if j.Bounds.Adaptive() {
+		e.Batch = c.batch
+	}
+	e.RestartSeconds, _ = o.col.RestartSeconds(j.Name, j.App)
+	return e, true
+}
