@@ -614,7 +614,7 @@ func TestSimulateErrors(t *testing.T) {
 		{name: "parameter without value", args: []string{"--param", "novalue"}, want: []string{"--param", "novalue", "name=value"}},
 		{name: "parameter given twice", args: []string{"--algorithm", "tiresias", "--param", "threshold=1", "--param", "THRESHOLD=2"}, want: []string{"--param", "twice"}},
 		{name: "no nodes", args: []string{"--nodes", "0"}, want: []string{"--nodes", "at least 1"}},
-		{name: "unknown estimator", args: []string{"--estimator", "magic"}, want: []string{"--estimator", `"magic"`, "workers or goodput"}},
+		{name: "unknown estimator", args: []string{"--estimator", "magic"}, want: []string{"--estimator", `"magic"`, "workers, goodput or oracle"}},
 		{name: "oracle with adaptive batches", args: []string{"--oracle", "--adaptive-batch"}, want: []string{"--oracle", "--adaptive-batch"}},
 		{name: "oracle with goodput estimates", args: []string{"--oracle", "--estimator", "goodput"}, want: []string{"--oracle", "--estimator goodput"}},
 		{name: "adaptive batches on parametric models", args: []string{"--adaptive-batch", "--jobs", "3"}, want: []string{"measured profile", "--profiles"}},
