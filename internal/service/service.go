@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -16,7 +14,6 @@ import (
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
-	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/store"
@@ -29,11 +26,6 @@ const DefaultResync = 10 * time.Second
 // DefaultSoftPersist is the least wall time between two writes of a job's
 // status that only change what users see (see Config.SoftPersist).
 const DefaultSoftPersist = 2 * time.Second
-
-// wedgeAfter is how long one cycle or call may keep the scheduler loop
-// busy before readiness reports the scheduler wedged. Cycles take
-// milliseconds; applying a burst of actions to Kubernetes takes seconds.
-const wedgeAfter = 2 * time.Minute
 
 // Backend is where jobs run: the simulated cluster or Kubernetes.
 type Backend interface {
@@ -118,71 +110,34 @@ type Config struct {
 // hundreds.
 const DefaultMaxHistories = 1000
 
-// Service is one GPU type's scheduler service.
+// Service is one GPU type's scheduler service. It wires the pieces (files
+// named for them) and runs the loop that serializes their work: recovery
+// (recovery.go), jobs entering and leaving the core (jobs.go), status
+// writes and their conflicts (persist.go), the queue's notifications and
+// the resync (notifications.go), the cluster's reports of ended jobs
+// (ended.go), nodes (nodes.go), settings (settings.go), health
+// (health.go) and the estimates (estimates.go).
 type Service struct {
-	cfg Config
-	log *slog.Logger
-	// ready: the service has recovered its state and is consuming
-	// notifications (Health's first condition).
-	ready atomic.Bool
-	// storeErr is the last failed store write (nil after a success);
-	// Health reports it.
-	storeErr atomic.Pointer[storeFailure]
+	cfg    Config
+	log    *slog.Logger
+	health *health
+	// ended is filled by the cluster's reports from any goroutine.
+	ended endedJobs
 
 	// Owned by the loop goroutine once Run started.
 	core      *scheduler.Core
 	loop      *scheduler.Loop
 	collector *collector.Collector
 	// jobs are the live jobs the core holds.
-	jobs map[string]*tracked
-	// final are terminal statuses of jobs this service finished that
-	// are not in the store yet; they are retried at every persist, and a
-	// job listed here is never admitted again.
-	final     map[string]store.StatusWrite
-	settings  store.Settings
-	cycles    int64
-	lastCycle time.Time
-	// status is the scheduler status last written (zero before the first).
-	status store.SchedulerStatus
+	jobs     map[string]*tracked
+	settings settings
+	statuses statuses
+	nodes    nodes
 	// histories are the applications whose history the store keeps for
 	// this GPU type: those listed at start and those saved since.
 	// historiesFull is set once a new one was not kept (logged once).
 	histories     map[string]bool
 	historiesFull bool
-
-	// ended are the jobs the cluster reported done and the loop has not
-	// finished yet, with their status (see onDone). Any goroutine.
-	endedMu sync.Mutex
-	ended   map[string]model.Status
-}
-
-// tracked is what the service keeps of a live job besides the core.
-type tracked struct {
-	// app is the job's application (see application): jobs of one share
-	// what they measured.
-	app string
-	// revision is the StatusRevision of the stored record, as last read or
-	// written: the next status write is conditional on it.
-	revision int64
-	// saved is the status last written (Updated zeroed); written says
-	// whether there is one, so an unchanged status is not written again.
-	saved   store.JobStatus
-	written bool
-	// allocations is the job's allocation history as last read or
-	// written; the next status write appends to it.
-	allocations []store.Allocation
-	// nextSoft is the wall time from which a change of only the shown
-	// fields is written (see due).
-	nextSoft time.Time
-	// progress is the job's reports as last read from the store (nil if
-	// it never reported), at progressRevision.
-	progress         *progress.State
-	progressRevision int64
-}
-
-type storeFailure struct {
-	since time.Time
-	err   error
 }
 
 // New checks the configuration.
@@ -217,13 +172,18 @@ func New(cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("gpuType", cfg.GPUType)
+	h := &health{gpuType: cfg.GPUType, metrics: cfg.Metrics, wall: cfg.WallClock}
 	return &Service{
-		cfg: cfg, log: log.With("gpuType", cfg.GPUType),
+		cfg: cfg, log: log, health: h,
 		collector: collector.New(),
 		jobs:      map[string]*tracked{},
-		final:     map[string]store.StatusWrite{},
+		settings: settings{algorithms: cfg.Algorithms, defaultAlgorithm: cfg.DefaultAlgorithm,
+			defaultRateLimit: cfg.DefaultRateLimit, log: log},
+		statuses: statuses{gpuType: cfg.GPUType, store: cfg.Store, health: h, metrics: cfg.Metrics, log: log,
+			wall: cfg.WallClock, softPersist: cfg.SoftPersist, final: map[string]store.StatusWrite{}},
+		nodes:     nodes{backend: cfg.Backend, log: log},
 		histories: map[string]bool{},
-		ended:     map[string]model.Status{},
 	}, nil
 }
 
@@ -232,30 +192,8 @@ func New(cfg Config) (*Service, error) {
 // its last store write succeeded. Otherwise it says what is wrong; the
 // API's /readyz reports it.
 func (s *Service) Health() error {
-	gt := s.cfg.GPUType
-	if !s.ready.Load() {
-		return fmt.Errorf("scheduler %s: not running (recovering its jobs from the store, or stopped)", gt)
-	}
-	if busy := s.loop.Busy(); busy > wedgeAfter {
-		return fmt.Errorf("scheduler %s: busy for %s in one cycle or call (more than %s): it may be wedged",
-			gt, busy.Round(time.Second), wedgeAfter)
-	}
-	if f := s.storeErr.Load(); f != nil {
-		return fmt.Errorf("scheduler %s: store writes failing since %s: %v", gt, f.since.UTC().Format(time.RFC3339), f.err)
-	}
-	return nil
-}
-
-// storeWrote records the outcome of a store write for Health.
-func (s *Service) storeWrote(err error) {
-	if err == nil {
-		s.storeErr.Store(nil)
-		return
-	}
-	s.cfg.Metrics.StoreWriteErrors.WithLabelValues(s.cfg.GPUType).Inc()
-	if s.storeErr.Load() == nil {
-		s.storeErr.Store(&storeFailure{since: s.cfg.WallClock.Now(), err: err})
-	}
+	// s.loop is read only once ready: start sets it before.
+	return s.health.err(func() time.Duration { return s.loop.Busy() })
 }
 
 // Run recovers the GPU type's state from the store and schedules until ctx
@@ -286,10 +224,10 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, w := range workers {
 		go func() { errc <- w(ctx) }()
 	}
-	s.ready.Store(true)
+	s.health.ready.Store(true)
 	s.log.Info("scheduler ready", "algorithm", algo, "jobs", jobs)
 	err := <-errc
-	s.ready.Store(false)
+	s.health.ready.Store(false)
 	cancel()
 	for range len(workers) - 1 {
 		<-errc
@@ -300,194 +238,28 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-// start builds the core from stored settings, nodes and live jobs.
-func (s *Service) start(ctx context.Context) error {
-	rec, err := s.cfg.Store.GetScheduler(ctx, s.cfg.GPUType)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case errors.Is(err, store.ErrDamaged):
-		s.log.Error("stored scheduler settings unreadable; running on the defaults until they are set again", "err", err)
-		rec = store.Scheduler{}
-	case err != nil:
-		return fmt.Errorf("scheduler %s: load settings: %w", s.cfg.GPUType, err)
-	}
-	s.settings = rec.Settings
-	alloc := s.allocator(rec.Settings)
-	core, err := scheduler.NewCore(scheduler.Config{
-		GPUType: s.cfg.GPUType, Allocator: alloc, Placer: s.cfg.Placer, Port: s.cfg.Backend,
-		RateLimit: s.rateLimit(rec.Settings), StartInterval: s.cfg.StartInterval, Tick: s.cfg.Tick, Logger: s.log, Stopwatch: clock.RealClock{},
-		ApplyParallelism: s.cfg.ApplyParallelism,
-	})
+// afterCycle records a cycle: metrics, fresh estimates for the next cycle,
+// and every changed job status. Loop goroutine only.
+func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err error) {
+	gt := s.cfg.GPUType
+	m := s.cfg.Metrics
+	s.statuses.cycled(rep.Time)
+	m.Reschedules.WithLabelValues(gt).Inc()
+	m.LastReschedule.WithLabelValues(gt).Set(unixSeconds(s.cfg.WallClock.Now()))
+	m.RescheduleDuration.WithLabelValues(gt).Observe(rep.Duration.Seconds())
+	m.AllocatorDuration.WithLabelValues(gt, rep.Algorithm).Observe(rep.AllocateDuration.Seconds())
+	m.PlacementDuration.WithLabelValues(gt).Observe(rep.PlaceDuration.Seconds())
+	m.WorkersMigrated.WithLabelValues(gt).Add(float64(rep.Migrated))
+	m.LaunchersRestarted.WithLabelValues(gt).Add(float64(len(rep.Actions) - rep.FailedActions))
 	if err != nil {
-		return fmt.Errorf("scheduler %s: %w", s.cfg.GPUType, err)
+		s.log.Error("scheduling cycle failed", "err", err)
+	} else if len(rep.Actions) > 0 {
+		s.log.Info("cycle", "jobs", rep.Jobs, "allocated", rep.Allocated, "gpus", rep.GPUs,
+			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions,
+			"limited", rep.Limited, "deferred", len(rep.Deferred))
 	}
-	s.core = core
-	now := s.cfg.Clock.Now()
-	for _, n := range s.cfg.Backend.Nodes() {
-		if err := core.AddNode(now, n); err != nil {
-			return fmt.Errorf("scheduler %s: %w", s.cfg.GPUType, err)
-		}
-	}
-	jobs, err := s.cfg.Store.ListJobs(ctx, store.ListOptions{GPUType: s.cfg.GPUType, Live: true})
-	if err != nil {
-		return fmt.Errorf("scheduler %s: recover jobs: %w", s.cfg.GPUType, err)
-	}
-	// The loop does not run yet: this goroutine owns the core, and the
-	// list is as fresh as any read.
-	for _, j := range jobs {
-		s.reconcile(ctx, now, j)
-	}
-	s.gpusPerNode()
-	s.loadHistories(ctx)
-	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", core.Len())
-	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
-	s.loop.OnCycle = s.afterCycle
-	return nil
-}
-
-// allocator builds the stored algorithm, or the default when the stored
-// one cannot be built (an algorithm removed since, say). New checked that
-// the default builds.
-func (s *Service) allocator(set store.Settings) algorithm.Allocator {
-	name := set.Algorithm
-	if name == "" {
-		name = s.cfg.DefaultAlgorithm
-	}
-	a, err := s.cfg.Algorithms.NewFromMap(name, set.Params)
-	if err == nil {
-		return a
-	}
-	s.log.Error("stored algorithm unusable; using the default", "algorithm", name, "err", err)
-	a, _ = s.cfg.Algorithms.NewFromMap(s.cfg.DefaultAlgorithm, nil)
-	return a
-}
-
-func (s *Service) rateLimit(set store.Settings) time.Duration {
-	if set.RateLimit != 0 {
-		return set.RateLimit // negative: no rate limit
-	}
-	if s.cfg.DefaultRateLimit != 0 {
-		return s.cfg.DefaultRateLimit
-	}
-	return scheduler.DefaultRateLimit
-}
-
-// reconcile makes the core agree with a stored job: admit a live job it
-// does not hold, cancel one whose deletion was requested, apply a
-// priority change, drop one that ended elsewhere, set aside a record that
-// cannot be restored. j must be fresh: read on the loop goroutine (or
-// before the loop starts) after every write this service made, so that a
-// job this service finished is never admitted again from an older copy.
-func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
-	name := j.Name
-	if _, pending := s.final[name]; pending {
-		return // finished here; its terminal status is on its way to the store
-	}
-	t, held := s.jobs[name]
-	switch {
-	case j.Unreadable != "":
-		if held {
-			s.drop(ctx, now, name)
-		}
-		s.setAside(ctx, now, name, "the stored record cannot be decoded: "+j.Unreadable)
-	case j.Status.State.Status.Done():
-		if held {
-			s.log.Warn("job ended elsewhere; dropping it", "job", name, "status", string(j.Status.State.Status))
-			s.drop(ctx, now, name)
-		}
-	case j.DeleteRequested:
-		if held {
-			s.finish(ctx, now, name, model.StatusCanceled)
-		} else {
-			s.saveTerminal(ctx, now, j, model.StatusCanceled)
-		}
-	case held:
-		if cur, _ := s.core.Job(name); cur.Spec.Priority != j.Spec.Priority {
-			if err := s.core.SetPriority(now, name, j.Spec.Priority); err != nil {
-				s.log.Warn("set priority", "job", name, "err", err)
-			}
-		}
-		if j.StatusRevision > t.revision {
-			// Another writer changed the status: write ours over it at
-			// the next persist.
-			t.revision, t.written = j.StatusRevision, false
-		}
-		s.observeProgress(t, j)
-	default:
-		s.admit(ctx, now, j)
-		if t, ok := s.jobs[name]; ok {
-			s.observeProgress(t, j)
-		}
-	}
-}
-
-// admit brings a live job into the core: a new one waits in queue 0; one
-// the scheduler had seen before resumes with its saved state. A record
-// that cannot be admitted is set aside.
-func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
-	name := j.Name
-	if j.Spec.GPUType != s.cfg.GPUType {
-		s.log.Warn("job of another GPU type; ignoring it", "job", name, "jobGPUType", j.Spec.GPUType)
-		return
-	}
-	if err := j.Spec.Validate(); err != nil {
-		s.setAside(ctx, now, name, "its spec is invalid: "+err.Error())
-		return
-	}
-	if err := s.cfg.Backend.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
-		s.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
-		return
-	}
-	var err error
-	if st := j.Status.State.Status; st == "" || st == model.StatusSubmitted {
-		err = s.core.Submit(now, j.Spec)
-	} else {
-		err = s.restore(ctx, now, j)
-	}
-	if err != nil {
-		s.cfg.Backend.Forget(name)
-		s.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
-		return
-	}
-	s.jobs[name] = &tracked{app: application(j), revision: j.StatusRevision, allocations: j.Status.Allocations}
-}
-
-// restore brings back a job the scheduler had seen before a restart, with
-// its queue, attained service and time counters. A job that held GPUs is
-// started again on the same nodes (the cluster pays its restart cost);
-// if that fails, it waits for the next cycle.
-func (s *Service) restore(ctx context.Context, now time.Time, j store.Job) error {
-	st := j.Status.State
-	est := j.Status.Est
-	if len(est.Speedup) == 0 && est.RemainingSeconds == 0 {
-		est.RemainingSeconds = -1
-	}
-	if len(st.Placement) > 0 {
-		a := scheduler.Action{Kind: scheduler.Start, Job: j.Name, To: st.Placement}
-		if err := s.cfg.Backend.Apply(ctx, a); err != nil {
-			s.log.Warn("cannot resume job on its last placement; it waits", "job", j.Name, "err", err)
-			st.Placement, st.GPUs = nil, 0
-		}
-	}
-	if st.GPUs == 0 && st.Status == model.StatusRunning {
-		st.Status = model.StatusWaiting
-		st.WaitingSince = now
-	}
-	return s.core.Restore(model.Job{Spec: j.Spec, State: st, Est: est})
-}
-
-// setAside marks a record that cannot be restored as Failed with why, so
-// that one bad record never stops the others. A failed write is retried
-// at the next resync, which finds the record live again.
-func (s *Service) setAside(ctx context.Context, now time.Time, name, why string) {
-	err := s.cfg.Store.SetAside(ctx, name, why, now)
-	s.storeWrote(err)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.log.Error("set aside a job record that cannot be restored; retrying at the next resync", "job", name, "reason", why, "err", err)
-		return
-	}
-	s.cfg.Metrics.JobsSetAside.WithLabelValues(s.cfg.GPUType).Inc()
-	s.log.Error("job record set aside as Failed: it cannot be restored", "job", name, "reason", why)
+	s.estimate()
+	s.persist(ctx, rep.Time, rep.Order)
 }
 
 // unixSeconds is t as fractional Unix seconds, as Prometheus timestamps are.

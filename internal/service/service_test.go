@@ -287,7 +287,7 @@ func (h *harness) run() {
 			h.t.Error("service did not stop within 10 s")
 		}
 	})
-	waitFor(h.t, "service ready", svc.ready.Load)
+	waitFor(h.t, "service ready", svc.health.ready.Load)
 }
 
 // create stores a new job as the API does.
@@ -896,9 +896,9 @@ func TestJobsDoneTogetherFinishInOneTurn(t *testing.T) {
 		go h.fake.finish(name, model.StatusCompleted)
 	}
 	waitFor(t, "every report queued", func() bool {
-		h.svc.endedMu.Lock()
-		defer h.svc.endedMu.Unlock()
-		return len(h.svc.ended) == n
+		h.svc.ended.mu.Lock()
+		defer h.svc.ended.mu.Unlock()
+		return len(h.svc.ended.m) == n
 	})
 	before := h.st.finalWrites.Load()
 	close(hold)

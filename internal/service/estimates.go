@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/goodput"
+	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -139,3 +141,99 @@ func application(j store.Job) string {
 
 // stampSuffix is the API's "-YYYYMMDD-hhmmss" with its optional "-N".
 var stampSuffix = regexp.MustCompile(`-\d{8}-\d{6}(-\d+)?$`)
+
+// goodputEstimates are the estimates of a job whose batch size Voda
+// chooses (docs/progress.md, "The batch size"): for a job that declared
+// an adaptive batch, has a fitted throughput model and follows the
+// advice, the speedup on k GPUs is that of the best batch on k (packed
+// gpusPerNode to a node) over the best batch on one, with the batch for
+// each k, up to maxWorkers. Its remaining time on one GPU is the work
+// left, counted in steps of its initial batch (epochs left times the
+// samples of an epoch, as its reports' samples and epochs say, over the
+// initial batch), over the goodput of the best batch on one GPU; without
+// samples the collector's (fixed) remaining time stays. ok is false for
+// any other job: the collector's estimates (fixed, its fixed batch)
+// stand.
+func goodputEstimates(st *progress.State, fixed model.Estimates, remainingEpochs float64, gpusPerNode, maxWorkers int) (model.Estimates, bool) {
+	if st == nil || st.Goodput == nil {
+		return fixed, false
+	}
+	g, b := st.Goodput, st.Latest.Batch
+	if !b.Adaptive() || g.Params == nil || !g.Follows {
+		return fixed, false
+	}
+	speedup, batch, rate1 := goodput.Curve(*g.Params, g.Stats(), b.Bounds(), gpusPerNode, maxWorkers)
+	if speedup == nil {
+		return fixed, false
+	}
+	e := fixed
+	e.Speedup, e.Batch = speedup, batch
+	if l := st.Latest; l.Samples > 0 && l.Epoch > 0 && remainingEpochs >= 0 {
+		steps := remainingEpochs * float64(l.Samples) / l.Epoch / float64(b.Init)
+		e.RemainingSeconds = steps / rate1
+	}
+	return e, true
+}
+
+// estimate gives every job that reported its progress a new estimate:
+// the epochs it has left over the rate the collector fitted to what it
+// (and its application) measured, or for a job that follows the batch
+// sizes Voda advises, its goodput curve (goodputEstimates). A speedup curve never extends past the
+// cluster's GPUs, whatever a job's maximum says.
+func (s *Service) estimate() {
+	gpus, perNode := max(s.capacity(), 1), s.mostGPUs()
+	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
+		name := j.Spec.Name
+		t := s.jobs[name]
+		if t == nil || t.progress == nil {
+			continue
+		}
+		rem, ok := t.progress.RemainingEpochs(j.Spec.Epochs)
+		if !ok {
+			continue
+		}
+		e := s.collector.Estimate(name, t.app, rem, min(j.Spec.MaxWorkers, gpus))
+		e, _ = goodputEstimates(t.progress, e, rem, perNode, min(j.Spec.MaxWorkers, gpus))
+		if err := s.core.SetEstimates(name, e); err != nil {
+			s.log.Warn("set estimates", "job", name, "err", err)
+		}
+		s.jobGauges(name, t, j.Spec.Epochs, j.State, e)
+	}
+}
+
+// jobGauges sets a reporting job's Prometheus gauges: its progress, and
+// while it runs, its time left on its workers (after what is left of a
+// restart under way) and its measured speed there.
+func (s *Service) jobGauges(name string, t *tracked, epochs int, st model.JobState, e model.Estimates) {
+	gpus := st.GPUs
+	m, gt := s.cfg.Metrics, s.cfg.GPUType
+	if p, ok := t.progress.Progress(epochs); ok {
+		m.JobProgress.WithLabelValues(gt, name).Set(p)
+	}
+	if gpus <= 0 || gpus >= len(e.Speedup) || e.RemainingSeconds < 0 || e.Speedup[gpus] <= 0 {
+		m.JobRemainingSeconds.DeleteLabelValues(gt, name)
+		m.JobThroughput.DeleteLabelValues(gt, name)
+		return
+	}
+	restart := e.PendingRestart(st.LastChange, s.cfg.Clock.Now()).Seconds()
+	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(e.RemainingSeconds/e.Speedup[gpus] + restart)
+	for _, p := range s.collector.Detail(name, t.app).Placements {
+		if p.Workers == gpus {
+			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)
+		}
+	}
+}
+
+// progressOf is the fraction of a job's work done: as its reports say,
+// or as the cluster says, whichever is further (a simulated cluster knows
+// more recent progress than the last report; Kubernetes knows none), so
+// that the progress shown never goes back.
+func (s *Service) progressOf(name string, epochs int) float64 {
+	p := s.cfg.Backend.Progress(name)
+	if t := s.jobs[name]; t != nil && t.progress != nil {
+		if r, ok := t.progress.Progress(epochs); ok {
+			p = max(p, r)
+		}
+	}
+	return p
+}
