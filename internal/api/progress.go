@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
@@ -138,9 +139,9 @@ func cmpMaxWorkers(n int) int {
 }
 
 // measured fills what a job's progress reports say into its view, and its
-// estimated finish on its current workers: the remaining time on one GPU
-// over the speedup at that count, give or take the spread of its measured
-// throughput, after what is left of a restart under way.
+// estimated finish on its current workers by the scheduler's estimates
+// (estimate.Finish), give or take the spread of its measured throughput.
+// Nothing is fitted here: the view shows the job's own measurements.
 func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 	st, err := progress.Decode(j.Progress)
 	if err != nil || st == nil {
@@ -153,20 +154,18 @@ func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 	if n := st.Measured.Restarts; n > 0 {
 		m.RestartSeconds = st.Measured.RestartSeconds / float64(n)
 	}
-	c := collector.New()
-	c.SetJob(j.Name, "", st.Measured)
-	d := c.Detail(j.Name, "")
-	for _, p := range d.Placements {
+	for _, p := range collector.Placements(st.Measured) {
 		m.Throughput = append(m.Throughput, Throughput{Workers: p.Workers, Nodes: p.Nodes, EpochsPerHour: p.Rate * 3600,
 			RelativeError: p.RateRelErr, Seconds: p.Seconds})
 	}
 	out.Measured = m
-	k := out.Workers
-	if out.RemainingSeconds == nil || k <= 0 || k >= len(out.Speedup) || out.Speedup[k] <= 0 {
+	if out.RemainingSeconds == nil {
 		return
 	}
-	left := *out.RemainingSeconds / out.Speedup[k]
-	finish := now.Add(time.Duration(left*float64(time.Second)) + j.Status.Est.PendingRestart(j.Status.State.LastChange, now))
+	finish, left, ok := estimate.Finish(j.Status.Est, out.Workers, j.Status.State.LastChange, now)
+	if !ok {
+		return
+	}
 	out.EstimatedFinish = &finish
-	out.EstimatedFinishErrorSeconds = left * d.RemainingRelErr
+	out.EstimatedFinishErrorSeconds = left * collector.RemainingRelErr(st.Measured)
 }

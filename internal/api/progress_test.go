@@ -20,6 +20,12 @@ import (
 // scheduler would.
 func (f *fixture) running(name string, workers int) {
 	f.t.Helper()
+	f.runningWith(name, workers, model.Estimates{RemainingSeconds: -1})
+}
+
+// runningWith is running with the scheduler's estimates est.
+func (f *fixture) runningWith(name string, workers int, est model.Estimates) {
+	f.t.Helper()
 	ctx := context.Background()
 	j, err := f.store.GetJob(ctx, name)
 	if err != nil {
@@ -27,6 +33,7 @@ func (f *fixture) running(name string, workers int) {
 	}
 	st := j.Status
 	st.State.Status, st.State.GPUs, st.State.LastChange = model.StatusRunning, workers, f.clock.Now()
+	st.Est = est
 	res, err := f.store.SaveStatus(ctx, map[string]store.StatusWrite{name: {Status: st, Revision: j.StatusRevision}})
 	if err != nil || len(res.Conflicts) > 0 || len(res.Missing) > 0 {
 		f.t.Fatalf("save status: %v %+v", err, res)
@@ -213,9 +220,9 @@ func (f *fixture) create2(token, manifest string) string {
 	return j.Name
 }
 
-// TestProgressBatchAdvice: a job that declares an adaptive batch gets,
-// once a step time was measured, the batch size for its allocation in
-// the reply; a job with a fixed batch gets none.
+// TestProgressBatchAdvice: a job that declares an adaptive batch gets
+// the batch size the scheduler's estimates chose for its allocation in
+// the reply, split within its bounds; a job with a fixed batch gets none.
 func TestProgressBatchAdvice(t *testing.T) {
 	f := newFixture(t)
 	for _, c := range []struct {
@@ -230,7 +237,7 @@ func TestProgressBatchAdvice(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := f.create(mpiJob("batch", "1", "4", "v100"))
 			path := "/api/v1/jobs/" + j.Name + "/progress"
-			f.running(j.Name, 2)
+			f.runningWith(j.Name, 2, model.Estimates{RemainingSeconds: 100, Speedup: []float64{0, 1, 1.8}, Batch: []int{0, 256, 512}})
 			var reply map[string]any
 			for i := range 4 {
 				body := map[string]any{"generation": "g1", "workers": 2, "nodes": 1, "steps": 100 * i, "epoch": float64(i) / 4,
@@ -260,8 +267,8 @@ func TestProgressBatchAdvice(t *testing.T) {
 				return
 			}
 			size, local, accum, scale := batch["size"].(float64), batch["localSize"].(float64), batch["accumulationSteps"].(float64), batch["lrScale"].(float64)
-			if size < 128 || size > 4096 || size != 2*local*(accum+1) || local > 256 || scale < 1 {
-				t.Errorf("advice %v: want 2 workers x localSize x (accumulationSteps+1) within [128, 4096], lrScale at least 1", batch)
+			if size != 512 || size != 2*local*(accum+1) || local > 256 || scale < 1 {
+				t.Errorf("advice %v: want the estimates' 512 on 2 workers x localSize x (accumulationSteps+1), lrScale at least 1", batch)
 			}
 			s, _ := f.state(j.Name)
 			if s.Goodput == nil || s.Goodput.Advice == nil || float64(s.Goodput.Advice.Size) != size {

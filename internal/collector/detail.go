@@ -63,12 +63,7 @@ func (c *Collector) Detail(job, app string) Detail {
 	d.RestartSeconds, d.RestartKnown = c.RestartSeconds(job, app)
 	var behind *Measurements
 	if js := c.jobs[job]; js != nil {
-		for _, p := range js.m.Placements {
-			d.Placements = append(d.Placements, PlacementDetail{
-				Workers: p.Workers, Nodes: p.Nodes, Seconds: p.Seconds, Intervals: p.Intervals,
-				Rate: p.Work / p.Seconds, RateRelErr: rateRelErr(p),
-			})
-		}
+		d.Placements = Placements(js.m)
 		if src == SourceJob {
 			behind = &js.m
 		}
@@ -81,6 +76,23 @@ func (c *Collector) Detail(job, app string) Detail {
 	}
 	return d
 }
+
+// Placements are what m measured on each placement, with no fit: the
+// view of a job from its own measurements alone.
+func Placements(m Measurements) []PlacementDetail {
+	var out []PlacementDetail
+	for _, p := range m.Placements {
+		out = append(out, PlacementDetail{
+			Workers: p.Workers, Nodes: p.Nodes, Seconds: p.Seconds, Intervals: p.Intervals,
+			Rate: p.Work / p.Seconds, RateRelErr: rateRelErr(p),
+		})
+	}
+	return out
+}
+
+// RemainingRelErr is Detail's RemainingRelErr for a job measured by m
+// alone.
+func RemainingRelErr(m Measurements) float64 { return remainingRelErr(&m) }
 
 // rateRelErr is the relative standard error of a placement's rate. The
 // intervals' rates are summed as squares only, so their spread is taken

@@ -27,36 +27,33 @@ func adaptive(gen string, workers, nodes, local, accum int, steps int64, epoch f
 }
 
 // TestAdaptiveIngest follows an adaptive job: measured configurations
-// enter the table only from used intervals, a configuration already
-// measured costs no fit, a new one the model mispredicts does, the advice
-// is Best's for the allocation, and following it is recognised.
+// enter the table only from used intervals, the advice is the batch the
+// scheduler's estimates chose for the allocation (none before they chose
+// one), split within the bounds, and following it is recognised.
 func TestAdaptiveIngest(t *testing.T) {
-	alloc := Allocation{Workers: 2, Nodes: 1}
+	alloc := Allocation{Workers: 2, Nodes: 1, Batch: 128}
 	type step struct {
 		r       Report
 		alloc   Allocation
 		configs int
-		fitted  bool // a new fit (the params changed)
 		advice  bool
 		follows bool
 	}
 	steps := []step{
-		{adaptive("a", 2, 1, 64, 0, 0, 0), alloc, 0, false, false, false},
-		{adaptive("a", 2, 1, 64, 0, 100, 0.5), alloc, 0, false, false, false}, // warm-up
-		{adaptive("a", 2, 1, 64, 0, 200, 1.0), alloc, 1, true, true, false},
-		// Steady: no fit. The advice on 2 workers is the batch it runs.
-		{adaptive("a", 2, 1, 64, 0, 300, 1.5), alloc, 1, false, true, true},
-		// Resized to 4 over 2 nodes: a new generation, warm-up, then a new
-		// configuration, which the model fitted on one cannot predict. It
-		// still runs 256 on 4 workers, within an epoch of the advice: it
-		// still counts as following.
-		{adaptive("b", 4, 2, 64, 0, 300, 1.5), Allocation{Workers: 4, Nodes: 2}, 1, false, true, true},
-		{adaptive("b", 4, 2, 64, 0, 400, 2.0), Allocation{Workers: 4, Nodes: 2}, 1, false, true, true},
-		{adaptive("b", 4, 2, 64, 0, 500, 2.5), Allocation{Workers: 4, Nodes: 2}, 2, true, true, true},
+		// The scheduler has chosen no batch yet: no advice.
+		{adaptive("a", 2, 1, 64, 0, 0, 0), Allocation{Workers: 2, Nodes: 1}, 0, false, false},
+		{adaptive("a", 2, 1, 64, 0, 100, 0.5), alloc, 0, true, false}, // warm-up
+		{adaptive("a", 2, 1, 64, 0, 200, 1.0), alloc, 1, true, true},
+		{adaptive("a", 2, 1, 64, 0, 300, 1.5), alloc, 1, true, true},
+		// Resized to 4 over 2 nodes with a batch of 512: a new generation,
+		// warm-up, then a new configuration. It still runs 256 on 4
+		// workers, within an epoch of the advice: it still counts as
+		// following.
+		{adaptive("b", 4, 2, 64, 0, 300, 1.5), Allocation{Workers: 4, Nodes: 2, Batch: 512}, 1, true, true},
+		{adaptive("b", 4, 2, 64, 0, 400, 2.0), Allocation{Workers: 4, Nodes: 2, Batch: 512}, 1, true, true},
+		{adaptive("b", 4, 2, 64, 0, 500, 2.5), Allocation{Workers: 4, Nodes: 2, Batch: 512}, 2, true, true},
 	}
 	var s *State
-	var params *goodput.Params
-	var prev *Advice
 	for i, st := range steps {
 		next, out, err := Ingest(s, st.r, at(float64(30*(i+1))), st.alloc)
 		if err != nil {
@@ -69,28 +66,13 @@ func TestAdaptiveIngest(t *testing.T) {
 		if len(g.Configs) != st.configs {
 			t.Errorf("step %d: %d configurations, want %d", i, len(g.Configs), st.configs)
 		}
-		if fitted := g.Params != params; fitted != st.fitted {
-			t.Errorf("step %d: fitted %v, want %v", i, fitted, st.fitted)
-		}
-		params = g.Params
 		if (out.Advice != nil) != st.advice {
 			t.Fatalf("step %d: advice %+v, want one: %v", i, out.Advice, st.advice)
 		}
 		if out.Advice != nil {
-			stats := goodput.GradStats{Sqr: 1, Var: 100}
-			want := Advise(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Workers, st.alloc.Nodes)
-			if prev != nil && prev.Workers == want.Workers && out.Advice.Size == prev.Size {
-				// The previous advice kept: within AdviceTolerance of the best.
-				was := goodput.Evaluate(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Nodes, want.Workers, prev.Size)
-				best := goodput.Evaluate(*g.Params, stats, st.r.Batch.Bounds(), st.alloc.Nodes, want.Workers, want.Size)
-				if was.Rate < (1-AdviceTolerance)*best.Rate {
-					t.Errorf("step %d: kept advice %+v, %v of the best %+v's goodput", i, *out.Advice, was.Rate/best.Rate, want)
-				}
-				want = *prev
-			}
-			prev = out.Advice
-			if *out.Advice != want || want.Workers != st.alloc.Workers ||
-				want.Size != want.Workers*want.LocalSize*(want.AccumulationSteps+1) || want.LocalSize > 64 || want.Size < 128 || want.Size > 2048 {
+			want := Advise(goodput.GradStats{Sqr: 1, Var: 100}, st.r.Batch.Bounds(), st.alloc.Workers, st.alloc.Batch)
+			if *out.Advice != want || want.Workers != st.alloc.Workers || want.Size != st.alloc.Batch ||
+				want.Size != want.Workers*want.LocalSize*(want.AccumulationSteps+1) || want.LocalSize > 64 {
 				t.Errorf("step %d: advice %+v, want %+v within the bounds", i, *out.Advice, want)
 			}
 			if gain := (100.0 + 1) / (100.0/(float64(want.Size)/128) + 1); math.Abs(want.LRScale-gain) > 1e-12 {
@@ -105,50 +87,33 @@ func TestAdaptiveIngest(t *testing.T) {
 	// The job applies the advice at its next epoch: it follows it.
 	a := *s.Goodput.Advice
 	r := adaptive("b", 4, 2, a.LocalSize, a.AccumulationSteps, 600, 3.0)
-	next, _, err := Ingest(s, r, at(300), Allocation{Workers: 4, Nodes: 2})
-	if err != nil || !next.Goodput.Follows || len(next.Goodput.Configs) != 3 {
+	next, _, err := Ingest(s, r, at(300), Allocation{Workers: 4, Nodes: 2, Batch: 512})
+	if err != nil || !next.Goodput.Follows || len(next.Goodput.Configs) != 3 || next.Ignores() {
 		t.Fatalf("following the advice: %v, %+v", err, next.Goodput)
 	}
 	if len(s.Goodput.Configs) != 2 {
 		t.Errorf("Ingest changed the previous state's goodput: %+v", s.Goodput)
 	}
 	// Back to its initial batch for more than an epoch after the advice:
-	// it no longer follows.
+	// it no longer follows, and ignores the advice.
 	r = adaptive("b", 4, 2, 32, 0, 700, s.Goodput.AdvisedAt+1.5)
-	next, _, err = Ingest(&next, r, at(330), Allocation{Workers: 4, Nodes: 2})
-	if err != nil || next.Goodput.Follows {
-		t.Errorf("ignoring the advice: %v, follows %v", err, next.Goodput.Follows)
+	next, _, err = Ingest(&next, r, at(330), Allocation{Workers: 4, Nodes: 2, Batch: 512})
+	if err != nil || next.Goodput.Follows || !next.Ignores() {
+		t.Errorf("ignoring the advice: %v, follows %v, ignores %v", err, next.Goodput.Follows, next.Ignores())
 	}
 }
 
-// A new configuration the model already predicts costs no fit; it is kept
-// and the params are no longer a fit of every configuration. One it
-// mispredicts makes the model stale, fitted again at once the first time
-// and then at most once every RefitEvery.
-func TestObserveRefitsOnlyOnMisprediction(t *testing.T) {
+// The configuration table sums repeated measurements, keeps new ones in
+// the order first measured, and holds at most goodput.MaxConfigs.
+func TestObserveKeepsConfigurations(t *testing.T) {
 	g := &Goodput{}
-	g.observe(goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: truth.Iteration(1, 1, 32, 0)})
-	g.refit(at(0))
-	if g.Params == nil || !g.Current || g.Stale || !g.FittedAt.Equal(at(0)) {
-		t.Fatalf("no fit after the first configuration: %+v", g)
-	}
-	p := g.Params
-	o := goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 64, Iteration: p.Iteration(1, 1, 64, 0) * 1.01}
+	o := goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: 0.5}
 	g.observe(o)
-	g.refit(at(3600))
-	if g.Params != p || g.Current || g.Stale || len(g.Configs) != 2 {
-		t.Errorf("a configuration predicted within 1%%: fitted %v, current %v, stale %v, %d configs", g.Params != p, g.Current, g.Stale, len(g.Configs))
-	}
-	g.FittedAt = at(0)
-	o = goodput.Obs{Nodes: 1, Replicas: 2, Atomic: 64, Iteration: p.Iteration(1, 2, 64, 0) * 1.5}
-	g.observe(o)
-	g.refit(at(59))
-	if g.Params != p || !g.Stale || len(g.Configs) != 3 {
-		t.Errorf("mispredicted by 50%% within a minute of the last fit: fitted %v, stale %v", g.Params != p, g.Stale)
-	}
-	g.refit(at(60))
-	if g.Params == p || !g.Current || g.Stale || !g.FittedAt.Equal(at(60)) {
-		t.Errorf("a minute after the last fit: fitted %v, current %v, stale %v", g.Params != p, g.Current, g.Stale)
+	g.observe(goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 32, Iteration: 0.7})
+	g.observe(goodput.Obs{Nodes: 1, Replicas: 2, Atomic: 32, Iteration: 0.9})
+	want := []Config{{Nodes: 1, Workers: 1, Local: 32, Seconds: 1.2, N: 2}, {Nodes: 1, Workers: 2, Local: 32, Seconds: 0.9, N: 1}}
+	if len(g.Configs) != 2 || g.Configs[0] != want[0] || g.Configs[1] != want[1] {
+		t.Errorf("configs %+v, want %+v", g.Configs, want)
 	}
 	for i := range goodput.MaxConfigs + 10 {
 		g.observe(goodput.Obs{Nodes: 1, Replicas: 1, Atomic: 100 + i, Iteration: 1})
@@ -158,50 +123,25 @@ func TestObserveRefitsOnlyOnMisprediction(t *testing.T) {
 	}
 }
 
-// TestKeepAdvice: the batch advised before is advised again while it
-// promises within AdviceTolerance of the best goodput, with its
-// learning-rate scale brought up to date; otherwise the best is.
-func TestKeepAdvice(t *testing.T) {
+// TestAdvise: the advice runs the chosen batch in local batches within
+// MaxLocal, accumulating the rest, and scales the learning rate by the
+// batch's efficiency gain.
+func TestAdvise(t *testing.T) {
 	stats := goodput.GradStats{Sqr: 1, Var: 100}
 	bounds := goodput.Bounds{InitBatch: 128, MaxBatch: 2048, MaxLocal: 64}
-	best := Advise(truth, stats, bounds, 4, 1)
-	rate := func(size int) float64 { return goodput.Evaluate(truth, stats, bounds, 1, 4, size).Rate }
-	near, far := 0, 0
-	for size := 128; size <= 2048 && (near == 0 || far == 0); size += 4 {
-		r := rate(size) / rate(best.Size)
-		if size != best.Size && r >= 1-AdviceTolerance/2 && near == 0 {
-			near = size
-		}
-		if r < 1-2*AdviceTolerance && far == 0 {
-			far = size
-		}
-	}
-	if near == 0 || far == 0 {
-		t.Fatalf("no batch near (%d) or far (%d) from the best %+v", near, far, best)
-	}
-	old := func(size int) Advice {
-		a, accum := bounds.DefaultSplit(size, 4)
-		return Advice{Size: size, LocalSize: a, AccumulationSteps: accum, LRScale: 1, Workers: 4}
-	}
 	for _, c := range []struct {
-		name string
-		prev Advice
-		want int
+		workers, batch, local, accum int
 	}{
-		{"near the best: kept", old(near), near},
-		{"far from the best: replaced", old(far), best.Size},
-		{"below the bounds: replaced", old(64), best.Size},
-		{"above the bounds: replaced", old(4096), best.Size},
+		{1, 128, 64, 1},
+		{2, 128, 64, 0},
+		{4, 1024, 64, 3},
+		{8, 2048, 64, 3},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := keep(truth, stats, bounds, 1, c.prev, best)
-			if got.Size != c.want {
-				t.Errorf("keep(%d) = %+v, want size %d (best %d)", c.prev.Size, got, c.want, best.Size)
-			}
-			if got.Size == c.prev.Size && got.LRScale != stats.LRScale(got.Size, 128) {
-				t.Errorf("kept advice's lrScale %v, want %v", got.LRScale, stats.LRScale(got.Size, 128))
-			}
-		})
+		a := Advise(stats, bounds, c.workers, c.batch)
+		if a.Size != c.batch || a.LocalSize != c.local || a.AccumulationSteps != c.accum || a.Workers != c.workers ||
+			a.LRScale != stats.LRScale(c.batch, 128) {
+			t.Errorf("Advise(%d workers, %d) = %+v, want local %d, accumulation %d", c.workers, c.batch, a, c.local, c.accum)
+		}
 	}
 }
 
@@ -252,23 +192,6 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-func TestNodesFor(t *testing.T) {
-	for _, c := range []struct {
-		r     Report
-		alloc Allocation
-		want  int
-	}{
-		{Report{Workers: 4, Nodes: 1}, Allocation{Workers: 8, Nodes: 3}, 3},
-		{Report{Workers: 8, Nodes: 2}, Allocation{Workers: 8}, 2},
-		{Report{Workers: 4, Nodes: 1}, Allocation{Workers: 8}, 2},
-		{Report{Workers: 4}, Allocation{Workers: 8}, 1},
-	} {
-		if got := nodesFor(c.r, c.alloc); got != c.want {
-			t.Errorf("nodesFor(%+v, %+v) = %d, want %d", c.r, c.alloc, got, c.want)
-		}
-	}
-}
-
 // A state stored before goodput existed still decodes; a damaged goodput
 // part is dropped, not the state.
 func TestDecodeGoodput(t *testing.T) {
@@ -288,7 +211,13 @@ func TestDecodeGoodput(t *testing.T) {
 	next, _, _ = Ingest(&next, adaptive("a", 2, 1, 64, 0, 200, 1), at(60), Allocation{Workers: 2})
 	data, _ = json.Marshal(next)
 	s, err = Decode(data)
-	if err != nil || s.Goodput == nil || s.Goodput.Params == nil || *s.Goodput.Params != *next.Goodput.Params || s.Latest.Batch != next.Latest.Batch {
+	if err != nil || s.Goodput == nil || len(s.Goodput.Configs) != 1 || s.Goodput.Configs[0] != next.Goodput.Configs[0] || s.Latest.Batch != next.Latest.Batch {
 		t.Errorf("round trip: %+v, %v", s, err)
+	}
+	// A state stored when the model was fitted here still decodes; the
+	// fit is the estimator's now.
+	fitted := `{"latest":{"generation":"g","workers":2,"steps":10,"epoch":1},"measured":{},"goodput":{"configs":[{"nodes":1,"workers":2,"local":64,"accum":0,"seconds":0.5,"n":1}],"params":{"AlphaC":0.1,"BetaC":0.01,"AlphaR":0,"BetaR":0,"AlphaN":0,"BetaN":0,"Gamma":1.5},"fittedAt":"2026-11-23T10:00:00Z","current":true}}`
+	if s, err = Decode([]byte(fitted)); err != nil || s.Goodput == nil || len(s.Goodput.Configs) != 1 {
+		t.Errorf("a state with a stored fit: %+v, %v", s, err)
 	}
 }

@@ -136,7 +136,8 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 			return Reply{}, ErrFinished
 		}
 		prev := in.decode(name, j.Progress)
-		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange, Nodes: j.Status.State.Placement.Nodes()}
+		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange, Nodes: j.Status.State.Placement.Nodes(),
+			Batch: j.Status.Est.BatchAt(j.Status.State.GPUs)}
 		next, out, ferr := Ingest(prev, r, in.Clock.Now(), alloc)
 		if ferr != nil {
 			return Reply{}, ferr

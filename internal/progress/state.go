@@ -43,6 +43,10 @@ type Allocation struct {
 	ChangedAt time.Time
 	// Nodes is the nodes the workers are placed on, 0 when unknown.
 	Nodes int
+	// Batch is the global batch size the scheduler's estimates chose for
+	// Workers (model.Estimates.BatchAt), 0 when none: what an adaptive
+	// job is advised.
+	Batch int
 }
 
 // Why a report was kept but not measured (Outcome.Reason).
@@ -140,8 +144,8 @@ func sameGeneration(next State, r Report, now time.Time, alloc Allocation) (Stat
 
 // batch keeps what an adaptive job's report r, arriving at now, says of
 // its batch: the step time measured (step, nil when the interval was not
-// used), the gradient statistics, whether it follows the advice; fits the
-// model when due (refit); and returns the advice for the allocation. Nothing is kept for a job whose batch is
+// used), the gradient statistics, whether it follows the advice; and
+// returns the advice for the allocation. Nothing is kept for a job whose batch is
 // fixed, and the state is copied before it changes, so that the previous
 // state is never modified.
 func (s *State) batch(r Report, step *goodput.Obs, now time.Time, alloc Allocation) *Advice {
@@ -160,7 +164,6 @@ func (s *State) batch(r Report, step *goodput.Obs, now time.Time, alloc Allocati
 	if step != nil {
 		g.observe(*step)
 	}
-	g.refit(now)
 	g.advise(r, alloc)
 	if g.Advice == nil || g.Advice.Workers != alloc.Workers {
 		return nil

@@ -1,14 +1,14 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"regexp"
 	"slices"
 
-	"github.com/vodascheduler/voda/internal/collector"
-	"github.com/vodascheduler/voda/internal/goodput"
+	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
@@ -17,13 +17,13 @@ import (
 // What the scheduler learns from the jobs' progress reports
 // (docs/progress.md). The API (or the simulated cluster) keeps each job's
 // reports in its stored record; the scheduler reads them when it reads
-// the record (at start, at every resync, on a notification), gives the
-// collector the job's measured throughput, and estimates from the
-// reported epochs. Measurements outlive the process: a job's are in its
+// the record (at start, at every resync, on a notification), hands the
+// estimator (package estimate, the one the simulator uses) what the job
+// measured, and estimates from the reported epochs. Measurements outlive the process: a job's are in its
 // record, and an application's (what its finished jobs measured) in the
 // store's histories, which a new leader loads at start.
 
-// loadHistories gives the collector the applications' stored histories.
+// loadHistories gives the estimator the applications' stored histories.
 // One that cannot be read is skipped: its next write replaces it.
 func (s *Service) loadHistories(ctx context.Context) {
 	hist, err := s.cfg.Store.ListHistories(ctx, s.cfg.GPUType)
@@ -34,7 +34,7 @@ func (s *Service) loadHistories(ctx context.Context) {
 	apps := slices.Sorted(maps.Keys(hist))
 	for _, app := range apps {
 		s.histories[app] = true // kept, readable or not: its next write replaces it
-		var m collector.Measurements
+		var m estimate.History
 		if err := json.Unmarshal(hist[app], &m); err != nil {
 			s.log.Warn("stored history of an application cannot be read; ignoring it", "app", app, "err", err)
 			continue
@@ -43,7 +43,7 @@ func (s *Service) loadHistories(ctx context.Context) {
 			s.log.Warn("stored history of an application is invalid; ignoring it", "app", app, "err", err)
 			continue
 		}
-		s.collector.SetApp(app, m)
+		s.est.SetApp(app, m)
 	}
 	if len(apps) > 0 {
 		s.log.Info("loaded the applications' measured histories", "apps", len(apps))
@@ -62,25 +62,29 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 		return
 	}
 	t.progress, t.progressRevision = st, j.ProgressRevision
-	s.collector.SetJob(j.Name, t.app, st.Measured)
+	m := estimate.Measured{Throughput: st.Measured}
+	if st.Goodput != nil {
+		m.Steps = st.Goodput.Configs
+	}
+	s.est.SetJob(j.Name, t.app, m)
 }
 
 // saveHistory stores what an application's jobs measured, after one of
-// them left the collector (which then folded it into the application).
+// them left the estimator (which then folded it into the application).
 //
 // At most MaxHistories applications have a stored history per GPU type:
 // once that many are kept, those keep being updated and a new one is not
 // stored, so what is learnt of recurring applications is never pushed out
-// by one-off names. The collector then forgets an application not kept
+// by one-off names. The estimator then forgets an application not kept
 // once no live job names it, as a restarted scheduler would not know it
 // either: it holds the applications of live jobs and kept histories, not
 // every name ever used. The count is of the histories listed at start and
 // saved since, which another process (a former leader) may have added to.
 func (s *Service) saveHistory(ctx context.Context, app string) {
-	m := s.collector.App(app)
-	if len(m.Placements) == 0 && m.Restarts == 0 {
+	m := s.est.App(app)
+	if m.Empty() {
 		if !s.histories[app] {
-			s.collector.DropApp(app)
+			s.est.DropApp(app)
 		}
 		return
 	}
@@ -90,7 +94,7 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 			s.log.Warn("the store keeps the measured histories of as many applications as it may; new applications' are not kept",
 				"max", s.cfg.MaxHistories, "app", app)
 		}
-		s.collector.DropApp(app)
+		s.est.DropApp(app)
 		return
 	}
 	data, err := json.Marshal(m)
@@ -105,10 +109,10 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 	s.histories[app] = true
 }
 
-// gpusPerNode tells the collector how many GPUs a node of this type has
+// gpusPerNode tells the estimator how many GPUs a node of this type has
 // (the most any node has): the placer packs k workers on ceil(k/n) nodes,
 // so that is the placement the speedup curve is for.
-func (s *Service) gpusPerNode() { s.collector.SetGPUsPerNode(s.mostGPUs()) }
+func (s *Service) gpusPerNode() { s.est.SetGPUsPerNode(s.mostGPUs()) }
 
 // mostGPUs is the most GPUs a node of this type has.
 func (s *Service) mostGPUs() int {
@@ -142,63 +146,53 @@ func application(j store.Job) string {
 // stampSuffix is the API's "-YYYYMMDD-hhmmss" with its optional "-N".
 var stampSuffix = regexp.MustCompile(`-\d{8}-\d{6}(-\d+)?$`)
 
-// goodputEstimates are the estimates of a job whose batch size Voda
-// chooses (docs/progress.md, "The batch size"): for a job that declared
-// an adaptive batch, has a fitted throughput model and follows the
-// advice, the speedup on k GPUs is that of the best batch on k (packed
-// gpusPerNode to a node) over the best batch on one, with the batch for
-// each k, up to maxWorkers. Its remaining time on one GPU is the work
-// left, counted in steps of its initial batch (epochs left times the
-// samples of an epoch, as its reports' samples and epochs say, over the
-// initial batch), over the goodput of the best batch on one GPU; without
-// samples the collector's (fixed) remaining time stays. ok is false for
-// any other job: the collector's estimates (fixed, its fixed batch)
-// stand.
-func goodputEstimates(st *progress.State, fixed model.Estimates, remainingEpochs float64, gpusPerNode, maxWorkers int) (model.Estimates, bool) {
-	if st == nil || st.Goodput == nil {
-		return fixed, false
-	}
-	g, b := st.Goodput, st.Latest.Batch
-	if !b.Adaptive() || g.Params == nil || !g.Follows {
-		return fixed, false
-	}
-	speedup, batch, rate1 := goodput.Curve(*g.Params, g.Stats(), b.Bounds(), gpusPerNode, maxWorkers)
-	if speedup == nil {
-		return fixed, false
-	}
-	e := fixed
-	e.Speedup, e.Batch = speedup, batch
-	if l := st.Latest; l.Samples > 0 && l.Epoch > 0 && remainingEpochs >= 0 {
-		steps := remainingEpochs * float64(l.Samples) / l.Epoch / float64(b.Init)
-		e.RemainingSeconds = steps / rate1
-	}
-	return e, true
-}
-
-// estimate gives every job that reported its progress a new estimate:
-// the epochs it has left over the rate the collector fitted to what it
-// (and its application) measured, or for a job that follows the batch
-// sizes Voda advises, its goodput curve (goodputEstimates). A speedup curve never extends past the
-// cluster's GPUs, whatever a job's maximum says.
+// estimate gives every job that reported its progress a new estimate
+// from the estimator (docs/progress.md, "One estimator"). A speedup curve
+// never extends past the cluster's GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
-	gpus, perNode := max(s.capacity(), 1), s.mostGPUs()
+	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
-		name := j.Spec.Name
-		t := s.jobs[name]
+		t := s.jobs[j.Spec.Name]
 		if t == nil || t.progress == nil {
 			continue
 		}
-		rem, ok := t.progress.RemainingEpochs(j.Spec.Epochs)
+		ej, ok := estimateJob(t.progress, j.Spec, t.app, gpus)
 		if !ok {
 			continue
 		}
-		e := s.collector.Estimate(name, t.app, rem, min(j.Spec.MaxWorkers, gpus))
-		e, _ = goodputEstimates(t.progress, e, rem, perNode, min(j.Spec.MaxWorkers, gpus))
-		if err := s.core.SetEstimates(name, e); err != nil {
-			s.log.Warn("set estimates", "job", name, "err", err)
+		e := s.est.Estimate(ej)
+		if err := s.core.SetEstimates(ej.Name, e); err != nil {
+			s.log.Warn("set estimates", "job", ej.Name, "err", err)
 		}
-		s.jobGauges(name, t, j.Spec.Epochs, j.State, e)
+		s.jobGauges(ej.Name, t, j.Spec.Epochs, j.State, e)
 	}
+}
+
+// estimateJob is what the estimator is told of a job from its reports:
+// the epochs it has left, and for a job that declared an adaptive batch,
+// its bounds, its gradient statistics and the steps of its initial batch
+// left (epochs left times the samples of an epoch, as its reports'
+// samples and epochs say, over the initial batch). A job that ignores
+// the batch sizes advised is estimated at the batch it runs. ok is false
+// when the reports do not say how many epochs are left.
+func estimateJob(st *progress.State, spec model.JobSpec, app string, gpus int) (estimate.Job, bool) {
+	rem, ok := st.RemainingEpochs(spec.Epochs)
+	if !ok {
+		return estimate.Job{}, false
+	}
+	ej := estimate.Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: rem, RemainingSteps: -1}
+	b, l := st.Latest.Batch, st.Latest
+	if !b.Adaptive() || st.Goodput == nil {
+		return ej, true
+	}
+	ej.Bounds, ej.Grad = b.Bounds(), st.Goodput.Stats()
+	if st.Ignores() {
+		ej.Bounds.Fixed = int(cmp.Or(l.GlobalBatchSize, b.Init))
+	}
+	if l.Samples > 0 && l.Epoch > 0 {
+		ej.RemainingSteps = rem * float64(l.Samples) / l.Epoch / float64(b.Init)
+	}
+	return ej, true
 }
 
 // jobGauges sets a reporting job's Prometheus gauges: its progress, and
@@ -210,14 +204,15 @@ func (s *Service) jobGauges(name string, t *tracked, epochs int, st model.JobSta
 	if p, ok := t.progress.Progress(epochs); ok {
 		m.JobProgress.WithLabelValues(gt, name).Set(p)
 	}
-	if gpus <= 0 || gpus >= len(e.Speedup) || e.RemainingSeconds < 0 || e.Speedup[gpus] <= 0 {
+	now := s.cfg.Clock.Now()
+	finish, _, ok := estimate.Finish(e, gpus, st.LastChange, now)
+	if !ok {
 		m.JobRemainingSeconds.DeleteLabelValues(gt, name)
 		m.JobThroughput.DeleteLabelValues(gt, name)
 		return
 	}
-	restart := e.PendingRestart(st.LastChange, s.cfg.Clock.Now()).Seconds()
-	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(e.RemainingSeconds/e.Speedup[gpus] + restart)
-	for _, p := range s.collector.Detail(name, t.app).Placements {
+	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(finish.Sub(now).Seconds())
+	for _, p := range s.est.Detail(name, t.app).Placements {
 		if p.Workers == gpus {
 			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)
 		}

@@ -3,14 +3,13 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"math"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -93,7 +92,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	// job of the application, never measured, gets its rate.
 	h2 := h.restart(newFakeBackend(1, 4))
 	var d collector.Detail
-	h2.do(func() { d = h2.svc.collector.Detail("new", "a") })
+	h2.do(func() { d = h2.svc.est.Detail("new", "a") })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
 		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
 	}
@@ -148,7 +147,7 @@ func TestHistoriesBounded(t *testing.T) {
 			}
 			h.do(func() {
 				for _, app := range c.saved {
-					h.svc.collector.SetApp(app, m)
+					h.svc.est.SetApp(app, estimate.History{Measurements: m})
 					h.svc.saveHistory(ctx, app)
 				}
 			})
@@ -161,12 +160,12 @@ func TestHistoriesBounded(t *testing.T) {
 			}
 			h.do(func() {
 				for app := range c.want {
-					if m := h.svc.collector.App(app); len(m.Placements) == 0 {
+					if m := h.svc.est.App(app); len(m.Placements) == 0 {
 						t.Errorf("the collector forgot kept application %s", app)
 					}
 				}
 				for _, app := range c.forgotten {
-					if m := h.svc.collector.App(app); len(m.Placements) != 0 {
+					if m := h.svc.est.App(app); len(m.Placements) != 0 {
 						t.Errorf("the collector still holds application %s, whose history is not kept: %+v", app, m)
 					}
 				}
@@ -201,56 +200,55 @@ func TestApplication(t *testing.T) {
 	}
 }
 
-// TestGoodputEstimates: a job that declared an adaptive batch and
-// follows the advice is estimated with its goodput curve and the batch
-// per worker count; a job with a fixed batch, one that ignores the
-// advice, and one without a model keep the collector's estimates.
-func TestGoodputEstimates(t *testing.T) {
-	params := goodput.Params{AlphaC: 0.05, BetaC: 0.004, AlphaR: 0.04, BetaR: 0.004, AlphaN: 0.12, BetaN: 0.01, Gamma: 1.5}
+// TestEstimateJob: what the estimator is told of a job from its reports.
+// An adaptive job gets its bounds, gradient statistics and the steps of
+// its initial batch left; one that ignores the advice is pinned at the
+// batch it runs; a fixed batch, or no goodput state, gets throughput
+// only; a job whose epochs are unknown is not estimated.
+func TestEstimateJob(t *testing.T) {
 	bounds := progress.Batch{Init: 128, Max: 4096, MaxLocal: 256}
-	fixed := model.Estimates{RemainingSeconds: 5000, Speedup: []float64{0, 1, 1.9, 2.7, 3.4}, RestartSeconds: 12}
-	state := func(b progress.Batch, follows, fitted bool, samples int64) *progress.State {
+	state := func(b progress.Batch, follows, advised bool, samples int64) *progress.State {
 		g := &progress.Goodput{Follows: follows, GradSqNorm: 1, GradVariance: 20}
-		if fitted {
-			g.Params = &params
+		if advised {
+			g.Advice = &progress.Advice{Size: 512, Workers: 4}
 		}
-		return &progress.State{Latest: progress.Report{Epoch: 2, Samples: samples, Batch: b}, Goodput: g}
+		return &progress.State{Latest: progress.Report{Epoch: 2, Samples: samples, GlobalBatchSize: 256, Batch: b}, Goodput: g}
 	}
-	curve, batch, rate1 := goodput.Curve(params, goodput.GradStats{Sqr: 1, Var: 20}, bounds.Bounds(), 4, 8)
+	spec := model.JobSpec{Name: "j", MaxWorkers: 64, Epochs: 12}
 	for _, c := range []struct {
-		name    string
-		st      *progress.State
-		goodput bool
-		remain  float64
+		name   string
+		st     *progress.State
+		bounds goodput.Bounds
+		steps  float64
 	}{
-		{"follows the advice", state(bounds, true, true, 2*51200), true, 10 * 51200 / 128 / rate1},
-		{"follows, no samples reported", state(bounds, true, true, 0), true, fixed.RemainingSeconds},
-		{"ignores the advice", state(bounds, false, true, 2*51200), false, fixed.RemainingSeconds},
-		{"no model yet", state(bounds, true, false, 2*51200), false, fixed.RemainingSeconds},
-		{"fixed batch", state(progress.Batch{Init: 128, Max: 128}, true, true, 2*51200), false, fixed.RemainingSeconds},
-		{"no goodput state", &progress.State{}, false, fixed.RemainingSeconds},
-		{"never reported", nil, false, fixed.RemainingSeconds},
+		{"follows the advice", state(bounds, true, true, 2*51200), bounds.Bounds(), 10 * 51200 / 128},
+		{"not advised yet", state(bounds, false, false, 2*51200), bounds.Bounds(), 10 * 51200 / 128},
+		{"no samples reported", state(bounds, true, true, 0), bounds.Bounds(), -1},
+		{"ignores the advice", state(bounds, false, true, 2*51200), func() goodput.Bounds { b := bounds.Bounds(); b.Fixed = 256; return b }(), 10 * 51200 / 128},
+		{"fixed batch", state(progress.Batch{Init: 128, Max: 128}, true, true, 2*51200), goodput.Bounds{}, -1},
+		{"no goodput state", &progress.State{Latest: progress.Report{Epoch: 2}}, goodput.Bounds{}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e, ok := goodputEstimates(c.st, fixed, 10, 4, 8)
-			if ok != c.goodput {
-				t.Fatalf("goodput estimates: %v, want %v", ok, c.goodput)
+			ej, ok := estimateJob(c.st, spec, "app", 32)
+			if !ok {
+				t.Fatal("not estimated")
 			}
-			if math.Abs(e.RemainingSeconds-c.remain) > 1e-9*c.remain || e.RestartSeconds != fixed.RestartSeconds {
-				t.Errorf("remaining %v s, restart %v s; want %v, %v", e.RemainingSeconds, e.RestartSeconds, c.remain, fixed.RestartSeconds)
+			if ej.Name != "j" || ej.App != "app" || ej.MaxWorkers != 32 || ej.Remaining != 10 {
+				t.Errorf("job %+v: want j of app, 32 workers at most (the cluster's), 10 epochs left", ej)
 			}
-			if !c.goodput {
-				if !slices.Equal(e.Speedup, fixed.Speedup) || e.Batch != nil {
-					t.Errorf("estimates %+v, want the collector's %+v", e, fixed)
-				}
-				return
+			if keyOfBounds(ej.Bounds) != keyOfBounds(c.bounds) || ej.RemainingSteps != c.steps {
+				t.Errorf("bounds %+v, steps left %v; want %+v, %v", ej.Bounds, ej.RemainingSteps, c.bounds, c.steps)
 			}
-			if !slices.Equal(e.Speedup, curve) || !slices.Equal(e.Batch, batch) || len(e.Speedup) != 9 {
-				t.Errorf("speedup %v batch %v, want goodput's %v %v", e.Speedup, e.Batch, curve, batch)
-			}
-			if e.BatchAt(8) <= e.BatchAt(1) {
-				t.Errorf("the batch on 8 GPUs (%d) is not above the one on 1 (%d): %v", e.BatchAt(8), e.BatchAt(1), e.Batch)
+			if c.bounds.InitBatch > 0 && ej.Grad != (goodput.GradStats{Sqr: 1, Var: 20}) {
+				t.Errorf("gradient statistics %+v", ej.Grad)
 			}
 		})
 	}
+	if _, ok := estimateJob(&progress.State{}, model.JobSpec{Name: "j"}, "app", 8); ok {
+		t.Error("a job whose epochs nobody knows was estimated")
+	}
+}
+
+func keyOfBounds(b goodput.Bounds) [5]int {
+	return [5]int{b.InitBatch, b.MaxBatch, b.MinLocal, b.MaxLocal, b.Fixed}
 }

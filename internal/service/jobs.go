@@ -202,7 +202,7 @@ func (s *Service) takeOut(ctx context.Context, now time.Time, name string, why e
 			s.log.Warn("halt finished job", "job", name, "err", err)
 		}
 	}
-	s.collector.Forget(name)
+	s.est.Forget(name)
 	m := s.cfg.Metrics
 	for _, g := range []*prometheus.GaugeVec{m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds} {
 		g.DeleteLabelValues(s.cfg.GPUType, name)

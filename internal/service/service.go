@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
-	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -125,9 +125,9 @@ type Service struct {
 	ended endedJobs
 
 	// Owned by the loop goroutine once Run started.
-	core      *scheduler.Core
-	loop      *scheduler.Loop
-	collector *collector.Collector
+	core *scheduler.Core
+	loop *scheduler.Loop
+	est  *estimate.Online
 	// jobs are the live jobs the core holds.
 	jobs     map[string]*tracked
 	settings settings
@@ -176,8 +176,8 @@ func New(cfg Config) (*Service, error) {
 	h := &health{gpuType: cfg.GPUType, metrics: cfg.Metrics, wall: cfg.WallClock}
 	return &Service{
 		cfg: cfg, log: log, health: h,
-		collector: collector.New(),
-		jobs:      map[string]*tracked{},
+		est:  estimate.NewOnline(estimate.Options{StepModels: true}),
+		jobs: map[string]*tracked{},
 		settings: settings{algorithms: cfg.Algorithms, defaultAlgorithm: cfg.DefaultAlgorithm,
 			defaultRateLimit: cfg.DefaultRateLimit, log: log},
 		statuses: statuses{gpuType: cfg.GPUType, store: cfg.Store, health: h, metrics: cfg.Metrics, log: log,
