@@ -112,7 +112,7 @@ func runCreate(cmd *cobra.Command, o *clientOptions, f *createFlags) error {
 	}
 	ns := f.namespace
 	if ns == "" {
-		if ns, err = o.namespace(); err != nil {
+		if ns, err = o.Namespace(); err != nil {
 			return err
 		}
 	}
@@ -289,7 +289,7 @@ func runGetJobs(cmd *cobra.Command, o *clientOptions, f *getJobsFlags, names []s
 	case ns != "" && f.allNamespaces:
 		return errors.New("--namespace and --all-namespaces cannot be combined")
 	case ns == "" && !f.allNamespaces && len(names) == 0:
-		if ns, err = o.namespace(); err != nil {
+		if ns, err = o.Namespace(); err != nil {
 			return err
 		}
 	}
