@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/clientconfig"
 )
 
 func TestGetSchedulers(t *testing.T) {
@@ -184,41 +184,16 @@ func TestServerUnreachable(t *testing.T) {
 func TestServerFlagWinsOverEnv(t *testing.T) {
 	flagAPI := newFakeAPI(t, testJobs()[:1], nil)
 	envAPI := newFakeAPI(t, testJobs()[1:2], nil)
-	t.Setenv(serverEnv, envAPI.URL)
+	t.Setenv(clientconfig.ServerEnv, envAPI.URL)
 
 	if got := mustVoda(t, "get", "jobs", "-o", "name"); got != "mnist-20250601-100000\n" {
-		t.Errorf("with $%s only: %q, want the job of the environment's server", serverEnv, got)
+		t.Errorf("with $%s only: %q, want the job of the environment's server", clientconfig.ServerEnv, got)
 	}
 	if got := mustVoda(t, "get", "jobs", "-o", "name", "--server", flagAPI.URL); got != "resnet-20250601-060000\n" {
-		t.Errorf("with --server and $%s: %q, want the job of the flag's server", serverEnv, got)
+		t.Errorf("with --server and $%s: %q, want the job of the flag's server", clientconfig.ServerEnv, got)
 	}
 	if len(flagAPI.Requests()) != 1 || len(envAPI.Requests()) != 1 {
 		t.Errorf("requests to the flag's and the environment's server = %d, %d; want 1, 1", len(flagAPI.Requests()), len(envAPI.Requests()))
-	}
-}
-
-func TestServerDefault(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	addr := func(o *clientOptions) string {
-		t.Helper()
-		a, _, _, err := o.serverAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	for _, env := range []string{"", "  "} {
-		t.Setenv(serverEnv, env)
-		if got, want := addr(&clientOptions{}), "http://"+api.DefaultServerAddr; got != want {
-			t.Errorf("serverAddr with $%s=%q = %q, want %q", serverEnv, env, got, want)
-		}
-	}
-	t.Setenv(serverEnv, "voda.example.com:80")
-	if got := addr(&clientOptions{}); got != "voda.example.com:80" {
-		t.Errorf("serverAddr = %q, want $%s", got, serverEnv)
-	}
-	if got := addr(&clientOptions{server: "h:1"}); got != "h:1" {
-		t.Errorf("serverAddr = %q, want the flag", got)
 	}
 }
 

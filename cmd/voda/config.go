@@ -1,21 +1,14 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/vodascheduler/voda/internal/api/client"
 )
 
 // newConfigCommand is `voda config` and `kubectl voda config`: both
 // record the Voda API in the kubeconfig context, where both read it
-// (clientOptions.serverAddr).
+// (clientconfig.Options.ServerAddr).
 func newConfigCommand(o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -28,8 +21,8 @@ vodascheduler.io); --server and $VODA_SERVER still take precedence.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return subcommandError(cmd, args, "subcommand") },
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to write (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "kubeconfig context to record the server in (default the kubeconfig's current context)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file to write (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context to record the server in (default the kubeconfig's current context)")
 
 	var caFile string
 	set := &cobra.Command{
@@ -57,52 +50,10 @@ give --server or set $VODA_SERVER instead.`,
 
 // setContextServer records server (and caFile) in the kubeconfig context.
 func setContextServer(cmd *cobra.Command, o *clientOptions, server, caFile string) error {
-	c, err := client.New(server, nil)
-	if err != nil {
-		return fmt.Errorf("URL: %w", err)
-	}
-	if caFile != "" {
-		abs, err := filepath.Abs(caFile)
-		if err != nil {
-			return fmt.Errorf("--certificate-authority: %w", err)
-		}
-		caFile = abs
-	}
-	po := clientcmd.NewDefaultPathOptions()
-	po.LoadingRules = kubeconfigRules(o.kubeconfig)
-	po.LoadingRules.MigrationRules = nil
-	cfg, err := po.GetStartingConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	name := o.context
-	if name == "" {
-		name = cfg.CurrentContext
-	}
-	kctx := cfg.Contexts[name]
-	switch {
-	case kctx != nil:
-	case o.context != "":
-		return fmt.Errorf("--context %q: the kubeconfig (%s) has no such context", o.context, kubeconfigFiles(po.LoadingRules))
-	case len(cfg.Contexts) == 0:
-		return fmt.Errorf("the kubeconfig (%s) has no context to record the server in: without Kubernetes, give --server or set $%s instead",
-			kubeconfigFiles(po.LoadingRules), serverEnv)
-	case name == "":
-		return errors.New("the kubeconfig has no current context: choose one with --context")
-	default:
-		return fmt.Errorf("the kubeconfig's current context %q does not exist: choose one with --context", name)
-	}
-	raw, err := json.Marshal(vodaExtension{Server: c.BaseURL(), CertificateAuthority: caFile})
+	name, recorded, err := o.SetServer(server, caFile)
 	if err != nil {
 		return err
 	}
-	if kctx.Extensions == nil {
-		kctx.Extensions = map[string]runtime.Object{}
-	}
-	kctx.Extensions[vodaExtensionName] = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
-	if err := clientcmd.ModifyConfig(po, *cfg, false); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Context %q uses the Voda API at %s.\n", name, c.BaseURL())
+	fmt.Fprintf(cmd.OutOrStdout(), "Context %q uses the Voda API at %s.\n", name, recorded)
 	return nil
 }

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/clientconfig"
 )
 
 // `voda config set-server` records the server in the kubeconfig context as
@@ -18,20 +17,16 @@ func TestConfigSetServer(t *testing.T) {
 	kc := pluginKubeconfig(t)
 	fake := newFakeAPI(t, []api.Job{{Name: "a-1", Namespace: "team-a", Status: "Running"}}, nil)
 	t.Setenv("KUBECONFIG", "")
-	t.Setenv(serverEnv, "")
-	t.Setenv(tokenEnv, "")
+	t.Setenv(clientconfig.ServerEnv, "")
+	t.Setenv(clientconfig.TokenEnv, "")
 
 	recorded := func(context string) string {
 		t.Helper()
-		cfg, err := clientcmd.LoadFromFile(kc)
+		addr, _, _, err := (clientconfig.Options{Kubeconfig: kc, Context: context}).ServerAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ext, err := contextVoda(context, cfg.Contexts[context])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ext.Server
+		return addr
 	}
 
 	out := mustVoda(t, "config", "set-server", fake.URL, "--kubeconfig", kc)

@@ -3,14 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/internal/clientconfig"
 )
 
 // The same binary is Voda's kubectl plugin (docs/cli.md): installed, or
@@ -21,30 +20,6 @@ const (
 	pluginName         = "kubectl-voda"
 	pluginCompleteName = "kubectl_complete-voda"
 )
-
-// vodaExtensionName names the extension of a kubeconfig context that says
-// where that cluster's Voda API is (vodaExtension).
-const vodaExtensionName = "vodascheduler.io"
-
-// vodaExtension is a kubeconfig context's extension vodaExtensionName:
-//
-//	contexts:
-//	- name: prod
-//	  context:
-//	    cluster: prod
-//	    user: alice
-//	    extensions:
-//	    - name: vodascheduler.io
-//	      extension:
-//	        server: https://voda.example.com
-//	        certificate-authority: /etc/voda/ca.crt
-//
-// `voda config set-server` and `kubectl voda config set-server` write it
-// (config.go).
-type vodaExtension struct {
-	Server               string `json:"server"`
-	CertificateAuthority string `json:"certificate-authority,omitempty"`
-}
 
 // programMode tells from the name the program was run by whether it is
 // the plugin (kubectl-voda, maybe with an extension such as .exe) or the
@@ -64,7 +39,7 @@ func programMode(arg0 string) (plugin, complete bool) {
 // commands, taking the server, the credentials and the namespace from the
 // kubeconfig context as kubectl does, and `config set-server`.
 func newPluginCommand() *cobra.Command {
-	o := &clientOptions{plugin: true}
+	o := &clientOptions{Options: clientconfig.Options{Plugin: true}}
 	root := &cobra.Command{
 		Use:   pluginName,
 		Short: "Voda's command-line client as a kubectl plugin",
@@ -106,26 +81,6 @@ func asKubectlVoda(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		asKubectlVoda(sub)
 	}
-}
-
-// contextVoda reads a context's vodaExtension; a context without one is
-// the zero value.
-func contextVoda(name string, kctx *clientcmdapi.Context) (vodaExtension, error) {
-	var ext vodaExtension
-	obj, ok := kctx.Extensions[vodaExtensionName]
-	if !ok {
-		return ext, nil
-	}
-	u, ok := obj.(*runtime.Unknown)
-	if !ok {
-		return ext, fmt.Errorf("kubeconfig context %q: extension %s is not an object", name, vodaExtensionName)
-	}
-	dec := json.NewDecoder(bytes.NewReader(u.Raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ext); err != nil {
-		return ext, fmt.Errorf("kubeconfig context %q: extension %s: %w", name, vodaExtensionName, err)
-	}
-	return ext, nil
 }
 
 // withNamespace gives a manifest that names no namespace the namespace

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/clientconfig"
 )
 
 func TestProgramMode(t *testing.T) {
@@ -63,8 +64,8 @@ current-context: team-a
 func runPlugin(t *testing.T, kubeconfig, stdin string, args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("KUBECONFIG", kubeconfig)
-	t.Setenv(serverEnv, "")
-	t.Setenv(tokenEnv, "")
+	t.Setenv(clientconfig.ServerEnv, "")
+	t.Setenv(clientconfig.TokenEnv, "")
 	cmd := newPluginCommand()
 	var out bytes.Buffer
 	cmd.SetIn(strings.NewReader(stdin))
@@ -93,9 +94,8 @@ func TestPluginContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ext, err := contextVoda("team-a", cfg.Contexts["team-a"])
-	if err != nil || ext.Server != fake.URL {
-		t.Fatalf("recorded extension %+v, %v; want server %s", ext, err, fake.URL)
+	if addr, _, source, err := (clientconfig.Options{Kubeconfig: kc}).ServerAddr(); err != nil || addr != fake.URL {
+		t.Fatalf("recorded server %q (from %s), %v; want %s", addr, source, err, fake.URL)
 	}
 	if cfg.AuthInfos["alice"].Token != "alice-token" || cfg.Contexts["team-a"].Namespace != "team-a" {
 		t.Errorf("set-server changed the rest of the kubeconfig: %+v %+v", cfg.AuthInfos["alice"], cfg.Contexts["team-a"])

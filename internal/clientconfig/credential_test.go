@@ -1,6 +1,7 @@
-package main
+package clientconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ import (
 
 // authRecorder is a server on 127.0.0.1 that records the Authorization
 // and Impersonate-User headers it gets. It answers 401 when unauthorized
-// is set, else the lists of jobs and schedulers.
+// is set, else a list of one scheduler.
 type authRecorder struct {
 	URL          string
 	unauthorized bool
@@ -35,19 +36,43 @@ func newAuthRecorder(t *testing.T, unauthorized bool) *authRecorder {
 		a.auths = append(a.auths, r.Header.Get("Authorization"))
 		a.impersonates = append(a.impersonates, r.Header.Get("Impersonate-User"))
 		a.mu.Unlock()
-		switch {
-		case a.unauthorized:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
-			writeJSON(w, http.StatusUnauthorized, api.Error{Error: api.ErrorDetail{Code: 401, Reason: "Unauthorized", Message: "the bearer token is not valid"}})
-		case r.URL.Path == api.RouteJobs:
-			writeJSON(w, http.StatusOK, api.JobList{Items: testJobs()})
-		default:
-			writeJSON(w, http.StatusOK, api.SchedulerList{Items: testSchedulers()})
+		if a.unauthorized {
+			writeUnauthorized(w)
+			return
 		}
+		writeJSON(w, http.StatusOK, api.SchedulerList{Items: []api.Scheduler{{GPUType: "v100"}}})
 	}))
 	t.Cleanup(srv.Close)
 	a.URL = srv.URL
 	return a
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeUnauthorized answers as the API does a request without a valid
+// token.
+func writeUnauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
+	writeJSON(w, http.StatusUnauthorized, api.Error{Error: api.ErrorDetail{Code: 401, Reason: "Unauthorized", Message: "the bearer token is not valid"}})
+}
+
+// listSchedulers makes one request to o's server with o's client, and
+// returns the credential the client carried.
+func listSchedulers(t *testing.T, o Options) (Sent, error) {
+	t.Helper()
+	c, sent, err := o.Client()
+	if err != nil {
+		return sent, err
+	}
+	scheds, err := c.ListSchedulers(t.Context())
+	if err == nil && (len(scheds) != 1 || scheds[0].GPUType != "v100") {
+		t.Errorf("schedulers %+v, want the one of the test server", scheds)
+	}
+	return sent, err
 }
 
 // Auths returns the Authorization headers seen so far, and clears them.
@@ -67,9 +92,9 @@ func isolateKubeconfig(t *testing.T) (dir string) {
 	dir = t.TempDir()
 	t.Setenv("HOME", dir)
 	t.Setenv("KUBECONFIG", "")
-	t.Setenv(tokenEnv, "")
-	t.Setenv(serverEnv, "")
-	t.Setenv(caEnv, "")
+	t.Setenv(TokenEnv, "")
+	t.Setenv(ServerEnv, "")
+	t.Setenv(CAEnv, "")
 	return dir
 }
 
@@ -118,14 +143,14 @@ func testKubeconfig(t *testing.T, dir string) string {
 }
 
 // TestKubeconfigCredential: without --token and $VODA_TOKEN the client
-// commands send the bearer token of the kubeconfig context ($KUBECONFIG or
+// sends the bearer token of the kubeconfig context ($KUBECONFIG or
 // --kubeconfig, the current context or --context): its token, tokenFile
 // or exec plugin; nothing for a user without one, or without a
 // kubeconfig; an error for a kubeconfig that does not parse or a --context
 // it does not have.
 func TestKubeconfigCredential(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("the exec plugin of the test is a bash script:", err)
+		t.Fatal("the exec plugin of the test is a bash script:", err)
 	}
 	dir := isolateKubeconfig(t)
 	kubeconfig := testKubeconfig(t, dir)
@@ -138,42 +163,47 @@ func TestKubeconfigCredential(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		env        map[string]string // $KUBECONFIG is kubeconfig unless set here
-		args       []string
+		opts       Options           // Server is srv's
 		wantAuth   string
 		wantErrors []string
 	}{
 		{name: "current context's token", wantAuth: "Bearer kube-tok"},
-		{name: "tokenFile", args: []string{"--context", "file"}, wantAuth: "Bearer file-tok"},
-		{name: "exec plugin", args: []string{"--context", "exec"}, wantAuth: "Bearer exec-tok"},
-		{name: "exec plugin with the cluster's info", args: []string{"--context", "exec-info"}, wantAuth: "Bearer exec-tok"},
-		{name: "client certificate only", args: []string{"--context", "certs"}, wantAuth: ""},
-		{name: "username and password only", args: []string{"--context", "basic"}, wantAuth: ""},
-		{name: "no impersonation", args: []string{"--context", "impersonate"}, wantAuth: "Bearer kube-tok"},
-		{name: "--kubeconfig over $KUBECONFIG", env: map[string]string{"KUBECONFIG": malformed}, args: []string{"--kubeconfig", kubeconfig}, wantAuth: "Bearer kube-tok"},
-		{name: "--token over the kubeconfig", args: []string{"--token", "flag-tok"}, wantAuth: "Bearer flag-tok"},
-		{name: "$VODA_TOKEN over the kubeconfig", env: map[string]string{tokenEnv: "env-tok"}, wantAuth: "Bearer env-tok"},
+		{name: "tokenFile", opts: Options{Context: "file"}, wantAuth: "Bearer file-tok"},
+		{name: "exec plugin", opts: Options{Context: "exec"}, wantAuth: "Bearer exec-tok"},
+		{name: "exec plugin with the cluster's info", opts: Options{Context: "exec-info"}, wantAuth: "Bearer exec-tok"},
+		{name: "client certificate only", opts: Options{Context: "certs"}, wantAuth: ""},
+		{name: "username and password only", opts: Options{Context: "basic"}, wantAuth: ""},
+		{name: "no impersonation", opts: Options{Context: "impersonate"}, wantAuth: "Bearer kube-tok"},
+		{name: "--kubeconfig over $KUBECONFIG", env: map[string]string{"KUBECONFIG": malformed}, opts: Options{Kubeconfig: kubeconfig}, wantAuth: "Bearer kube-tok"},
+		{name: "--token over the kubeconfig", opts: Options{Token: "flag-tok"}, wantAuth: "Bearer flag-tok"},
+		{name: "$VODA_TOKEN over the kubeconfig", env: map[string]string{TokenEnv: "env-tok"}, wantAuth: "Bearer env-tok"},
 		{name: "no kubeconfig", env: map[string]string{"KUBECONFIG": ""}, wantAuth: ""},
 		{name: "missing $KUBECONFIG file", env: map[string]string{"KUBECONFIG": filepath.Join(dir, "none")}, wantAuth: ""},
 		{name: "~/.kube/config", env: map[string]string{"KUBECONFIG": "", "HOME": homeWithKubeconfig(t, kubeconfig)}, wantAuth: "Bearer kube-tok"},
-		{name: "missing --kubeconfig", args: []string{"--kubeconfig", filepath.Join(dir, "none")}, wantErrors: []string{"--kubeconfig", "none", "no such file"}},
+		{name: "missing --kubeconfig", opts: Options{Kubeconfig: filepath.Join(dir, "none")}, wantErrors: []string{"--kubeconfig", "none", "no such file"}},
 		{name: "malformed kubeconfig", env: map[string]string{"KUBECONFIG": malformed}, wantErrors: []string{"kubeconfig", malformed}},
-		{name: "unknown --context", args: []string{"--context", "nope"}, wantErrors: []string{`--context "nope"`, kubeconfig}},
+		{name: "unknown --context", opts: Options{Context: "nope"}, wantErrors: []string{`--context "nope"`, kubeconfig}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", kubeconfig)
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			args := append([]string{"get", "schedulers", "--server", srv.URL}, tc.args...)
+			tc.opts.Server = srv.URL
+			_, err := listSchedulers(t, tc.opts)
 			if tc.wantErrors != nil {
-				wantError(t, args, tc.wantErrors...)
+				for _, want := range tc.wantErrors {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("error %v, want one containing %q", err, want)
+					}
+				}
 				if auths, _ := srv.Auths(); len(auths) != 0 {
 					t.Errorf("the server got %d requests, want none", len(auths))
 				}
 				return
 			}
-			if out := mustVoda(t, args...); !strings.Contains(out, "v100") {
-				t.Errorf("output:\n%s", out)
+			if err != nil {
+				t.Fatal(err)
 			}
 			auths, impersonates := srv.Auths()
 			for i, auth := range auths {
@@ -204,20 +234,6 @@ func homeWithKubeconfig(t *testing.T, kubeconfig string) string {
 		t.Fatal(err)
 	}
 	return home
-}
-
-// TestGetJobsSendsKubeconfigToken: `voda get jobs` against a loopback
-// server sends the current kubeconfig context's token.
-func TestGetJobsSendsKubeconfigToken(t *testing.T) {
-	dir := isolateKubeconfig(t)
-	t.Setenv("KUBECONFIG", testKubeconfig(t, dir))
-	srv := newAuthRecorder(t, false)
-	if out := mustVoda(t, "get", "jobs", "--server", srv.URL); !strings.Contains(out, "mnist-20250601-100000") {
-		t.Errorf("voda get jobs:\n%s", out)
-	}
-	if auths, _ := srv.Auths(); len(auths) != 1 || auths[0] != "Bearer kube-tok" {
-		t.Errorf("Authorization headers %q, want one Bearer kube-tok", auths)
-	}
 }
 
 // TestMayCarryKubeconfigToken: a kubeconfig's token goes to an https
@@ -253,24 +269,23 @@ func TestMayCarryKubeconfigToken(t *testing.T) {
 func TestKubeconfigTokenWithheld(t *testing.T) {
 	dir := isolateKubeconfig(t)
 	t.Setenv("KUBECONFIG", testKubeconfig(t, dir))
-	o := &clientOptions{server: "http://10.0.0.1:1"}
-	if _, err := o.client(); err != nil {
+	_, sent, err := Options{Server: "http://10.0.0.1:1"}.Client()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.sent.withheld || o.sent.source != "" || o.sent.kubeContext != "token" {
-		t.Errorf("sent %+v, want the token of context token withheld", o.sent)
+	if !sent.withheld || sent.source != "" || sent.kubeContext != "token" {
+		t.Errorf("sent %+v, want the token of context token withheld", sent)
 	}
-	err := o.explainUnauthorized(&client.APIError{StatusCode: http.StatusUnauthorized, Reason: "Unauthorized", Message: "the bearer token is not valid"})
-	for _, want := range []string{"the bearer token is not valid\n", `kubeconfig context "token" was withheld`, "http://10.0.0.1:1 is plain HTTP", "https", "--certificate-authority", "--token", "$" + tokenEnv} {
+	err = sent.ExplainUnauthorized(&client.APIError{StatusCode: http.StatusUnauthorized, Reason: "Unauthorized", Message: "the bearer token is not valid"})
+	for _, want := range []string{"the bearer token is not valid\n", `kubeconfig context "token" was withheld`, "http://10.0.0.1:1 is plain HTTP", "https", "--certificate-authority", "--token", "$" + TokenEnv} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
 	}
 
 	// An explicit token is the user's choice and goes anywhere.
-	o = &clientOptions{server: "http://10.0.0.1:1", token: "flag-tok"}
-	if _, err := o.client(); err != nil || o.sent.withheld || o.sent.source != "--token" {
-		t.Errorf("with --token: %v, sent %+v", err, o.sent)
+	if _, sent, err := (Options{Server: "http://10.0.0.1:1", Token: "flag-tok"}).Client(); err != nil || sent.withheld || sent.source != "--token" {
+		t.Errorf("with --token: %v, sent %+v", err, sent)
 	}
 }
 
@@ -284,7 +299,9 @@ func TestKubeconfigTokenNotRedirected(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(redirector.Close)
-	mustVoda(t, "get", "schedulers", "--server", redirector.URL)
+	if _, err := listSchedulers(t, Options{Server: redirector.URL}); err != nil {
+		t.Fatal(err)
+	}
 	if auths, _ := other.Auths(); len(auths) != 1 || auths[0] != "" {
 		t.Errorf("the server redirected to got Authorization %q, want none", auths)
 	}
@@ -300,49 +317,38 @@ func TestUnauthorizedNamesCredential(t *testing.T) {
 		name       string
 		kubeconfig string
 		env        string // $VODA_TOKEN
-		args       []string
+		opts       Options
 		want       string
 	}{
-		{name: "--token", args: []string{"--token", "flag-tok"}, want: "carried the token of --token"},
-		{name: "$VODA_TOKEN", env: "env-tok", want: "carried the token of $" + tokenEnv},
+		{name: "--token", opts: Options{Token: "flag-tok"}, want: "carried the token of --token"},
+		{name: "$VODA_TOKEN", env: "env-tok", want: "carried the token of $" + TokenEnv},
 		{name: "kubeconfig", kubeconfig: kubeconfig, want: `carried the token of kubeconfig context "token"`},
-		{name: "kubeconfig --context", kubeconfig: kubeconfig, args: []string{"--context", "file"}, want: `carried the token of kubeconfig context "file"`},
-		{name: "kubeconfig context without a token", kubeconfig: kubeconfig, args: []string{"--context", "certs"}, want: `carried no token (kubeconfig context "certs" has no token`},
-		{name: "none", want: "carried no token: give one with --token or $" + tokenEnv},
+		{name: "kubeconfig --context", kubeconfig: kubeconfig, opts: Options{Context: "file"}, want: `carried the token of kubeconfig context "file"`},
+		{name: "kubeconfig context without a token", kubeconfig: kubeconfig, opts: Options{Context: "certs"}, want: `carried no token (kubeconfig context "certs" has no token`},
+		{name: "none", want: "carried no token: give one with --token or $" + TokenEnv},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.kubeconfig)
-			t.Setenv(tokenEnv, tc.env)
-			wantError(t, append([]string{"get", "schedulers", "--server", srv.URL}, tc.args...), "the bearer token is not valid\n", tc.want)
-			wantError(t, append([]string{"delete", "job", "a", "b", "--server", srv.URL}, tc.args...), "delete a: the bearer token is not valid", "delete b:", tc.want)
+			t.Setenv(TokenEnv, tc.env)
+			tc.opts.Server = srv.URL
+			sent, err := listSchedulers(t, tc.opts)
+			err = sent.ExplainUnauthorized(err)
+			for _, want := range []string{"the bearer token is not valid\n", tc.want} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want one containing %q", err, want)
+				}
+			}
 		})
 	}
 
-	o := &clientOptions{sent: sentCredential{source: "--token"}}
+	sent := Sent{source: "--token"}
 	for _, err := range []error{
 		nil,
 		&client.APIError{StatusCode: http.StatusForbidden, Message: "user u may not delete jobs"},
 		&client.ConnectionError{Server: "http://127.0.0.1:1", Err: os.ErrDeadlineExceeded},
 	} {
-		if got := o.explainUnauthorized(err); got != err {
-			t.Errorf("explainUnauthorized(%v) = %v, want it unchanged", err, got)
-		}
-	}
-}
-
-// TestKubeconfigFlagsHelp: --help shows --kubeconfig, --context and where
-// --token defaults from.
-func TestKubeconfigFlagsHelp(t *testing.T) {
-	for _, cmd := range []string{"get", "create", "describe", "delete", "set"} {
-		out := mustVoda(t, cmd, "--help")
-		for _, want := range []string{
-			"--kubeconfig string", "(default $KUBECONFIG, else ~/.kube/config)",
-			"--context string", "kubeconfig context whose token to send",
-			"(default $" + tokenEnv + ", else the current kubeconfig context's token)",
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("voda %s --help does not contain %q:\n%s", cmd, want, out)
-			}
+		if got := sent.ExplainUnauthorized(err); got != err {
+			t.Errorf("ExplainUnauthorized(%v) = %v, want it unchanged", err, got)
 		}
 	}
 }

@@ -1,20 +1,95 @@
-package main
+package clientconfig
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
-	"k8s.io/client-go/util/homedir"
 
+	"github.com/vodascheduler/voda/internal/api/client"
 	"github.com/vodascheduler/voda/internal/auth"
 )
+
+// Sent is the credential a client sends, and where it came from, so that
+// a 401 can say which one the server refused. The zero value is a client
+// that sends no token and looked at no kubeconfig context.
+type Sent struct {
+	// source is "--token", "$VODA_TOKEN" or "kubeconfig context \"<name>\"";
+	// empty when the client sends no token.
+	source string
+	// kubeContext names the kubeconfig context whose token was withheld
+	// (withheld) or whose user has none to send; empty when no kubeconfig
+	// context was looked at.
+	kubeContext string
+	// withheld: the kubeconfig context has a token, but server is plain
+	// HTTP and not loopback.
+	withheld bool
+	server   string
+}
+
+// ExplainUnauthorized adds to an error that holds a 401 of the server a
+// line saying which credential the request carried: the server refused it,
+// or wanted one and got none. Other errors are returned as they are.
+func (s Sent) ExplainUnauthorized(err error) error {
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, s.explain())
+}
+
+// explain says which credential was sent, for a 401.
+func (s Sent) explain() string {
+	switch {
+	case s.withheld:
+		return fmt.Sprintf("The request carried no token: the token of kubeconfig context %q was withheld because %s is plain HTTP and not a loopback address, "+
+			"so anyone on the way could read a key to the cluster. Serve the API over https and give --server https://... "+
+			"(with --certificate-authority if a private authority signed its certificate), or give a token explicitly with --token or $%s.",
+			s.kubeContext, s.server, TokenEnv)
+	case s.source != "":
+		return fmt.Sprintf("The request carried the token of %s; the server did not accept it.", s.source)
+	case s.kubeContext != "":
+		return fmt.Sprintf("The request carried no token (kubeconfig context %q has no token, token file or exec plugin): give one with --token or $%s, or choose another context with --context.", s.kubeContext, TokenEnv)
+	}
+	return fmt.Sprintf("The request carried no token: give one with --token or $%s, or use a kubeconfig context that has one (--kubeconfig, --context).", TokenEnv)
+}
+
+// kubeconfigOption is the option that sends the token of the kubeconfig
+// context (--kubeconfig, --context) to server, when it may go there
+// (mayCarryKubeconfigToken); it records in sent what is sent.
+func (o Options) kubeconfigOption(server string, sent *Sent) (client.Option, error) {
+	none := client.WithTransportWrapper(nil)
+	cred, err := loadKubeCredential(o.Kubeconfig, o.Context)
+	if err != nil {
+		return nil, err
+	}
+	if cred == nil {
+		return none, nil
+	}
+	sent.kubeContext = cred.context
+	if cred.none {
+		return none, nil
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+	if !mayCarryKubeconfigToken(u) {
+		sent.withheld, sent.server = true, server
+		return none, nil
+	}
+	wrap, err := cred.wrapper(u)
+	if err != nil {
+		return nil, err
+	}
+	sent.source = fmt.Sprintf("kubeconfig context %q", cred.context)
+	return client.WithTransportWrapper(wrap), nil
+}
 
 // kubeCredential is the bearer credential of a kubeconfig context's user:
 // a token, a token file or an exec plugin. Only those are taken: a client
@@ -62,58 +137,6 @@ func loadKubeCredential(path, context string) (*kubeCredential, error) {
 		cfg.Clusters["cluster"] = cl
 	}
 	return &kubeCredential{context: name, config: *cfg}, nil
-}
-
-// kubeconfigRules are the rules kubectl loads a kubeconfig by: path
-// (--kubeconfig) when given, else the files of $KUBECONFIG, else
-// ~/.kube/config.
-func kubeconfigRules(path string) *clientcmd.ClientConfigLoadingRules {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
-		// clientcmd finds ~ when the program starts; look it up now.
-		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
-	}
-	rules.ExplicitPath = path
-	rules.MigrationRules = nil // never write a file
-	rules.WarnIfAllMissing = false
-	return rules
-}
-
-// loadKubeContext reads the kubeconfig (kubeconfigRules) and returns it
-// with the context named context, else the current one. No kubeconfig, no
-// current context or a dangling current context is a nil context and no
-// error (kubectl fails on the last, but Voda may not need one); a
-// kubeconfig that does not parse, a missing --kubeconfig and a --context
-// the kubeconfig does not have are errors.
-func loadKubeContext(path, context string) (*clientcmdapi.Config, string, *clientcmdapi.Context, error) {
-	rules := kubeconfigRules(path)
-	raw, err := rules.Load()
-	if err != nil {
-		if path != "" {
-			return nil, "", nil, fmt.Errorf("--kubeconfig: %w", err)
-		}
-		return nil, "", nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	name := context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	if name == "" {
-		return raw, "", nil, nil
-	}
-	kctx := raw.Contexts[name]
-	if kctx == nil && context != "" {
-		return nil, "", nil, fmt.Errorf("--context %q: the kubeconfig (%s) has no such context", context, kubeconfigFiles(rules))
-	}
-	return raw, name, kctx, nil
-}
-
-// kubeconfigFiles names the files loadKubeCredential read, for errors.
-func kubeconfigFiles(rules *clientcmd.ClientConfigLoadingRules) string {
-	if rules.ExplicitPath != "" {
-		return rules.ExplicitPath
-	}
-	return strings.Join(rules.Precedence, string(filepath.ListSeparator))
 }
 
 // wrapper returns the transport wrapper that adds the credential to the
