@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -62,10 +61,7 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 		return
 	}
 	t.progress, t.progressRevision = st, j.ProgressRevision
-	m := estimate.Measured{Throughput: st.Measured}
-	if st.Goodput != nil {
-		m.Steps = st.Goodput.Configs
-	}
+	_, m, _ := estimate.FromReports(st, model.JobSpec{}, t.app, 0)
 	s.est.SetJob(j.Name, t.app, m)
 }
 
@@ -156,7 +152,7 @@ func (s *Service) estimate() {
 		if t == nil || t.progress == nil {
 			continue
 		}
-		ej, ok := estimateJob(t.progress, j.Spec, t.app, gpus)
+		ej, _, ok := estimate.FromReports(t.progress, j.Spec, t.app, gpus)
 		if !ok {
 			continue
 		}
@@ -166,33 +162,6 @@ func (s *Service) estimate() {
 		}
 		s.jobGauges(ej.Name, t, j.Spec.Epochs, j.State, e)
 	}
-}
-
-// estimateJob is what the estimator is told of a job from its reports:
-// the epochs it has left, and for a job that declared an adaptive batch,
-// its bounds, its gradient statistics and the steps of its initial batch
-// left (epochs left times the samples of an epoch, as its reports'
-// samples and epochs say, over the initial batch). A job that ignores
-// the batch sizes advised is estimated at the batch it runs. ok is false
-// when the reports do not say how many epochs are left.
-func estimateJob(st *progress.State, spec model.JobSpec, app string, gpus int) (estimate.Job, bool) {
-	rem, ok := st.RemainingEpochs(spec.Epochs)
-	if !ok {
-		return estimate.Job{}, false
-	}
-	ej := estimate.Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: rem, RemainingSteps: -1}
-	b, l := st.Latest.Batch, st.Latest
-	if !b.Adaptive() || st.Goodput == nil {
-		return ej, true
-	}
-	ej.Bounds, ej.Grad = b.Bounds(), st.Goodput.Stats()
-	if st.Ignores() {
-		ej.Bounds.Fixed = int(cmp.Or(l.GlobalBatchSize, b.Init))
-	}
-	if l.Samples > 0 && l.Epoch > 0 {
-		ej.RemainingSteps = rem * float64(l.Samples) / l.Epoch / float64(b.Init)
-	}
-	return ej, true
 }
 
 // jobGauges sets a reporting job's Prometheus gauges: its progress, and
