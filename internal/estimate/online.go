@@ -33,19 +33,11 @@ var _ Estimator = (*Online)(nil)
 type curve struct {
 	params  goodput.Params
 	stats   goodput.GradStats
-	bounds  boundsKey
+	bounds  goodput.Bounds
 	limit   int
 	speedup []float64
 	batch   []int
 	rate1   float64
-}
-
-// boundsKey is the comparable part of goodput.Bounds (its Split is the
-// job's own and does not change).
-type boundsKey struct{ init, max, minLocal, maxLocal, fixed int }
-
-func keyOf(b goodput.Bounds) boundsKey {
-	return boundsKey{b.InitBatch, b.MaxBatch, b.MinLocal, b.MaxLocal, b.Fixed}
 }
 
 // NewOnline returns an estimator that knows nothing yet.
@@ -204,13 +196,13 @@ func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
 		return model.Estimates{}, false
 	}
 	c := o.curves[j.Name]
-	if c == nil || c.params != p || c.stats != j.Grad || c.bounds != keyOf(j.Bounds) || c.limit != limit {
+	if c == nil || c.params != p || c.stats != j.Grad || c.bounds != j.Bounds || c.limit != limit {
 		if c == nil {
 			c = &curve{}
 			o.curves[j.Name] = c
 		}
 		c.speedup, c.batch, c.rate1 = goodput.Curve(p, j.Grad, j.Bounds, o.gpusPerNode, limit)
-		c.params, c.stats, c.bounds, c.limit = p, j.Grad, keyOf(j.Bounds), limit
+		c.params, c.stats, c.bounds, c.limit = p, j.Grad, j.Bounds, limit
 	}
 	if c.speedup == nil {
 		return model.Estimates{}, false

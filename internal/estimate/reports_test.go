@@ -44,7 +44,7 @@ func TestFromReports(t *testing.T) {
 			if ej.Name != "j" || ej.App != "app" || ej.MaxWorkers != 32 || ej.Remaining != 10 {
 				t.Errorf("job %+v: want j of app, 32 workers at most (the cluster's), 10 epochs left", ej)
 			}
-			if keyOfBounds(ej.Bounds) != keyOfBounds(c.bounds) || ej.RemainingSteps != c.steps {
+			if ej.Bounds != c.bounds || ej.RemainingSteps != c.steps {
 				t.Errorf("bounds %+v, steps left %v; want %+v, %v", ej.Bounds, ej.RemainingSteps, c.bounds, c.steps)
 			}
 			if c.st.Goodput != nil && len(m.Steps) != len(c.st.Goodput.Configs) {
@@ -58,8 +58,4 @@ func TestFromReports(t *testing.T) {
 	if _, _, ok := FromReports(&progress.State{}, model.JobSpec{Name: "j"}, "app", 8); ok {
 		t.Error("a job whose epochs nobody knows was estimated")
 	}
-}
-
-func keyOfBounds(b goodput.Bounds) [5]int {
-	return [5]int{b.InitBatch, b.MaxBatch, b.MinLocal, b.MaxLocal, b.Fixed}
 }

@@ -29,10 +29,6 @@ type Bounds struct {
 	// Fixed > 0 pins the global batch at Fixed whatever the bounds, for a
 	// job that does not adapt; its gain is still relative to InitBatch.
 	Fixed int
-	// Split, if set, says how a global batch runs on replicas: the
-	// per-replica batch of one step and the extra accumulation steps. The
-	// default is DefaultSplit.
-	Split func(batch, replicas int) (atomic, accum int)
 }
 
 // Check reports the first bound that makes no sense.
@@ -82,9 +78,6 @@ func (b Bounds) DefaultSplit(batch, replicas int) (atomic, accum int) {
 }
 
 func (b Bounds) split(batch, replicas int) (atomic, accum int) {
-	if b.Split != nil {
-		return b.Split(batch, replicas)
-	}
 	return b.DefaultSplit(batch, replicas)
 }
 

@@ -443,7 +443,10 @@ func (j *simJob) useGoodput(opts Options, totalGPUs int) error {
 	}
 	j.prof = prof
 	initBatch, maxBatch, minLocal, maxLocal := prof.BatchLimits()
-	j.bounds = goodput.Bounds{InitBatch: initBatch, MaxBatch: maxBatch, MinLocal: minLocal, MaxLocal: maxLocal, Split: prof.Batching}
+	// The bounds are what a job's reports declare; how the profile splits
+	// a batch into local batches and accumulation steps is the job's own,
+	// which the estimator learns from the step times, as the server's does.
+	j.bounds = goodput.Bounds{InitBatch: initBatch, MaxBatch: maxBatch, MinLocal: minLocal, MaxLocal: maxLocal}
 	if !opts.AdaptiveBatch {
 		j.bounds.Fixed = j.batch
 		return nil
