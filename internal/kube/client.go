@@ -126,16 +126,6 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.Jobs == nil {
 		return nil, errors.New("kubernetes: no job source")
 	}
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
-	}
-	if len(opts.JobNamespaces) == 0 {
-		opts.JobNamespaces = []string{opts.Namespace}
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	cfg := rest.CopyConfig(opts.Config)
 	if cfg.QPS == 0 {
 		// A 500-job burst means thousands of pod updates; client-go's
@@ -153,6 +143,22 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
+	return newClient(opts, cs, dyn), nil
+}
+
+// newClient is NewClient over clients already made; the unit tests give
+// it client-go's fakes.
+func newClient(opts Options, cs kubernetes.Interface, dyn dynamic.Interface) *Client {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if len(opts.JobNamespaces) == 0 {
+		opts.JobNamespaces = []string{opts.Namespace}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[string]informerSet{}, pools: map[string]*Pool{}}
 	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelJob }
 	c.nodeFactory = informers.NewSharedInformerFactory(cs, 0)
@@ -161,7 +167,7 @@ func NewClient(opts Options) (*Client, error) {
 			informers.WithNamespace(ns), informers.WithTweakListOptions(managed)))
 		c.objectFactories = append(c.objectFactories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, managed))
 	}
-	return c, nil
+	return c
 }
 
 // Clientset returns the typed client (for leader election).
