@@ -553,6 +553,23 @@ func TestPoolEndedJobs(t *testing.T) {
 				if err := rp.Apply(t.Context(), scheduler.Action{Kind: scheduler.Start, Job: "a", To: on("n2", 2)}); err == nil {
 					t.Error("a stale start of the ended job was accepted")
 				}
+				// A worker the operator recreated late, gated: an ended job's
+				// workers are not placed.
+				late := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: "a-worker-2", Namespace: fakeNS,
+						Labels: map[string]string{LabelJob: "a", LabelGPUType: fakeGPUType, LabelReplicaIndex: "1"}},
+					Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: SchedulingGate}}},
+				}
+				if err := f.cs.CoreV1().Pods(fakeNS).Delete(t.Context(), "a-worker-1", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.cs.CoreV1().Pods(fakeNS).Create(t.Context(), late, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				f.waitFor("the late worker in the cache", func() (bool, string) {
+					return slices.ContainsFunc(rp.client.workerPods("a"), hasGate), "not cached yet"
+				})
+				f.cs.ClearActions()
 				if err := rp.reconcile(t.Context(), "a"); err != nil {
 					t.Fatal(err)
 				}
