@@ -48,7 +48,7 @@ const (
 
 // fakeGVR is where each kind's objects live, written out here rather
 // than taken from resourceOf so that a wrong resource fails the tests.
-var fakeGVR = map[string]schema.GroupVersionResource{
+var fakeGVR = map[jobspec.Kind]schema.GroupVersionResource{
 	jobspec.KindMPIJob:     {Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
 	jobspec.KindPyTorchJob: {Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
 }
@@ -159,7 +159,7 @@ func (f *fakeCluster) checkUID(fake *k8stesting.Fake, a k8stesting.Action, name 
 
 // addJob stores a job of kind with a minimal manifest, as the job source
 // gives it to the Pool.
-func (f *fakeCluster) addJob(name, kind string, status model.Status) {
+func (f *fakeCluster) addJob(name string, kind jobspec.Kind, status model.Status) {
 	container := []any{map[string]any{"name": "trainer", "image": "trainer:1"}}
 	replica := func(n int) map[string]any {
 		return map[string]any{"replicas": n, "template": map[string]any{"spec": map[string]any{"containers": container}}}
@@ -257,7 +257,7 @@ func (f *fakeCluster) waitFor(what string, cond func() (bool, string)) {
 }
 
 // object returns a job's object, or nil if there is none.
-func (f *fakeCluster) object(kind, name string) *unstructured.Unstructured {
+func (f *fakeCluster) object(kind jobspec.Kind, name string) *unstructured.Unstructured {
 	f.t.Helper()
 	obj, err := f.dyn.Resource(fakeGVR[kind]).Namespace(fakeNS).Get(context.Background(), name, metav1.GetOptions{})
 	if isNotFound(err) {
@@ -270,7 +270,7 @@ func (f *fakeCluster) object(kind, name string) *unstructured.Unstructured {
 }
 
 // workers returns the Worker replicas of a job's object (-1 without one).
-func (f *fakeCluster) workers(kind, name string) int {
+func (f *fakeCluster) workers(kind jobspec.Kind, name string) int {
 	obj := f.object(kind, name)
 	if obj == nil {
 		return -1
@@ -305,7 +305,7 @@ func (f *fakeCluster) pods(job string) map[int]corev1.Pod {
 // every missing worker index below the replicas, from the Worker template
 // (so gated), and no pod at or above it. Without the object it does
 // nothing (cascading deletion is not what these tests look at).
-func (f *fakeCluster) operate(kind, job string) {
+func (f *fakeCluster) operate(kind jobspec.Kind, job string) {
 	f.t.Helper()
 	ctx := context.Background()
 	obj := f.object(kind, job)
@@ -413,7 +413,7 @@ func (f *fakeCluster) nodesOf(job string) ([]string, string) {
 
 // converge plays operator and scheduler until a job's workers, by index,
 // run on the nodes want lists.
-func (f *fakeCluster) converge(kind, job string, want ...string) {
+func (f *fakeCluster) converge(kind jobspec.Kind, job string, want ...string) {
 	f.t.Helper()
 	f.waitFor(fmt.Sprintf("%s's workers on %v", job, want), func() (bool, string) {
 		f.operate(kind, job)

@@ -22,7 +22,7 @@ import (
 	"github.com/vodascheduler/voda/internal/scheduler"
 )
 
-var kinds = []string{jobspec.KindMPIJob, jobspec.KindPyTorchJob}
+var kinds = []jobspec.Kind{jobspec.KindMPIJob, jobspec.KindPyTorchJob}
 
 // on builds a placement from node, workers pairs.
 func on(pairs ...any) model.JobPlacement {
@@ -74,7 +74,7 @@ func TestPoolStart(t *testing.T) {
 			{"rank order is not name order", on("n3", 1, "n1", 2), []string{"n3", "n1", "n1"}},
 			{"one worker", on("n2", 1), []string{"n2"}},
 		} {
-			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFakeCluster(t, "n1", "n2", "n3")
 				f.addJob("a", kind, model.StatusWaiting)
@@ -140,7 +140,7 @@ func TestPoolResize(t *testing.T) {
 			{"migrate one", on("n1", 2), scheduler.Migrate, on("n1", 1, "n2", 1),
 				[]string{"n1", "n2"}, []string{"a-worker-1"}, []int{0}},
 		} {
-			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFakeCluster(t, "n1", "n2")
 				f.addJob("a", kind, model.StatusWaiting)
@@ -180,7 +180,7 @@ func TestPoolResize(t *testing.T) {
 // term the manifest gave, and leaves other gates alone.
 func TestPoolGates(t *testing.T) {
 	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeCluster(t, "n1", "n2")
 			f.addJob("a", kind, model.StatusWaiting)
@@ -303,7 +303,7 @@ func TestPoolHalt(t *testing.T) {
 			{"ended", true, "Succeeded", true},
 			{"never started", false, "", false},
 		} {
-			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFakeCluster(t, "n1")
 				f.addJob("a", kind, model.StatusWaiting)
@@ -371,7 +371,7 @@ func TestPoolHalt(t *testing.T) {
 
 // setCondition gives a job's object a terminal condition, as the operator
 // does when the job ends.
-func (f *fakeCluster) setCondition(kind, name, condition string) {
+func (f *fakeCluster) setCondition(kind jobspec.Kind, name, condition string) {
 	f.t.Helper()
 	obj := f.object(kind, name)
 	conds := []any{map[string]any{"type": "Created", "status": "True"}, map[string]any{"type": condition, "status": "True"}}
@@ -398,7 +398,7 @@ func TestPoolAdoptsAfterRestart(t *testing.T) {
 	f.converge(jobspec.KindPyTorchJob, "pt", "n2")
 	uids := map[string]types.UID{}
 	pods := map[string]map[int]corev1.Pod{}
-	for job, kind := range map[string]string{"mpi": jobspec.KindMPIJob, "pt": jobspec.KindPyTorchJob} {
+	for job, kind := range map[string]jobspec.Kind{"mpi": jobspec.KindMPIJob, "pt": jobspec.KindPyTorchJob} {
 		uids[job] = f.object(kind, job).GetUID()
 		pods[job] = f.pods(job)
 	}
@@ -417,7 +417,7 @@ func TestPoolAdoptsAfterRestart(t *testing.T) {
 	}
 	f.converge(jobspec.KindMPIJob, "mpi", "n1", "n1", "n2")
 	f.converge(jobspec.KindPyTorchJob, "pt", "n2", "n2")
-	for job, kind := range map[string]string{"mpi": jobspec.KindMPIJob, "pt": jobspec.KindPyTorchJob} {
+	for job, kind := range map[string]jobspec.Kind{"mpi": jobspec.KindMPIJob, "pt": jobspec.KindPyTorchJob} {
 		list, err := f.dyn.Resource(fakeGVR[kind]).Namespace(fakeNS).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -468,7 +468,7 @@ func TestPoolRefusesObjects(t *testing.T) {
 			f.addJob("a", jobspec.KindPyTorchJob, model.StatusWaiting)
 			obj := &unstructured.Unstructured{}
 			obj.SetAPIVersion("kubeflow.org/v1")
-			obj.SetKind(jobspec.KindPyTorchJob)
+			obj.SetKind(string(jobspec.KindPyTorchJob))
 			obj.SetName("a")
 			obj.SetNamespace(fakeNS)
 			tc.setup(obj)
@@ -501,7 +501,7 @@ func TestPoolEndedJobs(t *testing.T) {
 	t.Run("stored status", func(t *testing.T) {
 		for _, st := range []model.Status{model.StatusCompleted, model.StatusFailed, model.StatusCanceled} {
 			for _, kind := range kinds {
-				t.Run(kind+"/"+string(st), func(t *testing.T) {
+				t.Run(string(kind)+"/"+string(st), func(t *testing.T) {
 					t.Parallel()
 					f := newFakeCluster(t, "n1")
 					f.addJob("a", kind, st)
@@ -523,18 +523,18 @@ func TestPoolEndedJobs(t *testing.T) {
 	for _, kind := range kinds {
 		for _, tc := range []struct {
 			name string
-			end  func(f *fakeCluster, kind string)
+			end  func(f *fakeCluster, kind jobspec.Kind)
 			want model.Status
 		}{
-			{"succeeded", func(f *fakeCluster, kind string) { f.setCondition(kind, "a", "Succeeded") }, model.StatusCompleted},
-			{"failed", func(f *fakeCluster, kind string) { f.setCondition(kind, "a", "Failed") }, model.StatusFailed},
-			{"deleted by hand", func(f *fakeCluster, kind string) {
+			{"succeeded", func(f *fakeCluster, kind jobspec.Kind) { f.setCondition(kind, "a", "Succeeded") }, model.StatusCompleted},
+			{"failed", func(f *fakeCluster, kind jobspec.Kind) { f.setCondition(kind, "a", "Failed") }, model.StatusFailed},
+			{"deleted by hand", func(f *fakeCluster, kind jobspec.Kind) {
 				if err := f.dyn.Resource(fakeGVR[kind]).Namespace(fakeNS).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
 					f.t.Fatal(err)
 				}
 			}, model.StatusCanceled},
 		} {
-			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFakeCluster(t, "n1", "n2")
 				f.addJob("a", kind, model.StatusRunning)
@@ -590,7 +590,7 @@ func TestPoolEndedJobs(t *testing.T) {
 // ran is adopted as it is, not resized, and its end reported.
 func TestPoolAdoptsEndedObject(t *testing.T) {
 	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeCluster(t, "n1")
 			f.addJob("a", kind, model.StatusRunning)
