@@ -53,6 +53,16 @@ var fakeGVR = map[jobspec.Kind]schema.GroupVersionResource{
 	jobspec.KindPyTorchJob: {Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
 }
 
+// fakeWorkerPath is the path of a field of a kind's Worker replica spec,
+// written out here (not workerPath) so that a wrong path fails the tests.
+func fakeWorkerPath(kind jobspec.Kind, field ...string) []string {
+	specs := "mpiReplicaSpecs"
+	if kind == jobspec.KindPyTorchJob {
+		specs = "pytorchReplicaSpecs"
+	}
+	return append([]string{"spec", specs, "Worker"}, field...)
+}
+
 type fakeCluster struct {
 	t   *testing.T
 	cs  *k8sfake.Clientset
@@ -275,11 +285,7 @@ func (f *fakeCluster) workers(kind jobspec.Kind, name string) int {
 	if obj == nil {
 		return -1
 	}
-	specs := "mpiReplicaSpecs"
-	if kind == jobspec.KindPyTorchJob {
-		specs = "pytorchReplicaSpecs"
-	}
-	n, _, _ := unstructured.NestedInt64(obj.Object, "spec", specs, "Worker", "replicas")
+	n, _, _ := unstructured.NestedInt64(obj.Object, fakeWorkerPath(kind, "replicas")...)
 	return int(n)
 }
 
@@ -313,11 +319,7 @@ func (f *fakeCluster) operate(kind jobspec.Kind, job string) {
 		return
 	}
 	replicas := f.workers(kind, job)
-	specs := "mpiReplicaSpecs"
-	if kind == jobspec.KindPyTorchJob {
-		specs = "pytorchReplicaSpecs"
-	}
-	tmpl, _, err := unstructured.NestedMap(obj.Object, "spec", specs, "Worker", "template")
+	tmpl, _, err := unstructured.NestedMap(obj.Object, fakeWorkerPath(kind, "template")...)
 	if err != nil {
 		f.t.Fatalf("%s %s worker template: %v", kind, job, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,10 +92,7 @@ func TestPoolStart(t *testing.T) {
 				if l := obj.GetLabels(); l[LabelJob] != "a" || l[LabelGPUType] != fakeGPUType || l[LabelManagedBy] != managedBy {
 					t.Errorf("object labels %v", l)
 				}
-				tmpl := []string{"spec", "mpiReplicaSpecs", "Worker", "template", "spec"}
-				if kind == jobspec.KindPyTorchJob {
-					tmpl[1] = "pytorchReplicaSpecs"
-				}
+				tmpl := fakeWorkerPath(kind, "template", "spec")
 				gates, _, _ := unstructured.NestedSlice(obj.Object, append(tmpl, "schedulingGates")...)
 				selector, _, _ := unstructured.NestedString(obj.Object, append(tmpl, "nodeSelector", jobspec.LabelAccelerator)...)
 				if len(gates) != 1 || gates[0].(map[string]any)["name"] != SchedulingGate || selector != fakeGPUType {
@@ -267,16 +265,13 @@ func (f *fakeCluster) tweakWorker(job string, change func(spec map[string]any)) 
 	if err := json.Unmarshal(j.Manifest, &m); err != nil {
 		f.t.Fatal(err)
 	}
-	specs := "mpiReplicaSpecs"
-	if j.Kind == jobspec.KindPyTorchJob {
-		specs = "pytorchReplicaSpecs"
-	}
-	spec, _, err := unstructured.NestedMap(m, "spec", specs, "Worker", "template", "spec")
+	path := fakeWorkerPath(j.Kind, "template", "spec")
+	spec, _, err := unstructured.NestedMap(m, path...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	change(spec)
-	if err := unstructured.SetNestedMap(m, spec, "spec", specs, "Worker", "template", "spec"); err != nil {
+	if err := unstructured.SetNestedMap(m, spec, path...); err != nil {
 		f.t.Fatal(err)
 	}
 	if j.Manifest, err = json.Marshal(m); err != nil {
@@ -664,4 +659,61 @@ func TestPoolNudgesLauncher(t *testing.T) {
 		got := annotation()
 		return got == want, fmt.Sprintf("annotation %q, want %q", got, want)
 	})
+}
+
+// TestPoolNodes: the pool sees the Ready nodes of its GPU type that have
+// GPUs, cordoned ones marked, and lists the others of its type as not
+// ready.
+func TestPoolNodes(t *testing.T) {
+	f := newFakeCluster(t, "ready")
+	ctx := t.Context()
+	gpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	readyIs := func(s corev1.ConditionStatus) []corev1.NodeCondition {
+		return []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s}}
+	}
+	for _, n := range []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: corev1.NodeSpec{Unschedulable: true},
+			Status: corev1.NodeStatus{Allocatable: gpus(8), Conditions: readyIs(corev1.ConditionTrue)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "not-ready"}, Status: corev1.NodeStatus{Allocatable: gpus(2), Conditions: readyIs(corev1.ConditionFalse)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "unknown"}, Status: corev1.NodeStatus{Allocatable: gpus(2)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "deleting", DeletionTimestamp: &metav1.Time{Time: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}, Finalizers: []string{"x"}},
+			Status: corev1.NodeStatus{Allocatable: gpus(2), Conditions: readyIs(corev1.ConditionTrue)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-gpus"}, Status: corev1.NodeStatus{Conditions: readyIs(corev1.ConditionTrue)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "other-type", Labels: map[string]string{jobspec.LabelAccelerator: "a100"}},
+			Status: corev1.NodeStatus{Allocatable: gpus(8), Conditions: readyIs(corev1.ConditionTrue)}},
+	} {
+		if n.Labels == nil {
+			n.Labels = map[string]string{jobspec.LabelAccelerator: fakeGPUType}
+		}
+		if _, err := f.cs.CoreV1().Nodes().Create(ctx, &n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rp := f.startPool()
+	want := []model.Node{{Name: "cordoned", GPUs: 8, Cordoned: true}, {Name: "ready", GPUs: fakeGPUs}}
+	if got := rp.Nodes(); !slices.Equal(got, want) {
+		t.Errorf("Nodes() = %v, want %v", got, want)
+	}
+	wantNotReady := []model.Node{{Name: "deleting", GPUs: 2}, {Name: "not-ready", GPUs: 2}, {Name: "unknown", GPUs: 2}}
+	if got := rp.NotReadyNodes(); !slices.Equal(got, wantNotReady) {
+		t.Errorf("NotReadyNodes() = %v, want %v", got, wantNotReady)
+	}
+	if got := rp.client.GPUTypes(); !slices.Equal(got, []string{"a100", fakeGPUType}) {
+		t.Errorf("GPUTypes() = %v", got)
+	}
+	// A node's change reaches the pool's scheduler as a signal.
+	select {
+	case <-rp.NodesChanged(): // one pending from before: not this one
+	default:
+	}
+	if err := f.cs.CoreV1().Nodes().Delete(ctx, "not-ready", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rp.NodesChanged():
+	case <-time.After(waitLimit):
+		t.Fatal("no NodesChanged signal after a node was deleted")
+	}
 }
