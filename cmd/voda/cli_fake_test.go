@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/api"
+	"github.com/vodascheduler/voda/internal/jobspec"
 )
 
 // fakeAPI is an in-memory stand-in for the Voda API, enough to unit-test
@@ -173,7 +174,7 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
 		name = fmt.Sprintf("%s%s-%d", m.Metadata.Name, fakeStamp, n)
 	}
 	job := api.Job{
-		Name: name, Kind: m.Kind, GPUType: "v100", Status: "Submitted",
+		Name: name, Kind: jobspec.Kind(m.Kind), GPUType: "v100", Status: "Submitted",
 		MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, Scheduler: "ElasticFIFO",
 		SubmitTime: time.Date(2025, 6, 1, 10, 10, 0, 0, time.UTC),
 	}

@@ -113,7 +113,7 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	}
 	d.add("Name", j.Name)
 	d.add("Namespace", dash(j.Namespace))
-	d.add("Kind", dash(j.Kind))
+	d.add("Kind", dash(string(j.Kind)))
 	d.add("GPU type", dash(j.GPUType))
 	d.add("Status", j.Status)
 	if j.Reason != "" {

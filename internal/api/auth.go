@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/store"
 	"github.com/vodascheduler/voda/internal/ui"
 )
@@ -146,9 +147,9 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, a auth.Attributes
 
 // jobAction is the action of the request's route on one job: a job of
 // kind in namespace, named name (empty for a new job).
-func jobAction(r *http.Request, kind, namespace, name string) auth.Attributes {
+func jobAction(r *http.Request, kind jobspec.Kind, namespace, name string) auth.Attributes {
 	a := routeAttributes[r.Pattern]
-	a.Kind, a.Namespace, a.Name = kind, namespace, name
+	a.Kind, a.Namespace, a.Name = string(kind), namespace, name
 	return a
 }
 

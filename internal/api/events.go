@@ -139,7 +139,7 @@ type jobEntry struct {
 type nodesState struct {
 	view   GPUTypeNodes
 	data   []byte
-	kinds  map[string]string // job name -> kind
+	kinds  map[string]jobspec.Kind // job name -> kind
 	scopes []scope
 }
 
@@ -346,7 +346,7 @@ func (h *hub) removed(name string) {
 
 func (h *hub) applyNodes(recs map[string]store.Scheduler) {
 	var holders []holder
-	kinds := map[string]string{}
+	kinds := map[string]jobspec.Kind{}
 	for _, e := range h.jobs {
 		if e.holds {
 			holders = append(holders, e.holder)
@@ -364,7 +364,7 @@ func (h *hub) applyNodes(recs map[string]store.Scheduler) {
 		if old, ok := h.nodes[t]; ok && bytes.Equal(old.data, data) {
 			continue
 		}
-		used := map[string]string{}
+		used := map[string]jobspec.Kind{}
 		for _, n := range view.Nodes {
 			for _, j := range n.Jobs {
 				used[j.Name] = kinds[j.Name]
@@ -611,7 +611,7 @@ func concat(prefix string, b []byte, suffix string) []byte {
 
 // jobKinds are the kinds of job the Authorizer is asked about when a
 // stream opens.
-var jobKinds = []string{jobspec.KindMPIJob, jobspec.KindPyTorchJob}
+var jobKinds = []jobspec.Kind{jobspec.KindMPIJob, jobspec.KindPyTorchJob}
 
 // streamEvents serves GET /api/v1/events (docs/api.md): a snapshot, then
 // the changes, as server-sent events.
@@ -781,7 +781,7 @@ func (s *Server) nodesData(ns *nodesState, sees func(scope) bool) []byte {
 	if !slices.ContainsFunc(ns.scopes, func(sc scope) bool { return !sees(sc) }) {
 		return ns.data
 	}
-	data, err := json.Marshal(redact(ns.view, ns.kinds, func(namespace, kind string) bool { return sees(scope{namespace, kind}) }))
+	data, err := json.Marshal(redact(ns.view, ns.kinds, func(namespace string, kind jobspec.Kind) bool { return sees(scope{namespace, kind}) }))
 	if err != nil {
 		s.log.Error("encode nodes for the event stream", "gpuType", ns.view.GPUType, "err", err)
 		return []byte(`{}`)

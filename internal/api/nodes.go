@@ -7,15 +7,17 @@ import (
 	"slices"
 
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/store"
 )
 
 // holder is what the nodes' view needs of a live job: where its workers
 // are, and who may see it.
 type holder struct {
-	name, namespace, kind, gpuType string
-	workers                        int
-	placement                      map[string]int // node -> workers
+	name, namespace, gpuType string
+	kind                     jobspec.Kind
+	workers                  int
+	placement                map[string]int // node -> workers
 }
 
 // holderOf is j's holder entry; ok is false when j holds no GPUs.
@@ -60,7 +62,7 @@ func nodesView(gpuType string, rec store.Scheduler, holders []holder) (GPUTypeNo
 // redact returns v with the jobs the caller may not see (sees says
 // whether it may see a namespace and kind) folded into one busy entry
 // per node, without names; kinds gives each named job's kind.
-func redact(v GPUTypeNodes, kinds map[string]string, sees func(namespace, kind string) bool) GPUTypeNodes {
+func redact(v GPUTypeNodes, kinds map[string]jobspec.Kind, sees func(namespace string, kind jobspec.Kind) bool) GPUTypeNodes {
 	out := GPUTypeNodes{GPUType: v.GPUType, Nodes: make([]Node, len(v.Nodes))}
 	for i, n := range v.Nodes {
 		busy := 0
@@ -105,13 +107,13 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	holders := s.nodeHolders(jobs)
-	kinds := map[string]string{}
+	kinds := map[string]jobspec.Kind{}
 	for _, h := range holders {
 		kinds[h.name] = h.kind
 	}
 	v := s.newViewer(r.Context())
 	var failed error
-	sees := func(namespace, kind string) bool {
+	sees := func(namespace string, kind jobspec.Kind) bool {
 		ok, err := v.sees(namespace, kind)
 		if err != nil && failed == nil {
 			failed = err
@@ -133,7 +135,10 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 
 // scope is a namespace and a kind: what the Authorizer decides a list of
 // jobs on.
-type scope struct{ namespace, kind string }
+type scope struct {
+	namespace string
+	kind      jobspec.Kind
+}
 
 // viewer decides which jobs one caller may see: those of the namespaces
 // and kinds where the Authorizer allows listing jobs. It asks once per
@@ -155,7 +160,7 @@ func (s *Server) newViewer(ctx context.Context) *viewer {
 
 // sees reports whether the caller may see jobs of kind in namespace; an
 // error of the Authorizer is logged and returned, with false.
-func (v *viewer) sees(namespace, kind string) (bool, error) {
+func (v *viewer) sees(namespace string, kind jobspec.Kind) (bool, error) {
 	if v.s.cfg.Authorizer == nil {
 		return true, nil
 	}
@@ -175,7 +180,7 @@ func (v *viewer) sees(namespace, kind string) (bool, error) {
 // logging an error.
 func (v *viewer) ask(sc scope) (bool, error) {
 	a := v.action
-	a.Namespace, a.Kind = sc.namespace, sc.kind
+	a.Namespace, a.Kind = sc.namespace, string(sc.kind)
 	allowed, _, err := v.s.cfg.Authorizer.Authorize(v.ctx, v.user, a)
 	if err != nil {
 		v.s.log.Error("authorize", "user", v.user.Name, "action", a.String(), "err", err)

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/vodascheduler/voda/internal/jobspec"
+)
 
 // Version is the REST API's version; every route below lives under
 // /api/v1.
@@ -34,9 +38,9 @@ type Job struct {
 	Name string `json:"name"`
 	// Namespace is where the job runs, and who may see and change it: on
 	// Kubernetes, those allowed the same on its kind there.
-	Namespace string `json:"namespace"`
-	Kind      string `json:"kind"`
-	GPUType   string `json:"gpuType"`
+	Namespace string       `json:"namespace"`
+	Kind      jobspec.Kind `json:"kind"`
+	GPUType   string       `json:"gpuType"`
 	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
 	Status string `json:"status"`
 	// Reason is a one-word cause of the status where one helps, e.g.

@@ -233,7 +233,7 @@ func valueText(v any) string {
 // manifest Parse accepted it is Spec.WorkerGPUContainer; it serves code
 // that has the stored manifest (decoded with any JSON decoder) rather than
 // the Spec, such as the builder of the Kubernetes objects.
-func WorkerGPUContainer(kind string, manifest map[string]any) int {
+func WorkerGPUContainer(kind Kind, manifest map[string]any) int {
 	specs := "mpiReplicaSpecs"
 	if kind == KindPyTorchJob {
 		specs = "pytorchReplicaSpecs"

@@ -8,10 +8,14 @@ import (
 	"github.com/vodascheduler/voda/internal/model"
 )
 
+// Kind is a job manifest's kind: KindMPIJob or KindPyTorchJob. It is
+// stored and shown as the plain string.
+type Kind string
+
 // Kinds and API versions Parse accepts.
 const (
-	KindMPIJob     = "MPIJob"
-	KindPyTorchJob = "PyTorchJob"
+	KindMPIJob     Kind = "MPIJob"
+	KindPyTorchJob Kind = "PyTorchJob"
 
 	// APIVersionV1 is the training-operator's group version (MPIJob and
 	// PyTorchJob); the original Voda submitted kubeflow.org/v1 MPIJobs.
@@ -142,7 +146,7 @@ func sortedCopy(s []string) []string {
 // Spec is an accepted job manifest.
 type Spec struct {
 	// Kind is KindMPIJob or KindPyTorchJob; APIVersion is the manifest's.
-	Kind       string
+	Kind       Kind
 	APIVersion string
 	// Name is metadata.name.
 	Name string

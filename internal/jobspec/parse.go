@@ -88,7 +88,7 @@ func parse(data []byte, opts Options) (*Spec, *FieldError) {
 
 // parseKind checks and reads a manifest of an accepted kind and version
 // (parse, from step 3).
-func parseKind(root map[string]any, kind, apiVersion string, opts Options) (*Spec, *FieldError) {
+func parseKind(root map[string]any, kind Kind, apiVersion string, opts Options) (*Spec, *FieldError) {
 	meta, err := readMetadata(root, opts)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func parseKind(root map[string]any, kind, apiVersion string, opts Options) (*Spe
 }
 
 type acceptedKind struct {
-	kind     string
+	kind     Kind
 	versions []string
 }
 
@@ -152,8 +152,8 @@ func acceptedText() string {
 	return "accepted: " + joinList(parts)
 }
 
-func kindOf(root map[string]any) (kind, apiVersion string, err *FieldError) {
-	kind, ok, err := stringAt(root, "kind", "kind")
+func kindOf(root map[string]any) (kind Kind, apiVersion string, err *FieldError) {
+	given, ok, err := stringAt(root, "kind", "kind")
 	if err != nil {
 		err.Reason += "; " + acceptedText()
 		return "", "", err
@@ -161,12 +161,12 @@ func kindOf(root map[string]any) (kind, apiVersion string, err *FieldError) {
 	if !ok {
 		return "", "", &FieldError{Field: "kind", Reason: "required; " + acceptedText()}
 	}
-	i := slices.IndexFunc(accepted, func(a acceptedKind) bool { return a.kind == kind })
+	i := slices.IndexFunc(accepted, func(a acceptedKind) bool { return string(a.kind) == given })
 	if i < 0 {
-		return "", "", &FieldError{Field: "kind", Value: kind,
-			Reason: fmt.Sprintf("%s is not accepted; %s", quote(kind), acceptedText())}
+		return "", "", &FieldError{Field: "kind", Value: given,
+			Reason: fmt.Sprintf("%s is not accepted; %s", quote(given), acceptedText())}
 	}
-	versions := accepted[i].versions
+	kind, versions := accepted[i].kind, accepted[i].versions
 	apiVersion, ok, err = stringAt(root, "apiVersion", "apiVersion")
 	if err != nil {
 		return "", "", err

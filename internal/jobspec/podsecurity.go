@@ -83,7 +83,7 @@ const (
 // Parse has checked the replica specs Voda reads; a replica spec of
 // another role is checked too when it has a template, since the operator
 // may make pods of it.
-func checkPods(kind string, root map[string]any, opts Options) *FieldError {
+func checkPods(kind Kind, root map[string]any, opts Options) *FieldError {
 	key, path := "mpiReplicaSpecs", mpiReplicaSpecs
 	if kind == KindPyTorchJob {
 		key, path = "pytorchReplicaSpecs", pytorchReplicaSpecs

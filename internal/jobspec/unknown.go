@@ -132,16 +132,16 @@ type (
 // jobShapes are the known fields of each kind and API version Parse
 // accepts.
 var jobShapes = map[[2]string]reflect.Type{
-	{KindMPIJob, APIVersionV2Beta1}: reflect.TypeFor[kubeflowJob[mpiJobSpecV2Beta1]](),
-	{KindMPIJob, APIVersionV1}:      reflect.TypeFor[kubeflowJob[mpiJobSpecV1]](),
-	{KindPyTorchJob, APIVersionV1}:  reflect.TypeFor[kubeflowJob[pyTorchJobSpec]](),
+	{string(KindMPIJob), APIVersionV2Beta1}: reflect.TypeFor[kubeflowJob[mpiJobSpecV2Beta1]](),
+	{string(KindMPIJob), APIVersionV1}:      reflect.TypeFor[kubeflowJob[mpiJobSpecV1]](),
+	{string(KindPyTorchJob), APIVersionV1}:  reflect.TypeFor[kubeflowJob[pyTorchJobSpec]](),
 }
 
 // unknownFields returns a warning for each field of the manifest that
 // the kind does not know, in the order of a depth-first walk with keys
 // in sorted order, bounded as the constants above say.
-func unknownFields(kind, apiVersion string, root map[string]any) []string {
-	t, ok := jobShapes[[2]string{kind, apiVersion}]
+func unknownFields(kind Kind, apiVersion string, root map[string]any) []string {
+	t, ok := jobShapes[[2]string{string(kind), apiVersion}]
 	if !ok {
 		return nil
 	}

@@ -34,7 +34,7 @@ const resyncPeriod = 30 * time.Second
 // Job is what a Client reads of a stored job to start it.
 type Job struct {
 	// Kind is the manifest's kind: jobspec.KindMPIJob or KindPyTorchJob.
-	Kind string
+	Kind jobspec.Kind
 	// Manifest is the submitted manifest as JSON, with the job's name.
 	Manifest []byte
 	// Status is the stored status; a terminal one refuses the start.
@@ -87,7 +87,7 @@ type Client struct {
 	objectFactories []dynamicinformer.DynamicSharedInformerFactory
 	nodes           cache.SharedIndexInformer
 	pods            informerSet
-	objects         map[string]informerSet // job kind -> its informers
+	objects         map[jobspec.Kind]informerSet // job kind -> its informers
 
 	mu    sync.Mutex
 	pools map[string]*Pool // GPU type -> the pool of the current term
@@ -126,16 +126,6 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.Jobs == nil {
 		return nil, errors.New("kubernetes: no job source")
 	}
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
-	}
-	if len(opts.JobNamespaces) == 0 {
-		opts.JobNamespaces = []string{opts.Namespace}
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	cfg := rest.CopyConfig(opts.Config)
 	if cfg.QPS == 0 {
 		// A 500-job burst means thousands of pod updates; client-go's
@@ -153,7 +143,23 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[string]informerSet{}, pools: map[string]*Pool{}}
+	return newClient(opts, cs, dyn), nil
+}
+
+// newClient is NewClient over clients already made; the unit tests give
+// it client-go's fakes.
+func newClient(opts Options, cs kubernetes.Interface, dyn dynamic.Interface) *Client {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if len(opts.JobNamespaces) == 0 {
+		opts.JobNamespaces = []string{opts.Namespace}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{opts: opts, log: log, clientset: cs, dynamic: dyn, objects: map[jobspec.Kind]informerSet{}, pools: map[string]*Pool{}}
 	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelJob }
 	c.nodeFactory = informers.NewSharedInformerFactory(cs, 0)
 	for _, ns := range opts.JobNamespaces {
@@ -161,7 +167,7 @@ func NewClient(opts Options) (*Client, error) {
 			informers.WithNamespace(ns), informers.WithTweakListOptions(managed)))
 		c.objectFactories = append(c.objectFactories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, managed))
 	}
-	return c, nil
+	return c
 }
 
 // Clientset returns the typed client (for leader election).
@@ -196,7 +202,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	for _, kind := range []string{jobspec.KindMPIJob, jobspec.KindPyTorchJob} {
+	for _, kind := range []jobspec.Kind{jobspec.KindMPIJob, jobspec.KindPyTorchJob} {
 		gvr, _ := resourceOf(kind)
 		ok, err := c.serves(gvr)
 		if err != nil {
@@ -342,7 +348,7 @@ func (c *Client) objectEvent(obj any, deleted bool) {
 }
 
 // object returns the cached job object of a Voda job.
-func (c *Client) object(kind, job string) *unstructured.Unstructured {
+func (c *Client) object(kind jobspec.Kind, job string) *unstructured.Unstructured {
 	objs := c.objects[kind].byJob(job)
 	if len(objs) == 0 {
 		return nil

@@ -42,7 +42,7 @@ type Progress struct {
 // inject adds the progress environment, volume and mount to every pod
 // template of obj (a job object about to be created), replacing whatever
 // the manifest gave under the same names.
-func (p Progress) inject(obj map[string]any, kind, job string) {
+func (p Progress) inject(obj map[string]any, kind jobspec.Kind, job string) {
 	if p.URL == "" {
 		return
 	}

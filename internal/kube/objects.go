@@ -36,7 +36,7 @@ var (
 )
 
 // resourceOf returns the resource a job kind is created as.
-func resourceOf(kind string) (schema.GroupVersionResource, error) {
+func resourceOf(kind jobspec.Kind) (schema.GroupVersionResource, error) {
 	switch kind {
 	case jobspec.KindMPIJob:
 		return MPIJobResource, nil
@@ -48,7 +48,7 @@ func resourceOf(kind string) (schema.GroupVersionResource, error) {
 }
 
 // workerPath is where a kind keeps its Worker replica spec.
-func workerPath(kind string) []string {
+func workerPath(kind jobspec.Kind) []string {
 	if kind == jobspec.KindPyTorchJob {
 		return []string{"spec", "pytorchReplicaSpecs", "Worker"}
 	}
@@ -61,7 +61,7 @@ func workerPath(kind string) []string {
 // kubeflow.org/v1; in namespace ns unless the manifest names one; with
 // Voda's labels; workers replicas; and a worker template that asks for
 // one GPU of gpuType and carries the placement gate.
-func buildObject(kind string, manifest []byte, ns, gpuType string, workers int) (*unstructured.Unstructured, error) {
+func buildObject(kind jobspec.Kind, manifest []byte, ns, gpuType string, workers int) (*unstructured.Unstructured, error) {
 	var m map[string]any
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		return nil, fmt.Errorf("decode stored manifest: %w", err)
@@ -76,7 +76,7 @@ func buildObject(kind string, manifest []byte, ns, gpuType string, workers int) 
 		return nil, err
 	}
 	obj.SetAPIVersion(gvr.GroupVersion().String())
-	obj.SetKind(kind)
+	obj.SetKind(string(kind))
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(ns)
 	}

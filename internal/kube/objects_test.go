@@ -102,7 +102,9 @@ func mustJSON(t *testing.T, obj *unstructured.Unstructured) []byte {
 
 func TestBuildObjectErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name, kind, manifest string
+		name     string
+		kind     jobspec.Kind
+		manifest string
 	}{
 		{"not JSON", jobspec.KindMPIJob, `{`},
 		{"no name", jobspec.KindMPIJob, `{"spec":{"mpiReplicaSpecs":{"Worker":{"template":{"spec":{"containers":[{}]}}}}}}`},

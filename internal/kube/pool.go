@@ -26,9 +26,10 @@ func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // trackedJob is what a Pool knows of one tracked job.
 type trackedJob struct {
-	name            string
-	progress        float64
-	kind, namespace string
+	name      string
+	progress  float64
+	kind      jobspec.Kind
+	namespace string
 	// want is the placement the scheduler decided; nil when the job is
 	// not running.
 	want model.JobPlacement
@@ -255,7 +256,7 @@ func (pool *Pool) start(ctx context.Context, name string, to model.JobPlacement)
 
 // resize sets the Worker replicas; the operator creates or deletes the
 // pods and the placement reconciler puts them where To says.
-func (pool *Pool) resize(ctx context.Context, name, kind, ns string, to model.JobPlacement) error {
+func (pool *Pool) resize(ctx context.Context, name string, kind jobspec.Kind, ns string, to model.JobPlacement) error {
 	if kind == "" {
 		return errors.New("job was never started here")
 	}
@@ -263,7 +264,7 @@ func (pool *Pool) resize(ctx context.Context, name, kind, ns string, to model.Jo
 	return pool.patchWorkers(ctx, kind, ns, name, to.Workers())
 }
 
-func (pool *Pool) patchWorkers(ctx context.Context, kind, ns, name string, workers int) error {
+func (pool *Pool) patchWorkers(ctx context.Context, kind jobspec.Kind, ns, name string, workers int) error {
 	gvr, err := resourceOf(kind)
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func (pool *Pool) patchWorkers(ctx context.Context, kind, ns, name string, worke
 // halt deletes the job's object; its pods go with it. An object that
 // already ended is kept, so its launcher's logs stay readable; its
 // running workers were cleaned up by the operator.
-func (pool *Pool) halt(ctx context.Context, name, kind, ns string, uid types.UID) error {
+func (pool *Pool) halt(ctx context.Context, name string, kind jobspec.Kind, ns string, uid types.UID) error {
 	pool.mu.Lock()
 	if j, ok := pool.jobs[name]; ok {
 		j.want, j.halting = nil, true

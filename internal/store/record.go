@@ -15,6 +15,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/model"
 )
 
@@ -281,7 +282,7 @@ func encodeJob(j Job) (jobRecord, error) {
 	var e encoder
 	r := jobRecord{
 		Name:             j.Name,
-		Kind:             j.Kind,
+		Kind:             string(j.Kind),
 		Namespace:        j.Namespace,
 		Manifest:         nilIfEmpty(j.Manifest),
 		Spec:             e.spec(j.Spec),
@@ -308,7 +309,7 @@ func decodeJob(r jobRecord) Job {
 	}
 	return Job{
 		Name:             r.Name,
-		Kind:             r.Kind,
+		Kind:             jobspec.Kind(r.Kind),
 		Namespace:        ns,
 		Manifest:         nilIfEmpty(r.Manifest),
 		Spec:             decodeSpec(r.Spec),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/model"
 )
 
@@ -37,8 +38,8 @@ const MaxProgressBytes = 256 << 10
 type Job struct {
 	// Name is the unique key (the user's name plus a timestamp suffix).
 	Name string
-	// Kind is the manifest's kind: "MPIJob" or "PyTorchJob".
-	Kind string
+	// Kind is the manifest's kind: jobspec.KindMPIJob or KindPyTorchJob.
+	Kind jobspec.Kind
 	// Namespace is the namespace the job belongs to and runs in: its
 	// manifest's metadata.namespace. A record stored before namespaces
 	// were recorded reads it from the manifest.
