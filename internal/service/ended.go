@@ -79,7 +79,7 @@ func (s *Service) removeEnded(ctx context.Context) {
 		}
 	}
 	for _, app := range slices.Sorted(maps.Keys(apps)) {
-		s.saveHistory(ctx, app)
+		s.learn.save(ctx, app)
 	}
 	s.statuses.writeFinal(ctx)
 }

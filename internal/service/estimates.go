@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
@@ -22,10 +23,25 @@ import (
 // record, and an application's (what its finished jobs measured) in the
 // store's histories, which a new leader loads at start.
 
-// loadHistories gives the estimator the applications' stored histories.
-// One that cannot be read is skipped: its next write replaces it.
-func (s *Service) loadHistories(ctx context.Context) {
-	hist, err := s.cfg.Store.ListHistories(ctx, s.cfg.GPUType)
+// learner holds what the scheduler learns from the jobs' reports: the
+// estimator, and which applications' histories the store keeps.
+type learner struct {
+	est          *estimate.Online
+	store        store.Store
+	gpuType      string
+	maxHistories int
+	log          *slog.Logger
+	// histories are the applications whose history the store keeps for
+	// this GPU type: those listed at start and those saved since.
+	// historiesFull is set once a new one was not kept (logged once).
+	histories     map[string]bool
+	historiesFull bool
+}
+
+// load gives the estimator the applications' stored histories. One that
+// cannot be read is skipped: its next write replaces it.
+func (s *learner) load(ctx context.Context) {
+	hist, err := s.store.ListHistories(ctx, s.gpuType)
 	if err != nil {
 		s.log.Warn("load the applications' measured histories; starting without them", "err", err)
 		return
@@ -49,9 +65,9 @@ func (s *Service) loadHistories(ctx context.Context) {
 	}
 }
 
-// observeProgress takes a held job's stored reports, when they changed
-// since last read.
-func (s *Service) observeProgress(t *tracked, j store.Job) {
+// observe takes a held job's stored reports, when they changed since
+// last read.
+func (s *learner) observe(t *tracked, j store.Job) {
 	if len(j.Progress) == 0 || j.ProgressRevision == t.progressRevision {
 		return
 	}
@@ -65,7 +81,7 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 	s.est.SetJob(j.Name, t.app, m)
 }
 
-// saveHistory stores what an application's jobs measured, after one of
+// save stores what an application's jobs measured, after one of
 // them left the estimator (which then folded it into the application).
 //
 // At most MaxHistories applications have a stored history per GPU type:
@@ -76,7 +92,7 @@ func (s *Service) observeProgress(t *tracked, j store.Job) {
 // either: it holds the applications of live jobs and kept histories, not
 // every name ever used. The count is of the histories listed at start and
 // saved since, which another process (a former leader) may have added to.
-func (s *Service) saveHistory(ctx context.Context, app string) {
+func (s *learner) save(ctx context.Context, app string) {
 	m := s.est.App(app)
 	if m.Empty() {
 		if !s.histories[app] {
@@ -84,11 +100,11 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 		}
 		return
 	}
-	if !s.histories[app] && len(s.histories) >= s.cfg.MaxHistories {
+	if !s.histories[app] && len(s.histories) >= s.maxHistories {
 		if !s.historiesFull {
 			s.historiesFull = true
 			s.log.Warn("the store keeps the measured histories of as many applications as it may; new applications' are not kept",
-				"max", s.cfg.MaxHistories, "app", app)
+				"max", s.maxHistories, "app", app)
 		}
 		s.est.DropApp(app)
 		return
@@ -98,7 +114,7 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 		s.log.Warn("encode an application's history", "app", app, "err", err)
 		return
 	}
-	if err := s.cfg.Store.SaveHistory(ctx, s.cfg.GPUType, app, data); err != nil {
+	if err := s.store.SaveHistory(ctx, s.gpuType, app, data); err != nil {
 		s.log.Warn("save an application's measured history; the next finished job of it retries", "app", app, "err", err)
 		return
 	}
@@ -108,7 +124,7 @@ func (s *Service) saveHistory(ctx context.Context, app string) {
 // gpusPerNode tells the estimator how many GPUs a node of this type has
 // (the most any node has): the placer packs k workers on ceil(k/n) nodes,
 // so that is the placement the speedup curve is for.
-func (s *Service) gpusPerNode() { s.est.SetGPUsPerNode(s.mostGPUs()) }
+func (s *Service) gpusPerNode() { s.learn.est.SetGPUsPerNode(s.mostGPUs()) }
 
 // mostGPUs is the most GPUs a node of this type has.
 func (s *Service) mostGPUs() int {
@@ -156,7 +172,7 @@ func (s *Service) estimate() {
 		if !ok {
 			continue
 		}
-		e := s.est.Estimate(ej)
+		e := s.learn.est.Estimate(ej)
 		if err := s.core.SetEstimates(ej.Name, e); err != nil {
 			s.log.Warn("set estimates", "job", ej.Name, "err", err)
 		}
@@ -181,7 +197,7 @@ func (s *Service) jobGauges(name string, t *tracked, epochs int, st model.JobSta
 		return
 	}
 	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(finish.Sub(now).Seconds())
-	for _, p := range s.est.Detail(name, t.app).Placements {
+	for _, p := range s.learn.est.Detail(name, t.app).Placements {
 		if p.Workers == gpus {
 			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)
 		}

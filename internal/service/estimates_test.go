@@ -91,7 +91,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	// job of the application, never measured, gets its rate.
 	h2 := h.restart(newFakeBackend(1, 4))
 	var d collector.Detail
-	h2.do(func() { d = h2.svc.est.Detail("new", "a") })
+	h2.do(func() { d = h2.svc.learn.est.Detail("new", "a") })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
 		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
 	}
@@ -146,8 +146,8 @@ func TestHistoriesBounded(t *testing.T) {
 			}
 			h.do(func() {
 				for _, app := range c.saved {
-					h.svc.est.SetApp(app, estimate.History{Measurements: m})
-					h.svc.saveHistory(ctx, app)
+					h.svc.learn.est.SetApp(app, estimate.History{Measurements: m})
+					h.svc.learn.save(ctx, app)
 				}
 			})
 			got, err := h.st.ListHistories(ctx, gpuType)
@@ -159,12 +159,12 @@ func TestHistoriesBounded(t *testing.T) {
 			}
 			h.do(func() {
 				for app := range c.want {
-					if m := h.svc.est.App(app); len(m.Placements) == 0 {
+					if m := h.svc.learn.est.App(app); len(m.Placements) == 0 {
 						t.Errorf("the collector forgot kept application %s", app)
 					}
 				}
 				for _, app := range c.forgotten {
-					if m := h.svc.est.App(app); len(m.Placements) != 0 {
+					if m := h.svc.learn.est.App(app); len(m.Placements) != 0 {
 						t.Errorf("the collector still holds application %s, whose history is not kept: %+v", app, m)
 					}
 				}

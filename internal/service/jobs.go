@@ -101,11 +101,11 @@ func (s *Service) reconcile(ctx context.Context, now time.Time, j store.Job) {
 			// the next persist.
 			t.revision, t.written = j.StatusRevision, false
 		}
-		s.observeProgress(t, j)
+		s.learn.observe(t, j)
 	default:
 		s.admit(ctx, now, j)
 		if t, ok := s.jobs[name]; ok {
-			s.observeProgress(t, j)
+			s.learn.observe(t, j)
 		}
 	}
 }
@@ -173,7 +173,7 @@ func (s *Service) remove(ctx context.Context, now time.Time, name string, why ex
 	if !ok {
 		return
 	}
-	s.saveHistory(ctx, app)
+	s.learn.save(ctx, app)
 	if why.record {
 		s.statuses.writeFinal(ctx)
 	}
@@ -183,7 +183,7 @@ func (s *Service) remove(ctx context.Context, now time.Time, name string, why ex
 // one write: the core finishes the job, its workers are halted, the
 // service and the cluster forget it, what it measured joins its
 // application's history in the collector (which the caller saves:
-// saveHistory), and for a job that ended here its terminal status waits
+// learner.save), and for a job that ended here its terminal status waits
 // in statuses.final. It returns the job's application, and whether the
 // service held the job.
 func (s *Service) takeOut(ctx context.Context, now time.Time, name string, why exit) (app string, ok bool) {
@@ -202,7 +202,7 @@ func (s *Service) takeOut(ctx context.Context, now time.Time, name string, why e
 			s.log.Warn("halt finished job", "job", name, "err", err)
 		}
 	}
-	s.est.Forget(name)
+	s.learn.est.Forget(name)
 	m := s.cfg.Metrics
 	for _, g := range []*prometheus.GaugeVec{m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds} {
 		g.DeleteLabelValues(s.cfg.GPUType, name)

@@ -141,7 +141,7 @@ func (s *Service) resync(ctx context.Context) error {
 				// Reports change only a record's progress, which the
 				// list carries as fresh as a look would.
 				if t, held := s.jobs[j.Name]; held {
-					s.observeProgress(t, j)
+					s.learn.observe(t, j)
 				}
 				continue
 			}

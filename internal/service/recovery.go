@@ -52,7 +52,7 @@ func (s *Service) start(ctx context.Context) error {
 		s.reconcile(ctx, now, j)
 	}
 	s.gpusPerNode()
-	s.loadHistories(ctx)
+	s.learn.load(ctx)
 	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", core.Len())
 	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
 	s.loop.OnCycle = s.afterCycle

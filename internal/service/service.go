@@ -99,7 +99,7 @@ type Config struct {
 	ApplyParallelism int
 	// MaxHistories is the most applications whose measured history the
 	// store keeps for this GPU type (DefaultMaxHistories if zero): see
-	// saveHistory.
+	// learner.save.
 	MaxHistories int
 }
 
@@ -127,17 +127,13 @@ type Service struct {
 	// Owned by the loop goroutine once Run started.
 	core *scheduler.Core
 	loop *scheduler.Loop
-	est  *estimate.Online
+	// learn holds the estimator and the applications' histories.
+	learn learner
 	// jobs are the live jobs the core holds.
 	jobs     map[string]*tracked
 	settings settings
 	statuses statuses
 	nodes    nodes
-	// histories are the applications whose history the store keeps for
-	// this GPU type: those listed at start and those saved since.
-	// historiesFull is set once a new one was not kept (logged once).
-	histories     map[string]bool
-	historiesFull bool
 }
 
 // New checks the configuration.
@@ -176,14 +172,14 @@ func New(cfg Config) (*Service, error) {
 	h := &health{gpuType: cfg.GPUType, metrics: cfg.Metrics, wall: cfg.WallClock}
 	return &Service{
 		cfg: cfg, log: log, health: h,
-		est:  estimate.NewOnline(estimate.Options{StepModels: true}),
+		learn: learner{est: estimate.NewOnline(estimate.Options{StepModels: true}), store: cfg.Store, gpuType: cfg.GPUType,
+			maxHistories: cfg.MaxHistories, log: log, histories: map[string]bool{}},
 		jobs: map[string]*tracked{},
 		settings: settings{algorithms: cfg.Algorithms, defaultAlgorithm: cfg.DefaultAlgorithm,
 			defaultRateLimit: cfg.DefaultRateLimit, log: log},
 		statuses: statuses{gpuType: cfg.GPUType, store: cfg.Store, health: h, metrics: cfg.Metrics, log: log,
 			wall: cfg.WallClock, softPersist: cfg.SoftPersist, final: map[string]store.StatusWrite{}},
-		nodes:     nodes{backend: cfg.Backend, log: log},
-		histories: map[string]bool{},
+		nodes: nodes{backend: cfg.Backend, log: log},
 	}, nil
 }
 
