@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vodascheduler/voda/internal/collector"
 	"github.com/vodascheduler/voda/internal/goodput"
@@ -25,6 +26,8 @@ type Online struct {
 	gp          *goodput.Estimator
 	gpusPerNode int
 	curves      map[string]*curve
+	// declared is what each application's jobs last declared.
+	declared map[string]Declared
 }
 
 var _ Estimator = (*Online)(nil)
@@ -42,7 +45,7 @@ type curve struct {
 
 // NewOnline returns an estimator that knows nothing yet.
 func NewOnline(opts Options) *Online {
-	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}}
+	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, declared: map[string]Declared{}}
 }
 
 // SetGPUsPerNode sets the GPUs of one node: curves are for k workers on
@@ -73,6 +76,33 @@ type Measured struct {
 	// Steps are its step times per configuration, in the order first
 	// measured (nil: the job reports none).
 	Steps []goodput.Config
+	// Declared is what its latest report declared of its batch (zero:
+	// no adaptive batch).
+	Declared Declared
+}
+
+// Declared is what a job's reports declare of its batch: its bounds and
+// the samples of one of its epochs. The latest a job of an application
+// declared stands for the application, so that a new job of it is
+// estimated like its predecessors before it reports (Unreported).
+type Declared struct {
+	InitBatch int `json:"initBatch"`
+	MaxBatch  int `json:"maxBatch"`
+	MinLocal  int `json:"minLocal,omitempty"`
+	MaxLocal  int `json:"maxLocal,omitempty"`
+	// SamplesPerEpoch is 0 when the reports did not say.
+	SamplesPerEpoch float64 `json:"samplesPerEpoch,omitempty"`
+}
+
+// Bounds are the declared batch bounds.
+func (d Declared) Bounds() goodput.Bounds {
+	return goodput.Bounds{InitBatch: d.InitBatch, MaxBatch: d.MaxBatch, MinLocal: d.MinLocal, MaxLocal: d.MaxLocal}
+}
+
+// valid reports whether d declares an adaptive batch that makes sense.
+func (d Declared) valid() bool {
+	b := d.Bounds()
+	return b.Check() == nil && b.Adaptive() && d.SamplesPerEpoch >= 0 && !math.IsInf(d.SamplesPerEpoch, 1)
 }
 
 // SetJob replaces what is known of a live job with m, as a job of app.
@@ -82,6 +112,29 @@ func (o *Online) SetJob(job, app string, m Measured) {
 	if len(m.Steps) > 0 {
 		o.gp.SetJob(job, app, m.Steps)
 	}
+	if m.Declared.valid() {
+		o.declared[app] = m.Declared
+	}
+}
+
+// Unreported is the job to estimate for a live job that has not reported
+// yet, from what its application's jobs declared: its bounds, and the
+// steps of its initial batch in spec.Epochs epochs. ok is false when they
+// declared no adaptive batch: such a job is not estimated before it
+// reports (allocators then take its speedup as linear).
+func (o *Online) Unreported(spec model.JobSpec, app string, gpus int) (Job, bool) {
+	d, ok := o.declared[app]
+	if !ok || !o.opts.StepModels {
+		return Job{}, false
+	}
+	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: -1, RemainingSteps: -1, Bounds: d.Bounds()}
+	if spec.Epochs > 0 {
+		j.Remaining = float64(spec.Epochs)
+		if d.SamplesPerEpoch > 0 {
+			j.RemainingSteps = j.Remaining * d.SamplesPerEpoch / float64(d.InitBatch)
+		}
+	}
+	return j, true
 }
 
 // History is what an application's jobs measured, as it is stored
@@ -90,7 +143,8 @@ func (o *Online) SetJob(job, app string, m Measured) {
 // kept holds only the first, and reads as it is.
 type History struct {
 	collector.Measurements
-	Steps []goodput.Config `json:"steps,omitempty"`
+	Steps    []goodput.Config `json:"steps,omitempty"`
+	Declared *Declared        `json:"declared,omitempty"`
 }
 
 // Validate checks a history read from storage.
@@ -105,6 +159,9 @@ func (h History) Validate() error {
 		if !c.Valid() {
 			return fmt.Errorf("steps[%d]: not a measured configuration: %+v", i, c)
 		}
+	}
+	if h.Declared != nil && !h.Declared.valid() {
+		return fmt.Errorf("declared: not an adaptive batch: %+v", *h.Declared)
 	}
 	return nil
 }
@@ -121,17 +178,28 @@ func (o *Online) SetApp(app string, h History) {
 	if len(h.Steps) > 0 {
 		o.gp.SetApp(app, h.Steps)
 	}
+	if h.Declared != nil && h.Declared.valid() {
+		o.declared[app] = *h.Declared
+	}
 }
 
 // App returns the application's history, for storing.
 func (o *Online) App(app string) History {
-	return History{Measurements: o.col.App(app), Steps: o.gp.AppConfigs(app)}
+	h := History{Measurements: o.col.App(app), Steps: o.gp.AppConfigs(app)}
+	if d, ok := o.declared[app]; ok {
+		h.Declared = &d
+	}
+	return h
 }
 
 // DropApp forgets an application unless a live job names it; it reports
 // whether the application is no longer known.
 func (o *Online) DropApp(app string) bool {
-	return o.col.DropApp(app) && o.gp.DropApp(app)
+	if !o.col.DropApp(app) || !o.gp.DropApp(app) {
+		return false
+	}
+	delete(o.declared, app)
+	return true
 }
 
 // Forget drops a job that left; what it measured stays with its

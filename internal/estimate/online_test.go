@@ -243,3 +243,41 @@ func TestFinish(t *testing.T) {
 		t.Error("Left known without a remaining time")
 	}
 }
+
+// A job that has not reported is estimated from what its application's
+// jobs declared and measured: their bounds, its epochs in steps of the
+// initial batch, the application's curve; and not at all before any job
+// of the application declared an adaptive batch. What was declared
+// survives a restart in the history.
+func TestUnreported(t *testing.T) {
+	o := NewOnline(Options{StepModels: true})
+	o.SetGPUsPerNode(4)
+	spec := model.JobSpec{Name: "new", MaxWorkers: 64, Epochs: 10}
+	if _, ok := o.Unreported(spec, "app", 16); ok {
+		t.Fatal("estimated before anything was declared")
+	}
+	d := Declared{InitBatch: 128, MaxBatch: 4096, MaxLocal: 256, SamplesPerEpoch: 51200}
+	var configs []goodput.Config
+	for _, w := range []int{1, 2, 4} {
+		configs, _ = goodput.Add(configs, step(w, 1, 128*w))
+	}
+	o.SetJob("old", "app", Measured{Steps: configs, Declared: d})
+	j, ok := o.Unreported(spec, "app", 16)
+	if !ok || j.Bounds != d.Bounds() || j.MaxWorkers != 16 || j.Remaining != 10 || j.RemainingSteps != 10*51200/128 {
+		t.Fatalf("unreported job %+v, %v", j, ok)
+	}
+	e := o.Estimate(j)
+	if len(e.Speedup) != 5 || len(e.Batch) != 5 || !(e.RemainingSeconds > 0) {
+		t.Errorf("estimates %+v: want the application's curve to 4 with batches and a remaining time", e)
+	}
+	o.Forget("new")
+	o.Forget("old")
+	n := NewOnline(Options{StepModels: true})
+	n.SetApp("app", o.App("app"))
+	if j2, ok := n.Unreported(spec, "app", 16); !ok || j2 != j {
+		t.Errorf("after a restart: %+v, %v; want %+v", j2, ok, j)
+	}
+	if _, ok := NewOnline(Options{}).Unreported(spec, "app", 16); ok {
+		t.Error("estimated without step models")
+	}
+}

@@ -159,13 +159,26 @@ func application(j store.Job) string {
 var stampSuffix = regexp.MustCompile(`-\d{8}-\d{6}(-\d+)?$`)
 
 // estimate gives every job that reported its progress a new estimate
-// from the estimator (docs/progress.md, "One estimator"). A speedup curve
+// from the estimator (docs/progress.md, "One estimator"), and a job that
+// has not reported yet one from its application's, when its jobs declared
+// an adaptive batch. A speedup curve
 // never extends past the cluster's GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
 	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
 		t := s.jobs[j.Spec.Name]
-		if t == nil || t.progress == nil {
+		if t == nil {
+			continue
+		}
+		if t.progress == nil {
+			// Not reported yet: estimated from what its application's
+			// jobs declared and measured, as the simulator estimates a
+			// waiting job, when they declared an adaptive batch.
+			if ej, ok := s.learn.est.Unreported(j.Spec, t.app, gpus); ok {
+				if err := s.core.SetEstimates(ej.Name, s.learn.est.Estimate(ej)); err != nil {
+					s.log.Warn("set estimates", "job", ej.Name, "err", err)
+				}
+			}
 			continue
 		}
 		ej, _, ok := estimate.FromReports(t.progress, j.Spec, t.app, gpus)
