@@ -52,7 +52,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, spec *jobspec.Sp
 	}
 	s.cfg.Metrics.JobsCreated.WithLabelValues(job.Spec.GPUType).Inc()
 	s.notify(r.Context(), job.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: job.Name})
-	s.hub.kick()
+	s.hub.Kick()
 	s.log.Info("job created", "job", job.Name, "gpuType", job.Spec.GPUType,
 		"min", job.Spec.MinWorkers, "max", job.Spec.MaxWorkers)
 	return job, true
@@ -306,7 +306,7 @@ func (s *Server) deleteByName(w http.ResponseWriter, r *http.Request, name strin
 		s.log.Info("job deletion requested", "job", name)
 	}
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
-	s.hub.kick()
+	s.hub.Kick()
 	return j, false, true
 }
 
@@ -337,7 +337,7 @@ func (s *Server) removeFinished(w http.ResponseWriter, r *http.Request, j store.
 	}
 	s.cfg.Metrics.JobsRemoved.WithLabelValues(metrics.RemovedDeleted).Inc()
 	s.log.Info("finished job removed", "job", j.Name, "status", statusOf(j))
-	s.hub.kick()
+	s.hub.Kick()
 	return true
 }
 
@@ -385,7 +385,7 @@ func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
 	}
 	j.Spec.Priority = *req.Priority
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
-	s.hub.kick()
+	s.hub.Kick()
 	s.writeJob(w, r, http.StatusOK, j)
 }
 

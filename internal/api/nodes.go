@@ -44,16 +44,14 @@ func nodesView(gpuType string, rec store.Scheduler, holders []holder) (GPUTypeNo
 		for _, h := range holders {
 			if w := h.placement[n.Name]; w > 0 && h.gpuType == gpuType {
 				v.Jobs = append(v.Jobs, NodeJob{Name: h.name, Namespace: h.namespace, Workers: w, JobWorkers: h.workers})
-				scopes = append(scopes, scope{h.namespace, h.kind})
+				scopes = append(scopes, scope{Namespace: h.namespace, Kind: h.kind})
 				used += w
 			}
 		}
 		v.FreeGPUs = max(n.GPUs-used, 0)
 		out.Nodes = append(out.Nodes, v)
 	}
-	slices.SortFunc(scopes, func(a, b scope) int {
-		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.kind, b.kind))
-	})
+	slices.SortFunc(scopes, scope.Compare)
 	return out, slices.Compact(scopes)
 }
 
@@ -131,10 +129,6 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// scope is a namespace and a kind: what the Authorizer decides a list of
-// jobs on.
-type scope struct{ namespace, kind string }
-
 // viewer decides which jobs one caller may see: those of the namespaces
 // and kinds where the Authorizer allows listing jobs. It asks once per
 // scope and remembers the answer (an event stream asks them all again
@@ -159,7 +153,7 @@ func (v *viewer) sees(namespace, kind string) (bool, error) {
 	if v.s.cfg.Authorizer == nil {
 		return true, nil
 	}
-	sc := scope{namespace, kind}
+	sc := scope{Namespace: namespace, Kind: kind}
 	if allowed, ok := v.decided[sc]; ok {
 		return allowed, nil
 	}
@@ -175,7 +169,7 @@ func (v *viewer) sees(namespace, kind string) (bool, error) {
 // logging an error.
 func (v *viewer) ask(sc scope) (bool, error) {
 	a := v.action
-	a.Namespace, a.Kind = sc.namespace, sc.kind
+	a.Namespace, a.Kind = sc.Namespace, sc.Kind
 	allowed, _, err := v.s.cfg.Authorizer.Authorize(v.ctx, v.user, a)
 	if err != nil {
 		v.s.log.Error("authorize", "user", v.user.Name, "action", a.String(), "err", err)

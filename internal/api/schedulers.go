@@ -124,7 +124,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, rec store.S
 		return false
 	}
 	s.notify(context.WithoutCancel(r.Context()), rec.GPUType, queue.Message{Verb: queue.VerbSettings})
-	s.hub.kick()
+	s.hub.Kick()
 	s.log.Info("scheduler settings changed", "gpuType", rec.GPUType, "algorithm", rec.Settings.Algorithm, "rateLimit", rec.Settings.RateLimit)
 	return true
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/eventhub"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -116,7 +117,7 @@ type Server struct {
 	reports *progress.Ingester
 	busy    *busyLog
 	// hub feeds the event streams.
-	hub *hub
+	hub *eventhub.Hub
 
 	mu    sync.Mutex
 	stamp string         // the timestamp suffix last used
@@ -166,7 +167,12 @@ func New(cfg Config) (*Server, error) {
 		next:     map[string]int{},
 		loopback: auth.IsLoopbackAddr(cfg.ListenAddr),
 	}
-	s.hub = newHub(s, cfg.Streams)
+	hub, err := eventhub.New(eventhub.Config{Store: cfg.Store, Render: views{s}, Clock: cfg.Clock,
+		GPUTypes: cfg.GPUTypes, Limits: cfg.Streams, Metrics: cfg.Metrics, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s.hub = hub
 	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log,
 		Conflicts: cfg.Metrics.ProgressConflicts}
 	s.busy = &busyLog{log: log, every: busyLogEvery}
