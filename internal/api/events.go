@@ -134,7 +134,7 @@ var jobKinds = []string{jobspec.KindMPIJob, jobspec.KindPyTorchJob}
 
 // streamEvents serves GET /api/v1/events (docs/api.md): a snapshot, then
 // the changes, as server-sent events.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	v := s.newViewer(ctx)
 	sub, snap, err := s.hub.Subscribe(ctx, s.callerOf(r, v.user))
@@ -144,22 +144,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Authenticator != nil {
 			who = fmt.Sprintf("user %q", v.user.Name)
 		}
-		w.Header().Set("Retry-After", "5")
-		s.fail(w, http.StatusTooManyRequests, "TooManyRequests", "",
+		return newError(http.StatusTooManyRequests, ReasonTooManyRequests, "",
 			fmt.Sprintf("event stream: %s holds %d event streams, the most one caller may (--max-event-streams-per-user); close one, or try again later",
-				who, s.hub.Limits().MaxPerCaller))
-		return
+				who, s.hub.Limits().MaxPerCaller)).with("Retry-After", "5")
 	case errors.Is(err, eventhub.ErrTooManyStreams), errors.Is(err, eventhub.ErrClosed):
-		w.Header().Set("Retry-After", "5")
-		s.fail(w, http.StatusServiceUnavailable, "ServiceUnavailable", "", fmt.Sprintf("event stream: %v; try again later", err))
-		return
+		return newError(http.StatusServiceUnavailable, ReasonServiceUnavailable, "",
+			fmt.Sprintf("event stream: %v; try again later", err)).with("Retry-After", "5")
 	case err != nil:
-		s.failInternal(w, r, fmt.Errorf("event stream: %w", err))
-		return
+		return fmt.Errorf("event stream: %w", err)
 	}
 	defer s.hub.Leave(sub)
-	if !s.allowStream(w, r, v, snap) {
-		return
+	if err := s.allowStream(r, v, snap); err != nil {
+		return err
 	}
 	cluster := s.mayList(ctx, v.user, auth.ResourceSchedulers)
 	rc := http.NewResponseController(w)
@@ -182,16 +178,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	for out.err == nil {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-sub.Gone():
-			return
+			return nil
 		case <-heartbeat.C:
 			// The rights are asked again, and the stream ends when they
 			// changed: the client's reconnection gets a snapshot of what
 			// the caller may see now, or a 403.
 			if err := s.recheck(v, cluster); err != nil {
 				s.log.Info("event stream ended", "user", v.user.Name, "reason", err)
-				return
+				return nil
 			}
 			out.comment("heartbeat")
 		case f := <-sub.Frames():
@@ -206,6 +202,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log.Debug("event stream ended", "user", v.user.Name, "err", out.err)
+	return nil
 }
 
 // callerOf names who a stream of r counts against for
@@ -223,15 +220,15 @@ func (s *Server) callerOf(r *http.Request, u auth.User) string {
 	return "address " + clientOf(ap.Addr())
 }
 
-// allowStream answers 403 and returns false unless the caller may list
+// allowStream returns a 403 error unless the caller may list
 // jobs somewhere: of some kind across namespaces, or in a namespace where
 // jobs run (the server's, the default, those of the live jobs in snap).
 // A caller who may see no job has no use for the stream, and would hold
 // one of its places for nothing. The namespace and kind that allowed it
 // join v's answers, which the heartbeat asks again.
-func (s *Server) allowStream(w http.ResponseWriter, r *http.Request, v *viewer, snap *eventhub.Snapshot) bool {
+func (s *Server) allowStream(r *http.Request, v *viewer, snap *eventhub.Snapshot) error {
 	if s.cfg.Authorizer == nil {
-		return true
+		return nil
 	}
 	namespaces := []string{"", s.namespaceOf(store.Job{})}
 	namespaces = append(namespaces, s.cfg.Namespaces...)
@@ -251,18 +248,16 @@ func (s *Server) allowStream(w http.ResponseWriter, r *http.Request, v *viewer, 
 			sc := scope{Namespace: ns, Kind: kind}
 			ok, err := v.ask(sc)
 			if err != nil {
-				s.forbid(w, r, r.Pattern, v.user, v.action, "the authorizer failed; see the server log")
-				return false
+				return forbid(r, r.Pattern, v.user, v.action, "the authorizer failed; see the server log")
 			}
 			if ok {
 				v.decided[sc] = true
-				return true
+				return nil
 			}
 		}
 	}
 	s.log.Info("refused", "user", v.user.Name, "action", v.action.String(), "reason", "may list jobs in no namespace")
-	s.forbid(w, r, r.Pattern, v.user, v.action, "the stream shows jobs, and the caller may list none (of any kind, in any namespace where jobs run)")
-	return false
+	return forbid(r, r.Pattern, v.user, v.action, "the stream shows jobs, and the caller may list none (of any kind, in any namespace where jobs run)")
 }
 
 // recheck asks the Authorizer again every answer it gave for a stream:

@@ -669,7 +669,7 @@ func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
 	for _, c := range []struct {
 		token  string
 		want   int
-		reason string
+		reason Reason
 	}{
 		{"metrics-token", http.StatusForbidden, "Forbidden"},
 		{userToken, http.StatusOK, ""},
@@ -752,7 +752,7 @@ func TestEventStreamRechecksRights(t *testing.T) {
 		jobs                   bool   // then switched, if switchJobs
 		switchJobs             bool   // else switch schedulers
 		wantCode, wantClusters int    // after: status, and GPU types with nodes and schedulers
-		wantReason             string // of a refusal
+		wantReason             Reason // of a refusal
 	}{
 		{name: "schedulers revoked", schedulers: true, jobs: true, wantCode: http.StatusOK},
 		{name: "schedulers granted", jobs: true, wantCode: http.StatusOK, wantClusters: 1},

@@ -91,16 +91,14 @@ func (s *Server) nodeHolders(jobs []store.Job) []holder {
 	return out
 }
 
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 	recs, err := s.settings(r.Context())
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), store.ListOptions{Live: true})
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	holders := s.nodeHolders(jobs)
 	kinds := map[string]string{}
@@ -123,10 +121,10 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	if failed != nil {
 		u, _ := auth.UserFrom(r.Context())
-		s.forbid(w, r, r.Pattern, u, v.action, "the authorizer failed; see the server log")
-		return
+		return forbid(r, r.Pattern, u, v.action, "the authorizer failed; see the server log")
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // viewer decides which jobs one caller may see: those of the namespaces

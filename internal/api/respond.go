@@ -10,7 +10,6 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/strictjson"
 )
@@ -27,34 +26,6 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, text)
-}
-
-// fail answers with an Error body.
-func (s *Server) fail(w http.ResponseWriter, code int, reason, field, msg string) {
-	writeJSON(w, code, Error{Error: ErrorDetail{Code: code, Reason: reason, Field: field, Message: msg}})
-}
-
-// failInternal logs err and answers 500 without leaking internals.
-func (s *Server) failInternal(w http.ResponseWriter, r *http.Request, err error) {
-	args := []any{"method", r.Method, "path", r.URL.Path, "err", err}
-	if u, ok := auth.UserFrom(r.Context()); ok {
-		args = append(args, "user", u.Name)
-	}
-	s.log.Error("request failed", args...)
-	s.fail(w, http.StatusInternalServerError, "InternalError", "", "the server could not complete the request; see its log")
-}
-
-// failSpec answers a manifest the parser rejected, with its warnings.
-func (s *Server) failSpec(w http.ResponseWriter, r *http.Request, err error) {
-	var fe *jobspec.FieldError
-	if errors.As(err, &fe) {
-		addWarnings(w.Header(), fe.Warnings)
-		writeJSON(w, http.StatusBadRequest, Error{Error: ErrorDetail{
-			Code: http.StatusBadRequest, Reason: "Invalid", Field: fe.Field, Message: fe.Error(), Warnings: fe.Warnings,
-		}})
-		return
-	}
-	s.failInternal(w, r, err)
 }
 
 // warnCode is the warn-code of kube-apiserver's warnings (RFC 7234
@@ -77,23 +48,17 @@ func addWarnings(h http.Header, warnings []string) {
 // maxBody bounds every request body: jobspec's limit on manifests.
 const maxBody = jobspec.DefaultMaxBytes
 
-func (s *Server) failTooLarge(w http.ResponseWriter) {
-	s.fail(w, http.StatusRequestEntityTooLarge, "TooLarge", "body", fmt.Sprintf("body: larger than %d bytes", maxBody))
-}
-
-// readBody reads a request body up to maxBody, answering 413 beyond it.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads a request body up to maxBody: a 413 error beyond it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		s.failTooLarge(w)
-		return nil, false
+		return nil, tooLarge()
 	case err != nil:
-		s.fail(w, http.StatusBadRequest, "BadRequest", "body", fmt.Sprintf("body: %v", err))
-		return nil, false
+		return nil, badRequest("body", fmt.Sprintf("body: %v", err))
 	}
-	return body, true
+	return body, nil
 }
 
 // manifestTypes are the Content-Types a manifest may come with; the body
@@ -112,31 +77,29 @@ const formType = "application/x-www-form-urlencoded"
 
 // checkManifestType accepts the manifest types, and the form type when
 // legacy is set.
-func (s *Server) checkManifestType(w http.ResponseWriter, r *http.Request, legacy bool) bool {
+func checkManifestType(r *http.Request, legacy bool) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return true
+		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || !(manifestTypes[mt] || legacy && mt == formType) {
-		s.fail(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "Content-Type",
+		return newError(http.StatusUnsupportedMediaType, ReasonUnsupportedMediaType, "Content-Type",
 			fmt.Sprintf("Content-Type: %q is not a manifest type; send application/yaml or application/json", ct))
-		return false
 	}
-	return true
+	return nil
 }
 
 // decodeJSON reads a JSON request body into v, a pointer to a request
 // struct, as strictly as the manifest parser reads a manifest (see
 // strictjson.Decode); an error names the offending field.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return false
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
 	}
 	if err := strictjson.Decode(body, v); err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", err.Field, err.Error())
-		return false
+		return badRequest(err.Field, err.Error())
 	}
-	return true
+	return nil
 }

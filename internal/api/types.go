@@ -287,7 +287,7 @@ type Error struct {
 // there is one (a JSON path into the manifest or request body).
 type ErrorDetail struct {
 	Code    int    `json:"code"`
-	Reason  string `json:"reason"`
+	Reason  Reason `json:"reason"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
 	// Warnings, for a rejected manifest, name its fields Kubernetes does
