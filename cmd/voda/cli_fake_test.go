@@ -213,7 +213,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if (q.Get("gpuType") == "" || j.GPUType == q.Get("gpuType")) &&
-			(q.Get("status") == "" || j.Status == q.Get("status")) &&
+			(q.Get("status") == "" || string(j.Status) == q.Get("status")) &&
 			(q.Get("live") != "true" || !finished(j.Status)) {
 			out.Items = append(out.Items, j)
 		}

@@ -20,12 +20,16 @@ import (
 )
 
 // jobStatuses are the statuses a job goes through, as the API spells them.
-var jobStatuses = []string{"Submitted", "Waiting", "Running", "Completed", "Failed", "Canceled"}
+var jobStatuses = func() []string {
+	out := make([]string, len(api.Statuses))
+	for i, st := range api.Statuses {
+		out[i] = string(st)
+	}
+	return out
+}()
 
 // finished reports whether a job's status is final.
-func finished(status string) bool {
-	return status == "Completed" || status == "Failed" || status == "Canceled"
-}
+func finished(status api.Status) bool { return status.Done() }
 
 // ---- create ----
 
@@ -363,12 +367,12 @@ func getEach[T any](ctx context.Context, kind string, names []string, get func(c
 
 // canonicalStatus spells a --status value as the API does, whatever its
 // case.
-func canonicalStatus(s string) (string, error) {
+func canonicalStatus(s string) (api.Status, error) {
 	if s == "" {
 		return "", nil
 	}
-	for _, st := range jobStatuses {
-		if strings.EqualFold(s, st) {
+	for _, st := range api.Statuses {
+		if strings.EqualFold(s, string(st)) {
 			return st, nil
 		}
 	}
@@ -396,7 +400,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 			}
 			if j.EstimatedStart != nil {
 				start = relative(*j.EstimatedStart, serverNow(j, now))
-			} else if j.Status == "Waiting" {
+			} else if j.Status == api.StatusWaiting {
 				start = "unknown"
 			}
 			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
@@ -436,9 +440,9 @@ func describeNow(ctx context.Context, c *client.Client, j api.Job, local time.Ti
 // marked until it is halted, the way kubectl marks a cordoned node.
 func jobStatus(j api.Job) string {
 	if j.DeleteRequested && !finished(j.Status) {
-		return j.Status + ",Deleting"
+		return string(j.Status) + ",Deleting"
 	}
-	return j.Status
+	return string(j.Status)
 }
 
 func dash(s string) string {
@@ -544,7 +548,7 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Namespace", dash(j.Namespace))
 	d.add("Kind", dash(j.Kind))
 	d.add("GPU type", dash(j.GPUType))
-	d.add("Status", j.Status)
+	d.add("Status", string(j.Status))
 	if j.Reason != "" {
 		d.add("Reason", j.Reason)
 	}
@@ -670,7 +674,7 @@ func describeOutlook(d *describer, j api.Job, at func(*time.Time) string) {
 	case !finished(j.Status):
 		d.add("Remaining", "unknown")
 	}
-	if j.Status == "Waiting" || j.QueuePosition > 0 {
+	if j.Status == api.StatusWaiting || j.QueuePosition > 0 {
 		pos := "unknown"
 		if j.QueuePosition > 0 {
 			pos = strconv.Itoa(j.QueuePosition)
@@ -821,7 +825,7 @@ removed)", and the job is then not found.
 				}
 				removed := ""
 				if client.Removed(job) {
-					removed = " (was " + job.Status + "; record removed)"
+					removed = " (was " + string(job.Status) + "; record removed)"
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, removed)
 			}

@@ -879,7 +879,7 @@ func TestEventStreamFinishedJobRemoved(t *testing.T) {
 				case je.Deleted:
 					got = append(got, "deleted")
 				case je.Job != nil:
-					got = append(got, je.Job.Status)
+					got = append(got, string(je.Job.Status))
 				}
 			}
 			if !slices.Equal(got, tc.want) {

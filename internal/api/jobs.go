@@ -212,15 +212,6 @@ func (s *Server) views(r *http.Request, jobs []store.Job) ([]Job, error) {
 	return views, nil
 }
 
-func validStatus(s string) bool {
-	switch model.Status(s) {
-	case model.StatusSubmitted, model.StatusWaiting, model.StatusRunning,
-		model.StatusCompleted, model.StatusFailed, model.StatusCanceled:
-		return true
-	}
-	return false
-}
-
 // lookup loads the job a request names and checks that the caller may
 // perform the request's action on it: a 404 error if it is absent, a 403
 // if the caller may not.
@@ -386,7 +377,7 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	st := j.Status.State
 	out := Job{
 		Name: j.Name, Namespace: s.namespaceOf(j), Kind: j.Kind, GPUType: j.Spec.GPUType,
-		Status: string(statusOf(j)), DeleteRequested: j.DeleteRequested,
+		Status: Status(statusOf(j)), DeleteRequested: j.DeleteRequested,
 		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
 		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,
 		Application: j.Application, ProgressLog: j.ProgressLog,

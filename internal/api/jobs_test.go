@@ -190,7 +190,7 @@ func TestReasonsAndUnreadableRecords(t *testing.T) {
 		if err := json.Unmarshal(b, &j); err != nil || code != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", c.name, code, b)
 		}
-		if diff := cmp.Diff(c.want, view{j.Status, j.Reason, j.Message}); diff != "" {
+		if diff := cmp.Diff(c.want, view{string(j.Status), j.Reason, j.Message}); diff != "" {
 			t.Errorf("GET %s (-want,+got):\n%s", c.name, diff)
 		}
 	}
@@ -383,7 +383,7 @@ func TestDelete(t *testing.T) {
 				}
 				if route == "v1" && code == http.StatusOK {
 					var v Job
-					if err := json.Unmarshal(b, &v); err != nil || v.Name != j.Name || v.Status != string(c.status) {
+					if err := json.Unmarshal(b, &v); err != nil || v.Name != j.Name || v.Status != Status(c.status) {
 						t.Errorf("%s: the answer is not the job's last view: %s", c.name, b)
 					}
 				}

@@ -151,7 +151,7 @@ func (s *Server) listRequest(r *http.Request) (q listQuery, limit int, after sto
 		}
 		q.Live = live
 	}
-	if q.Status != "" && !validStatus(q.Status) {
+	if q.Status != "" && !Status(q.Status).Valid() {
 		return q, 0, after, badRequest("status",
 			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", q.Status))
 	}

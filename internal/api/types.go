@@ -38,7 +38,7 @@ type Job struct {
 	Kind      string `json:"kind"`
 	GPUType   string `json:"gpuType"`
 	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Reason is a one-word cause of the status where one helps, e.g.
 	// Unschedulable (waiting for more GPUs than the GPU type has in all)
 	// or Unreadable (a stored record that could not be decoded, shown
