@@ -6,19 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/jobname"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/store"
 )
-
-// nameStampLayout is the original's 24-hour timestamp suffix.
-const nameStampLayout = "20060102-150405"
 
 // maxNameTries bounds the numeric suffixes tried within one second.
 const maxNameTries = 10000
@@ -56,23 +53,23 @@ func (s *Server) submit(r *http.Request, spec *jobspec.Spec) (store.Job, error) 
 	return job, nil
 }
 
-// nameBase is a job's name before any numeric suffix: the manifest's name
-// and the wall-clock time in UTC to the second. Names come from NameClock,
-// not from Clock, which a simulated cluster may run ahead of the wall
-// clock: a name tells its user when they submitted.
-func (s *Server) nameBase(spec *jobspec.Spec) string {
-	return spec.Name + "-" + s.cfg.NameClock.Now().UTC().Format(nameStampLayout)
+// firstName is the first name a job of spec is tried under (jobname.New).
+// Names come from NameClock, not from Clock, which a simulated cluster
+// may run ahead of the wall clock: a name tells its user when they
+// submitted.
+func (s *Server) firstName(spec *jobspec.Spec) string {
+	return jobname.New(spec.Name, s.cfg.NameClock.Now())
 }
 
 // create stores the job under a unique name: the user's name plus the
 // submission time to the second, and -2, -3, ... when that is taken. The
-// store's unique key makes this safe across API replicas; the counter
-// only saves tries within this one.
+// store's unique key makes this safe across API replicas; s.names only
+// saves tries within this one.
 func (s *Server) create(ctx context.Context, spec *jobspec.Spec) (store.Job, error) {
 	now := s.cfg.Clock.Now()
-	base := s.nameBase(spec)
+	base := s.firstName(spec)
 	for try := 0; try < maxNameTries; try++ {
-		job, err := newJob(spec, s.candidate(base), now)
+		job, err := newJob(spec, s.names.Next(base), now)
 		if err != nil {
 			return store.Job{}, err
 		}
@@ -106,30 +103,6 @@ func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
 			Updated: now,
 		},
 	}, nil
-}
-
-// candidate returns the next name to try for base.
-func (s *Server) candidate(base string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Counters of the current and the previous second are kept: requests
-	// of a burst across a second's boundary arrive with both stamps
-	// interleaved, and a counter restarted at every flip would walk each
-	// request up through every name already taken, one store write each.
-	if stamp := base[len(base)-len(nameStampLayout):]; stamp > s.stamp {
-		for k := range s.next {
-			if k[len(k)-len(nameStampLayout):] < s.stamp {
-				delete(s.next, k)
-			}
-		}
-		s.stamp = stamp
-	}
-	n := s.next[base]
-	s.next[base] = n + 1
-	if n == 0 {
-		return base
-	}
-	return base + "-" + strconv.Itoa(n+1)
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
@@ -176,7 +149,7 @@ func dryRun(r *http.Request) (bool, error) {
 // answerDryRun answers 200 with the job as it would be created now: its
 // name without the -2, -3, ... a name taken within the same second gets.
 func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) error {
-	job, err := newJob(spec, s.nameBase(spec), s.cfg.Clock.Now())
+	job, err := newJob(spec, s.firstName(spec), s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

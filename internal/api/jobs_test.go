@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,31 +297,6 @@ func TestLegacyText(t *testing.T) {
 		if got := legacyText([]byte(c.in)); got != c.want {
 			t.Errorf("legacyText(%q) = %q, want %q", c.in, got, c.want)
 		}
-	}
-}
-
-// A burst across a second's boundary brings both seconds' stamps
-// interleaved: each name's counter goes on where it was, rather than
-// restarting at every flip and walking up through taken names.
-func TestCandidateAcrossSecondBoundary(t *testing.T) {
-	f := newFixture(t)
-	s := f.srv
-	a, b, c := "x-20261123-100000", "x-20261123-100001", "x-20261123-100002"
-	var got []string
-	for _, base := range []string{a, a, b, a, b, a, c, b, c} {
-		got = append(got, s.candidate(base))
-	}
-	want := []string{a, a + "-2", b, a + "-3", b + "-2", a + "-4", c, b + "-3", c + "-2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("candidates %v, want %v", got, want)
-	}
-	// Two seconds on, the oldest second's counters are dropped.
-	s.candidate("x-20261123-100003")
-	s.mu.Lock()
-	_, kept := s.next[a]
-	s.mu.Unlock()
-	if kept {
-		t.Errorf("the counter of %s is kept two seconds later", a)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +18,7 @@ import (
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/eventhub"
+	"github.com/vodascheduler/voda/internal/jobname"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -118,10 +118,8 @@ type Server struct {
 	busy    *busyLog
 	// hub feeds the event streams.
 	hub *eventhub.Hub
-
-	mu    sync.Mutex
-	stamp string         // the timestamp suffix last used
-	next  map[string]int // name-stamp -> next numeric suffix to try
+	// names hands out the names to try for new jobs.
+	names jobname.Namer
 }
 
 // New checks the configuration and builds the routes.
@@ -164,7 +162,6 @@ func New(cfg Config) (*Server, error) {
 			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces,
 			DefaultNamespace: cfg.DefaultNamespace},
 		mux:      http.NewServeMux(),
-		next:     map[string]int{},
 		loopback: auth.IsLoopbackAddr(cfg.ListenAddr),
 	}
 	hub, err := eventhub.New(eventhub.Config{Store: cfg.Store, Render: views{s}, Clock: cfg.Clock,
