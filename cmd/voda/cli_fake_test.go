@@ -121,7 +121,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, field, format string, args ...any) {
-	reason := map[int]string{400: "Invalid", 404: "NotFound", 409: "Conflict"}[status]
+	reason := map[int]api.Reason{400: api.ReasonInvalid, 404: api.ReasonNotFound, 409: api.ReasonConflict}[status]
 	writeJSON(w, status, api.Error{Error: api.ErrorDetail{
 		Code: status, Reason: reason, Field: field, Message: fmt.Sprintf(format, args...),
 	}})
@@ -214,7 +214,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if (q.Get("gpuType") == "" || j.GPUType == q.Get("gpuType")) &&
-			(q.Get("status") == "" || j.Status == q.Get("status")) &&
+			(q.Get("status") == "" || string(j.Status) == q.Get("status")) &&
 			(q.Get("live") != "true" || !finished(j.Status)) {
 			out.Items = append(out.Items, j)
 		}

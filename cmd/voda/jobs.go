@@ -9,12 +9,16 @@ import (
 )
 
 // jobStatuses are the statuses a job goes through, as the API spells them.
-var jobStatuses = []string{"Submitted", "Waiting", "Running", "Completed", "Failed", "Canceled"}
+var jobStatuses = func() []string {
+	out := make([]string, len(api.Statuses))
+	for i, st := range api.Statuses {
+		out[i] = string(st)
+	}
+	return out
+}()
 
 // finished reports whether a job's status is final.
-func finished(status string) bool {
-	return status == "Completed" || status == "Failed" || status == "Canceled"
-}
+func finished(status api.Status) bool { return status.Done() }
 
 // printJobs writes jobs as JSON or YAML: the job itself when one was
 // asked for by name, else an api.JobList.
@@ -32,9 +36,9 @@ func printJobs(w io.Writer, format string, jobs []api.Job, single bool) error {
 // marked until it is halted, the way kubectl marks a cordoned node.
 func jobStatus(j api.Job) string {
 	if j.DeleteRequested && !finished(j.Status) {
-		return j.Status + ",Deleting"
+		return string(j.Status) + ",Deleting"
 	}
-	return j.Status
+	return string(j.Status)
 }
 
 func dash(s string) string {

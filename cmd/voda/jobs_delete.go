@@ -61,7 +61,7 @@ removed)", and the job is then not found.
 				}
 				removed := ""
 				if client.Removed(job) {
-					removed = " (was " + job.Status + "; record removed)"
+					removed = " (was " + string(job.Status) + "; record removed)"
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Training job deleted: %s%s\n", job.Name, removed)
 			}

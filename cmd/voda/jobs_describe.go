@@ -115,7 +115,7 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Namespace", dash(j.Namespace))
 	d.add("Kind", dash(string(j.Kind)))
 	d.add("GPU type", dash(j.GPUType))
-	d.add("Status", j.Status)
+	d.add("Status", string(j.Status))
 	if j.Reason != "" {
 		d.add("Reason", j.Reason)
 	}
@@ -241,7 +241,7 @@ func describeOutlook(d *describer, j api.Job, at func(*time.Time) string) {
 	case !finished(j.Status):
 		d.add("Remaining", "unknown")
 	}
-	if j.Status == "Waiting" || j.QueuePosition > 0 {
+	if j.Status == api.StatusWaiting || j.QueuePosition > 0 {
 		pos := "unknown"
 		if j.QueuePosition > 0 {
 			pos = strconv.Itoa(j.QueuePosition)

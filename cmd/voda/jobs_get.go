@@ -176,12 +176,12 @@ func getEach[T any](ctx context.Context, kind string, names []string, get func(c
 
 // canonicalStatus spells a --status value as the API does, whatever its
 // case.
-func canonicalStatus(s string) (string, error) {
+func canonicalStatus(s string) (api.Status, error) {
 	if s == "" {
 		return "", nil
 	}
-	for _, st := range jobStatuses {
-		if strings.EqualFold(s, st) {
+	for _, st := range api.Statuses {
+		if strings.EqualFold(s, string(st)) {
 			return st, nil
 		}
 	}
@@ -209,7 +209,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 			}
 			if j.EstimatedStart != nil {
 				start = relative(*j.EstimatedStart, serverNow(j, now))
-			} else if j.Status == "Waiting" {
+			} else if j.Status == api.StatusWaiting {
 				start = "unknown"
 			}
 			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),

@@ -371,7 +371,7 @@ func TestListPages(t *testing.T) {
 	var jobs []api.Job
 	var names []string
 	for i := range 7 {
-		status := []string{"Completed", "Running", "Waiting"}[i%3]
+		status := []api.Status{"Completed", "Running", "Waiting"}[i%3]
 		j := api.Job{Name: fmt.Sprintf("job%d-20250601-1000%02d", i, i), Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: status,
 			SubmitTime: *at(10, 0, i)}
 		jobs = append(jobs, j)

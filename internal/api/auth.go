@@ -54,19 +54,19 @@ var openRoutes = map[string]bool{
 	"GET " + strings.TrimSuffix(ui.Prefix, "/"): true,
 }
 
-// authorize authenticates r and asks the Authorizer about its route,
-// answering 401 or 403 itself when the caller may not go on. It returns
-// r with the user in its context. Without an Authenticator (anonymous
+// authorize authenticates r and asks the Authorizer about its route: a
+// 401 or 403 error when the caller may not go on. It returns r with the
+// user in its context. Without an Authenticator (anonymous
 // mode) every request goes on as it is. A path no route takes is
 // authenticated only, so that strangers learn nothing of the routes;
 // noRoute then answers 404 or 405.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+func (s *Server) authorize(r *http.Request) (*http.Request, error) {
 	if s.cfg.Authenticator == nil {
-		return r, true
+		return r, nil
 	}
 	_, pattern := s.mux.Handler(r)
 	if openRoutes[pattern] {
-		return r, true
+		return r, nil
 	}
 	authn := s.cfg.Authenticator
 	if pattern == "POST "+RouteJobProgress && s.cfg.ReportAuthenticator != nil {
@@ -78,7 +78,6 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 	}
 	if !ok {
 		r.Pattern = pattern // for the request metrics
-		w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
 		msg := "this server requires a bearer token (Authorization: Bearer <token>; voda's CLI sends --token, $VODA_TOKEN or the current kubeconfig context's token)"
 		if _, given := auth.BearerToken(r); given {
 			msg = "the bearer token is not valid"
@@ -86,18 +85,16 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 		if err != nil {
 			msg = "the bearer token could not be checked; see the server log"
 		}
-		s.fail(w, http.StatusUnauthorized, "Unauthorized", "", msg)
-		return r, false
+		return r, newError(http.StatusUnauthorized, ReasonUnauthorized, "", msg).with("WWW-Authenticate", `Bearer realm="voda"`)
 	}
 	r = r.WithContext(auth.WithUser(r.Context(), u))
 	if pattern == "" || pattern == "/" {
-		return r, true
+		return r, nil
 	}
 	a, known := routeAttributes[pattern]
 	if !known {
 		s.log.Error("route has no authorization attributes; refused", "pattern", pattern)
-		s.forbid(w, r, pattern, u, auth.Attributes{Verb: r.Method, Path: r.URL.Path}, "the route has no authorization rule")
-		return r, false
+		return r, forbid(r, pattern, u, auth.Attributes{Verb: r.Method, Path: r.URL.Path}, "the route has no authorization rule")
 	}
 	if a.Resource != "" {
 		a.Name = pathName(pattern, r.URL)
@@ -109,19 +106,19 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*http.Reques
 		// Who may act on a job depends on its namespace and kind, which
 		// the handler learns from the manifest or the store: it asks
 		// (see allow, visible).
-		return r, true
+		return r, nil
 	}
 	r.Pattern = pattern // for allow's answer; the mux sets it again
-	return r, s.allow(w, r, a)
+	return r, s.allow(r, a)
 }
 
-// allow asks the Authorizer whether the request's caller may perform a,
-// answering 403 itself if not. Without authentication everyone may do
+// allow asks the Authorizer whether the request's caller may perform a:
+// a 403 error if not. Without authentication everyone may do
 // anything.
-func (s *Server) allow(w http.ResponseWriter, r *http.Request, a auth.Attributes) bool {
+func (s *Server) allow(r *http.Request, a auth.Attributes) error {
 	authz := s.cfg.Authorizer
 	if authz == nil {
-		return true
+		return nil
 	}
 	if a.Subresource == auth.SubresourceProgress && s.cfg.ReportAuthorizer != nil {
 		authz = s.cfg.ReportAuthorizer
@@ -134,15 +131,14 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, a auth.Attributes
 	}
 	if !allowed || err != nil {
 		s.log.Info("refused", "user", u.Name, "action", a.String(), "reason", reason)
-		s.forbid(w, r, r.Pattern, u, a, reason)
-		return false
+		return forbid(r, r.Pattern, u, a, reason)
 	}
 	if a.Verb != auth.VerbGet && a.Verb != auth.VerbList {
 		// An audit trail of changes: who deleted or re-prioritised a
 		// job, who switched the algorithm.
 		s.log.Info("authorized", "user", u.Name, "action", a.String())
 	}
-	return true
+	return nil
 }
 
 // jobAction is the action of the request's route on one job: a job of
@@ -155,36 +151,37 @@ func jobAction(r *http.Request, kind jobspec.Kind, namespace, name string) auth.
 
 // visible returns the jobs the request's caller may see: those of the
 // namespaces and kinds where the Authorizer allows the route's list
-// action. It asks once per namespace and kind, and answers 403 itself
+// action. It asks once per namespace and kind, and returns a 403 error
 // when it cannot decide, rather than show a partial list.
-func (s *Server) visible(w http.ResponseWriter, r *http.Request, jobs []store.Job) ([]store.Job, bool) {
+func (s *Server) visible(r *http.Request, jobs []store.Job) ([]store.Job, error) {
 	if s.cfg.Authorizer == nil {
-		return jobs, true
+		return jobs, nil
 	}
 	v := s.newViewer(r.Context())
 	v.action = routeAttributes[r.Pattern]
 	out := make([]store.Job, 0, len(jobs))
 	for _, j := range jobs {
-		allowed, err := v.sees(s.namespaceOf(j), j.Kind)
+		allowed, err := v.sees(s.namespaceOf(j), string(j.Kind))
 		if err != nil {
 			a := jobAction(r, j.Kind, s.namespaceOf(j), "")
-			s.forbid(w, r, r.Pattern, v.user, a, "the authorizer failed; see the server log")
-			return nil, false
+			return nil, forbid(r, r.Pattern, v.user, a, "the authorizer failed; see the server log")
 		}
 		if allowed {
 			out = append(out, j)
 		}
 	}
-	return out, true
+	return out, nil
 }
 
-func (s *Server) forbid(w http.ResponseWriter, r *http.Request, pattern string, u auth.User, a auth.Attributes, reason string) {
-	r.Pattern = pattern // for the request metrics
+// forbid is the 403 error of u's action a, refused for reason; it sets
+// r's pattern for the request metrics.
+func forbid(r *http.Request, pattern string, u auth.User, a auth.Attributes, reason string) error {
+	r.Pattern = pattern
 	msg := fmt.Sprintf("user %q may not %s", u.Name, a)
 	if reason != "" {
 		msg += ": " + reason
 	}
-	s.fail(w, http.StatusForbidden, "Forbidden", "", msg)
+	return newError(http.StatusForbidden, ReasonForbidden, "", msg)
 }
 
 // pathName is the object a path names: the segment of r's path where

@@ -61,47 +61,43 @@ import (
 //
 // Rules 4 and 5 leave requests no route takes to the 404 and 405 answers,
 // which change nothing.
-func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) checkBrowser(r *http.Request) error {
 	if s.loopback && !loopbackHost(r.Host) {
-		s.fail(w, http.StatusForbidden, "UnknownHost", "Host", fmt.Sprintf(
+		return newError(http.StatusForbidden, ReasonUnknownHost, "Host", fmt.Sprintf(
 			"Host: %q does not name this server, which listens on the loopback address %s; use localhost, 127.0.0.1 or [::1] (a page under another name may be a DNS-rebinding attack)",
 			r.Host, s.cfg.ListenAddr))
-		return false
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true
+		return nil
 	}
 	if field, why := crossOrigin(r); why != "" {
-		s.fail(w, http.StatusForbidden, "CrossOrigin", field, fmt.Sprintf(
+		return newError(http.StatusForbidden, ReasonCrossOrigin, field, fmt.Sprintf(
 			"%s; the API takes no state-changing requests from web pages of other origins", why))
-		return false
 	}
 	ct := r.Header.Get("Content-Type")
 	if jsonOrYAML(ct) {
-		return true
+		return nil
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" || pattern == "/" {
-		return true // 404 or 405
+		return nil // 404 or 405
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		if r.Method == http.MethodDelete && ct == "" && r.ContentLength == 0 {
-			return true
+			return nil
 		}
 		what := "missing"
 		if ct != "" {
 			what = fmt.Sprintf("%q is not JSON or YAML", ct)
 		}
-		s.fail(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "Content-Type", fmt.Sprintf(
+		return newError(http.StatusUnsupportedMediaType, ReasonUnsupportedMediaType, "Content-Type", fmt.Sprintf(
 			"Content-Type: %s; a %s to %s must send application/json or application/yaml", what, r.Method, r.URL.Path))
-		return false
 	}
 	if browserSent(r) {
-		s.fail(w, http.StatusForbidden, "BrowserRequest", "Content-Type", fmt.Sprintf(
+		return newError(http.StatusForbidden, ReasonBrowserRequest, "Content-Type", fmt.Sprintf(
 			"Content-Type: %q from a browser (it sent Origin or Sec-Fetch-* headers): the original's routes take a body that is not JSON or YAML only from other clients (curl, scripts); send application/json or application/yaml", ct))
-		return false
 	}
-	return true
+	return nil
 }
 
 // loopbackHost reports whether a Host header names a loopback address

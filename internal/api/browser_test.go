@@ -31,7 +31,7 @@ func TestBrowserSafety(t *testing.T) {
 		host         string // the Host header, if not the server's address
 		header       map[string]string
 		code         int
-		reason       string
+		reason       Reason
 	}{
 		{name: "cross-origin simple request", method: "POST", path: RouteJobs, ctype: "text/plain", body: job,
 			header: browser("http://attacker.example", "cross-site"), code: 403, reason: "CrossOrigin"},

@@ -7,6 +7,12 @@
 // notifies the GPU type's scheduler through the queue. The wire types in
 // types.go are shared with the Go client the CLI uses.
 //
+// Handlers return an error rather than write one: an httpError (a status,
+// a typed Reason, the field at fault) or any other error, which
+// writeError answers as a logged 500 (errors.go). The event stream's
+// source is internal/eventhub; request bodies are read with
+// internal/strictjson.
+//
 // With an authenticator and an authorizer (internal/auth), every route but
 // the health probes first asks who the caller is and whether they may act
 // (auth.go); see docs/security.md.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/eventhub"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -74,7 +75,7 @@ func benchmarkStreams(b *testing.B, streams int) {
 			}
 		}()
 	}
-	for i := 0; f.srv.hub.subscribers() < streams; i++ {
+	for i := 0; f.srv.hub.Subscribers() < streams; i++ {
 		if i > 500 {
 			b.Fatal("streams not open after 5 s")
 		}
@@ -113,8 +114,8 @@ func benchmarkStreams(b *testing.B, streams int) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	idle0 := cpuTime(b)
-	time.Sleep(fullPollEvery * time.Second)
-	b.ReportMetric(float64((cpuTime(b)-idle0).Milliseconds())/fullPollEvery, "idle-cpu-ms/s")
+	time.Sleep(eventhub.FullPollEvery * time.Second)
+	b.ReportMetric(float64((cpuTime(b)-idle0).Milliseconds())/eventhub.FullPollEvery, "idle-cpu-ms/s")
 	f.srv.CloseStreams()
 }
 
@@ -166,7 +167,7 @@ func BenchmarkEventStreamScale(b *testing.B) {
 					sc := bufio.NewScanner(resp.Body)
 					sc.Buffer(nil, 64<<20)
 					for sc.Scan() {
-						if sc.Text() == "event: "+eventSnapshot {
+						if sc.Text() == "event: "+eventhub.EventSnapshot {
 							got.Add(1)
 						}
 					}
@@ -193,7 +194,7 @@ func BenchmarkEventStreamScale(b *testing.B) {
 		for range silent {
 			rawStream(b, f.url, "")
 		}
-		if n := f.srv.hub.subscribers(); n != silent {
+		if n := f.srv.hub.Subscribers(); n != silent {
 			b.Fatalf("%d streams open, want %d", n, silent)
 		}
 		rss, heap := residentBytes(b)-rss0, int64(heapInUse())-int64(heap0)
@@ -206,7 +207,7 @@ func BenchmarkEventStreamScale(b *testing.B) {
 
 // waitIdle waits until f's hub has no stream open.
 func waitIdle(b *testing.B, f *fixture) {
-	for i := 0; f.srv.hub.subscribers() > 0; i++ {
+	for i := 0; f.srv.hub.Subscribers() > 0; i++ {
 		if i > 500 {
 			b.Fatal("streams still open after 5 s")
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"runtime"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/eventhub"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/retention"
 	"github.com/vodascheduler/voda/internal/store"
@@ -117,7 +117,7 @@ func (s *stream) next(what string, within time.Duration, want func(sse) bool) ss
 func (s *stream) snapshot() Snapshot {
 	s.t.Helper()
 	ev := s.next("snapshot", 5*time.Second, func(ev sse) bool { return ev.name != "" })
-	if ev.name != eventSnapshot {
+	if ev.name != eventhub.EventSnapshot {
 		s.t.Fatalf("first event %q, want snapshot", ev.name)
 	}
 	var snap Snapshot
@@ -132,7 +132,7 @@ func (s *stream) jobEvent(name string, want func(JobEvent) bool) JobEvent {
 	s.t.Helper()
 	var je JobEvent
 	s.next("job event of "+name, 2*time.Second, func(ev sse) bool {
-		if ev.name != eventJob {
+		if ev.name != eventhub.EventJob {
 			return false
 		}
 		je = JobEvent{}
@@ -196,7 +196,7 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 		t.Errorf("running: allocations %+v as of %v, waiting %v s; want %+v as of %v, 60 s", je.Job.Allocations, je.Job.AsOf,
 			je.Job.WaitingSeconds, wantAlloc, placed)
 	}
-	ev := s.next("nodes event", 2*time.Second, func(ev sse) bool { return ev.name == eventNodes })
+	ev := s.next("nodes event", 2*time.Second, func(ev sse) bool { return ev.name == eventhub.EventNodes })
 	var nodes GPUTypeNodes
 	if err := json.Unmarshal([]byte(ev.data), &nodes); err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 		t.Fatalf("ratelimit: %d %s", code, b)
 	}
 	s.next("scheduler event", 2*time.Second, func(ev sse) bool {
-		return ev.name == eventScheduler && strings.Contains(ev.data, `"rateLimitSeconds":5`)
+		return ev.name == eventhub.EventScheduler && strings.Contains(ev.data, `"rateLimitSeconds":5`)
 	})
 
 	// A live job's record removed from the store: its removal.
@@ -301,10 +301,10 @@ func TestEventStreamNamespaces(t *testing.T) {
 	mine2 := submit(inNamespace("mine2", "team-a"))
 	root.jobEvent(later, func(JobEvent) bool { return true })
 	alice.next("alice's new job", 2*time.Second, func(ev sse) bool {
-		if ev.name == eventJob && strings.Contains(ev.data, later) {
+		if ev.name == eventhub.EventJob && strings.Contains(ev.data, later) {
 			t.Errorf("alice was sent team-b's job: %s", ev.data)
 		}
-		return ev.name == eventJob && strings.Contains(ev.data, mine2)
+		return ev.name == eventhub.EventJob && strings.Contains(ev.data, mine2)
 	})
 }
 
@@ -324,11 +324,7 @@ func TestEventStreamLimit(t *testing.T) {
 		t.Errorf("second stream: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	s.cancel()
-	waitFor(t, "the stream's place freed", func() bool {
-		f.srv.hub.mu.Lock()
-		defer f.srv.hub.mu.Unlock()
-		return len(f.srv.hub.subs) == 0
-	})
+	waitFor(t, "the stream's place freed", func() bool { return f.srv.hub.Subscribers() == 0 })
 	openStream(t, f.url, "").snapshot()
 }
 
@@ -337,7 +333,7 @@ func TestEventStreamLimit(t *testing.T) {
 func TestEventStreamDropsSlowConsumer(t *testing.T) {
 	f := streamed(t, func(c *Config) { c.Streams.Buffer = 2 })
 	h := f.srv.hub
-	slow, _, err := h.subscribe(context.Background(), "slow")
+	slow, _, err := h.Subscribe(context.Background(), "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +344,7 @@ func TestEventStreamDropsSlowConsumer(t *testing.T) {
 		fast.jobEvent(name, func(JobEvent) bool { return true })
 	}
 	select {
-	case <-slow.gone:
+	case <-slow.Gone():
 	case <-time.After(2 * time.Second):
 		t.Fatal("the slow stream was not dropped")
 	}
@@ -421,10 +417,10 @@ func TestEventStreamWithoutSchedulerRights(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.next("the job's event", 2*time.Second, func(ev sse) bool {
-		if ev.name == eventNodes || ev.name == eventScheduler {
+		if ev.name == eventhub.EventNodes || ev.name == eventhub.EventScheduler {
 			t.Errorf("sent a %s event: %s", ev.name, ev.data)
 		}
-		return ev.name == eventJob && strings.Contains(ev.data, `"scheduler":"FIFO"`)
+		return ev.name == eventhub.EventJob && strings.Contains(ev.data, `"scheduler":"FIFO"`)
 	})
 	if code, _, _, _ := f.as(userToken, "GET", RouteNodes, "", ""); code != http.StatusForbidden {
 		t.Errorf("GET %s: %d, want 403", RouteNodes, code)
@@ -516,7 +512,7 @@ func (c *countingStore) counts() (polls, lists, all int, gets []string) {
 
 // The hub lists only live jobs, never every job, and holds only them; a
 // job that finishes is read once more, for its final event, and
-// forgotten. Idle, it lists them every fullPollEvery polls.
+// forgotten. Idle, it lists them every eventhub.FullPollEvery polls.
 func TestEventStreamReadsLiveJobsOnly(t *testing.T) {
 	var cs *countingStore
 	f := streamed(t, func(c *Config) { cs = &countingStore{Store: c.Store}; c.Store = cs })
@@ -537,14 +533,12 @@ func TestEventStreamReadsLiveJobsOnly(t *testing.T) {
 		t.Errorf("in %d lists, %d of every job, and reads of %q: want none of every job, and one read of live-000001 besides saveStatus's",
 			lists, all, gets)
 	}
-	// Nothing changed since live-000001's end: one list in fullPollEvery
+	// Nothing changed since live-000001's end: one list in eventhub.FullPollEvery
 	// polls, give or take the first and the last.
-	if idle, want := lists-lists0, polls/fullPollEvery; idle < want-2 || idle > want+2 {
+	if idle, want := lists-lists0, polls/eventhub.FullPollEvery; idle < want-2 || idle > want+2 {
 		t.Errorf("%d lists of the jobs in %d polls with nothing changed, want about %d", idle, polls, want)
 	}
-	f.srv.hub.mu.Lock()
-	held := slices.Sorted(maps.Keys(f.srv.hub.jobs))
-	f.srv.hub.mu.Unlock()
+	held := f.srv.hub.Held()
 	if want := []string{"live-000000", "live-000002"}; !slices.Equal(held, want) {
 		t.Errorf("the hub holds %q, want %q", held, want)
 	}
@@ -623,7 +617,7 @@ func TestEventStreamsThatNeverRead(t *testing.T) {
 			}
 			grown := int64(heapInUse()) - int64(before)
 			t.Logf("%d streams that do not read: heap grew %.1f MiB", streams, float64(grown)/(1<<20))
-			if n := f.srv.hub.subscribers(); n != streams {
+			if n := f.srv.hub.Subscribers(); n != streams {
 				t.Errorf("%d streams open, want %d", n, streams)
 			}
 			if grown > bound {
@@ -675,7 +669,7 @@ func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
 	for _, c := range []struct {
 		token  string
 		want   int
-		reason string
+		reason Reason
 	}{
 		{"metrics-token", http.StatusForbidden, "Forbidden"},
 		{userToken, http.StatusOK, ""},
@@ -685,7 +679,7 @@ func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
 			t.Errorf("%s: %d %+v, want %d %s", c.token, code, e.Error, c.want, c.reason)
 		}
 	}
-	waitFor(t, "no stream open", func() bool { return f.srv.hub.subscribers() == 0 })
+	waitFor(t, "no stream open", func() bool { return f.srv.hub.Subscribers() == 0 })
 }
 
 // One caller holds at most MaxPerCaller streams (10 by default): more are
@@ -758,7 +752,7 @@ func TestEventStreamRechecksRights(t *testing.T) {
 		jobs                   bool   // then switched, if switchJobs
 		switchJobs             bool   // else switch schedulers
 		wantCode, wantClusters int    // after: status, and GPU types with nodes and schedulers
-		wantReason             string // of a refusal
+		wantReason             Reason // of a refusal
 	}{
 		{name: "schedulers revoked", schedulers: true, jobs: true, wantCode: http.StatusOK},
 		{name: "schedulers granted", jobs: true, wantCode: http.StatusOK, wantClusters: 1},
@@ -800,52 +794,6 @@ func TestEventStreamRechecksRights(t *testing.T) {
 // changed since the last read of the jobs (or when forced): a creation, an
 // end, a scheduler's cycle or setting; not a progress report, which the
 // periodic read of the jobs finds.
-func TestEventPollMark(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	seedJobs(t, f.store, "live", 2, false)
-	h := f.srv.hub
-	read := func(last *mark, force bool) *poll {
-		t.Helper()
-		p, err := h.read(ctx, 0, last, force)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	for _, c := range []struct {
-		name     string
-		change   func() error
-		force    bool
-		wantSkip bool
-	}{
-		{"nothing", func() error { return nil }, false, true},
-		{"nothing, forced", func() error { return nil }, true, false},
-		{"a job created", func() error { seedJobs(t, f.store, "new", 1, false); return nil }, false, false},
-		{"a job finished", func() error {
-			_, err := f.store.SaveStatus(ctx, map[string]store.StatusWrite{"live-000000": {
-				Status: store.JobStatus{State: model.JobState{Status: model.StatusCompleted}, FinishTime: t0}}})
-			return err
-		}, false, false},
-		{"a job removed", func() error { return f.store.DeleteJob(ctx, "live-000001") }, false, false},
-		{"a scheduler's cycle", func() error { return f.store.PutStatus(ctx, "v100", store.SchedulerStatus{Now: t0, Cycles: 1}) }, false, false},
-		{"a setting", func() error { return f.store.PutSettings(ctx, "v100", store.Settings{Algorithm: "FIFO"}) }, false, false},
-		{"a progress report", func() error {
-			_, err := f.store.SaveProgress(ctx, "new-000000", []byte(`{}`), 0)
-			return err
-		}, false, true},
-	} {
-		last := read(nil, true).mark
-		if err := c.change(); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		p := read(&last, c.force)
-		if p.skip != c.wantSkip || (p.jobs == nil) != c.wantSkip {
-			t.Errorf("%s: skip %v with %d jobs listed, want skip %v", c.name, p.skip, len(p.jobs), c.wantSkip)
-		}
-	}
-}
-
 // A finished job's record removed while a stream is open (DELETE of the
 // finished job, or a retention pass) gives the stream the job's removal
 // when the hub still held it live, and nothing when the hub already sent
@@ -867,7 +815,7 @@ func TestEventStreamFinishedJobRemoved(t *testing.T) {
 			marks++
 			mark := f.create(mpiJob(fmt.Sprintf("mark-%d", marks), "1", "1", "v100"))
 			s.next("job event of "+mark.Name, 5*time.Second, func(ev sse) bool {
-				if ev.name != eventJob {
+				if ev.name != eventhub.EventJob {
 					return false
 				}
 				var je JobEvent
@@ -931,7 +879,7 @@ func TestEventStreamFinishedJobRemoved(t *testing.T) {
 				case je.Deleted:
 					got = append(got, "deleted")
 				case je.Job != nil:
-					got = append(got, je.Job.Status)
+					got = append(got, string(je.Job.Status))
 				}
 			}
 			if !slices.Equal(got, tc.want) {

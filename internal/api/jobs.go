@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/jobname"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
@@ -17,64 +17,59 @@ import (
 	"github.com/vodascheduler/voda/internal/store"
 )
 
-// nameStampLayout is the original's 24-hour timestamp suffix.
-const nameStampLayout = "20060102-150405"
-
 // maxNameTries bounds the numeric suffixes tried within one second.
 const maxNameTries = 10000
 
 // parseManifest checks a manifest's Content-Type (legacy: the original's
 // route, which also takes curl's form type), reads it and validates it
-// with the server's options. It writes the error answer itself.
-func (s *Server) parseManifest(w http.ResponseWriter, r *http.Request, legacy bool) (*jobspec.Spec, bool) {
-	if !s.checkManifestType(w, r, legacy) {
-		return nil, false
+// with the server's options.
+func (s *Server) parseManifest(w http.ResponseWriter, r *http.Request, legacy bool) (*jobspec.Spec, error) {
+	if err := checkManifestType(r, legacy); err != nil {
+		return nil, err
 	}
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return nil, false
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
 	}
 	spec, err := jobspec.Parse(body, s.spec)
 	if err != nil {
-		s.failSpec(w, r, err)
-		return nil, false
+		return nil, specError(err)
 	}
-	return spec, true
+	return spec, nil
 }
 
 // submit stores a validated job under a unique name and notifies its
-// scheduler. It returns the stored job, or writes the error answer.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) (store.Job, bool) {
+// scheduler. It returns the stored job.
+func (s *Server) submit(r *http.Request, spec *jobspec.Spec) (store.Job, error) {
 	job, err := s.create(r.Context(), spec)
 	if err != nil {
-		s.failInternal(w, r, err)
-		return store.Job{}, false
+		return store.Job{}, err
 	}
 	s.cfg.Metrics.JobsCreated.WithLabelValues(job.Spec.GPUType).Inc()
 	s.notify(r.Context(), job.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: job.Name})
-	s.hub.kick()
+	s.hub.Kick()
 	s.log.Info("job created", "job", job.Name, "gpuType", job.Spec.GPUType,
 		"min", job.Spec.MinWorkers, "max", job.Spec.MaxWorkers)
-	return job, true
+	return job, nil
 }
 
-// nameBase is a job's name before any numeric suffix: the manifest's name
-// and the wall-clock time in UTC to the second. Names come from NameClock,
-// not from Clock, which a simulated cluster may run ahead of the wall
-// clock: a name tells its user when they submitted.
-func (s *Server) nameBase(spec *jobspec.Spec) string {
-	return spec.Name + "-" + s.cfg.NameClock.Now().UTC().Format(nameStampLayout)
+// firstName is the first name a job of spec is tried under (jobname.New).
+// Names come from NameClock, not from Clock, which a simulated cluster
+// may run ahead of the wall clock: a name tells its user when they
+// submitted.
+func (s *Server) firstName(spec *jobspec.Spec) string {
+	return jobname.New(spec.Name, s.cfg.NameClock.Now())
 }
 
 // create stores the job under a unique name: the user's name plus the
 // submission time to the second, and -2, -3, ... when that is taken. The
-// store's unique key makes this safe across API replicas; the counter
-// only saves tries within this one.
+// store's unique key makes this safe across API replicas; s.names only
+// saves tries within this one.
 func (s *Server) create(ctx context.Context, spec *jobspec.Spec) (store.Job, error) {
 	now := s.cfg.Clock.Now()
-	base := s.nameBase(spec)
+	base := s.firstName(spec)
 	for try := 0; try < maxNameTries; try++ {
-		job, err := newJob(spec, s.candidate(base), now)
+		job, err := newJob(spec, s.names.Next(base), now)
 		if err != nil {
 			return store.Job{}, err
 		}
@@ -110,52 +105,28 @@ func newJob(spec *jobspec.Spec, name string, now time.Time) (store.Job, error) {
 	}, nil
 }
 
-// candidate returns the next name to try for base.
-func (s *Server) candidate(base string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Counters of the current and the previous second are kept: requests
-	// of a burst across a second's boundary arrive with both stamps
-	// interleaved, and a counter restarted at every flip would walk each
-	// request up through every name already taken, one store write each.
-	if stamp := base[len(base)-len(nameStampLayout):]; stamp > s.stamp {
-		for k := range s.next {
-			if k[len(k)-len(nameStampLayout):] < s.stamp {
-				delete(s.next, k)
-			}
-		}
-		s.stamp = stamp
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
 	}
-	n := s.next[base]
-	s.next[base] = n + 1
-	if n == 0 {
-		return base
+	spec, err := s.parseManifest(w, r, false)
+	if err != nil {
+		return err
 	}
-	return base + "-" + strconv.Itoa(n+1)
-}
-
-func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
-	dry, ok := s.dryRun(w, r)
-	if !ok {
-		return
-	}
-	spec, ok := s.parseManifest(w, r, false)
-	if !ok {
-		return
-	}
-	if !s.allow(w, r, jobAction(r, spec.Kind, spec.Namespace, "")) {
-		return
+	if err := s.allow(r, jobAction(r, spec.Kind, spec.Namespace, "")); err != nil {
+		return err
 	}
 	if dry {
-		s.answerDryRun(w, r, spec)
-		return
+		return s.answerDryRun(w, r, spec)
 	}
-	job, ok := s.submit(w, r, spec)
-	if !ok {
-		return
+	job, err := s.submit(r, spec)
+	if err != nil {
+		return err
 	}
 	w.Header().Set("Location", RouteJobs+"/"+job.Name)
 	s.writeWarnedJob(w, r, http.StatusCreated, job, spec.Warnings)
+	return nil
 }
 
 // dryRunAll is the one value of the dryRun query parameter, as in
@@ -163,49 +134,40 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 const dryRunAll = "All"
 
 // dryRun reads the dryRun query parameter: absent, or All.
-func (s *Server) dryRun(w http.ResponseWriter, r *http.Request) (bool, bool) {
+func dryRun(r *http.Request) (bool, error) {
 	vals, ok := r.URL.Query()["dryRun"]
 	switch {
 	case !ok:
-		return false, true
+		return false, nil
 	case len(vals) == 1 && vals[0] == dryRunAll:
-		return true, true
+		return true, nil
 	}
-	s.fail(w, http.StatusBadRequest, "BadRequest", "dryRun",
+	return false, badRequest("dryRun",
 		fmt.Sprintf("dryRun: %q is not %s (the only value: validate and store nothing)", strings.Join(vals, ","), dryRunAll))
-	return false, false
 }
 
 // answerDryRun answers 200 with the job as it would be created now: its
 // name without the -2, -3, ... a name taken within the same second gets.
-func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) {
-	job, err := newJob(spec, s.nameBase(spec), s.cfg.Clock.Now())
+func (s *Server) answerDryRun(w http.ResponseWriter, r *http.Request, spec *jobspec.Spec) error {
+	job, err := newJob(spec, s.firstName(spec), s.cfg.Clock.Now())
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	s.writeWarnedJob(w, r, http.StatusOK, job, spec.Warnings)
+	return nil
 }
 
 // listViews lists the jobs opts selects that the caller may see, as the
-// API shows them, or answers the error: all of them at once, for the
-// original's job table.
-func (s *Server) listViews(w http.ResponseWriter, r *http.Request, opts store.ListOptions) ([]Job, bool) {
+// API shows them: all of them at once, for the original's job table.
+func (s *Server) listViews(r *http.Request, opts store.ListOptions) ([]Job, error) {
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), opts)
 	if err != nil {
-		s.failInternal(w, r, err)
-		return nil, false
+		return nil, err
 	}
-	jobs, ok := s.visible(w, r, jobs)
-	if !ok {
-		return nil, false
+	if jobs, err = s.visible(r, jobs); err != nil {
+		return nil, err
 	}
-	views, err := s.views(r, jobs)
-	if err != nil {
-		s.failInternal(w, r, err)
-		return nil, false
-	}
-	return views, true
+	return s.views(r, jobs)
 }
 
 // views are jobs as the API shows them now, each with its GPU type's
@@ -223,32 +185,21 @@ func (s *Server) views(r *http.Request, jobs []store.Job) ([]Job, error) {
 	return views, nil
 }
 
-func validStatus(s string) bool {
-	switch model.Status(s) {
-	case model.StatusSubmitted, model.StatusWaiting, model.StatusRunning,
-		model.StatusCompleted, model.StatusFailed, model.StatusCanceled:
-		return true
-	}
-	return false
-}
-
 // lookup loads the job a request names and checks that the caller may
-// perform the request's action on it, answering 404 if it is absent and
-// 403 if the caller may not.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name string) (store.Job, bool) {
+// perform the request's action on it: a 404 error if it is absent, a 403
+// if the caller may not.
+func (s *Server) lookup(r *http.Request, name string) (store.Job, error) {
 	j, err := s.cfg.Store.GetJob(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", name))
-		return store.Job{}, false
+		return store.Job{}, noJob(name)
 	}
 	if err != nil {
-		s.failInternal(w, r, err)
-		return store.Job{}, false
+		return store.Job{}, err
 	}
-	if !s.allow(w, r, jobAction(r, j.Kind, s.namespaceOf(j), j.Name)) {
-		return store.Job{}, false
+	if err := s.allow(r, jobAction(r, j.Kind, s.namespaceOf(j), j.Name)); err != nil {
+		return store.Job{}, err
 	}
-	return j, true
+	return j, nil
 }
 
 // namespaceOf is the namespace a job belongs to.
@@ -256,12 +207,13 @@ func (s *Server) namespaceOf(j store.Job) string {
 	return cmp.Or(j.Namespace, s.cfg.DefaultNamespace, jobspec.DefaultNamespace)
 }
 
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	j, ok := s.lookup(w, r, r.PathValue("name"))
-	if !ok {
-		return
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.lookup(r, r.PathValue("name"))
+	if err != nil {
+		return err
 	}
 	s.writeJob(w, r, http.StatusOK, j)
+	return nil
 }
 
 func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, code int, j store.Job) {
@@ -281,112 +233,104 @@ func (s *Server) writeWarnedJob(w http.ResponseWriter, r *http.Request, code int
 	writeJSON(w, code, v)
 }
 
-// deleteByName deletes a job as kubectl deletes an object, or writes the
-// error itself. A live job is marked for deletion and its scheduler
-// notified, which halts it and records it Canceled: the job is returned
-// as it is, with removed false, however often it is deleted while it is
-// being halted. A finished job (Completed, Failed, Canceled: its deletion
-// asked for before or not) is removed from the store: the job returned is
-// its last view, with removed true, and the job is then not found.
-func (s *Server) deleteByName(w http.ResponseWriter, r *http.Request, name string) (j store.Job, removed, ok bool) {
-	j, ok = s.lookup(w, r, name)
-	if !ok {
-		return store.Job{}, false, false
+// deleteByName deletes a job as kubectl deletes an object. A live job is
+// marked for deletion and its scheduler notified, which halts it and
+// records it Canceled: the job is returned as it is, with removed false,
+// however often it is deleted while it is being halted. A finished job
+// (Completed, Failed, Canceled: its deletion asked for before or not) is
+// removed from the store: the job returned is its last view, with
+// removed true, and the job is then not found.
+func (s *Server) deleteByName(r *http.Request, name string) (j store.Job, removed bool, err error) {
+	if j, err = s.lookup(r, name); err != nil {
+		return store.Job{}, false, err
 	}
 	if statusOf(j).Done() {
-		return j, true, s.removeFinished(w, r, j)
+		return j, true, s.removeFinished(r, j)
 	}
 	if !j.DeleteRequested {
 		if err := s.cfg.Store.RequestDelete(r.Context(), name); err != nil {
-			s.failInternal(w, r, err)
-			return store.Job{}, false, false
+			return store.Job{}, false, err
 		}
 		j.DeleteRequested = true
 		s.cfg.Metrics.JobsDeleted.WithLabelValues(j.Spec.GPUType).Inc()
 		s.log.Info("job deletion requested", "job", name)
 	}
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
-	s.hub.kick()
-	return j, false, true
+	s.hub.Kick()
+	return j, false, nil
 }
 
-// removeFinished removes the record of j, a finished job, or writes the
-// error itself. The store removes only a record it sees terminal, so a
-// job whose status changed since j was read is left alone; no scheduler
-// holds a finished job, so none is told.
-func (s *Server) removeFinished(w http.ResponseWriter, r *http.Request, j store.Job) bool {
+// removeFinished removes the record of j, a finished job. The store
+// removes only a record it sees terminal, so a job whose status changed
+// since j was read is left alone; no scheduler holds a finished job, so
+// none is told.
+func (s *Server) removeFinished(r *http.Request, j store.Job) error {
 	n, err := s.cfg.Store.DeleteFinished(r.Context(), []string{j.Name})
 	if err != nil {
-		s.failInternal(w, r, err)
-		return false
+		return err
 	}
 	if n == 0 {
 		// Another request removed it first, or its record cannot be
 		// read and its status could not be read as finished: its
 		// scheduler sets it aside as Failed at its next resync.
 		if _, err := s.cfg.Store.GetJob(r.Context(), j.Name); errors.Is(err, store.ErrNotFound) {
-			s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", j.Name))
-			return false
+			return noJob(j.Name)
 		} else if err != nil {
-			s.failInternal(w, r, err)
-			return false
+			return err
 		}
-		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf(
+		return conflict(fmt.Sprintf(
 			"name: job %s cannot be removed yet: its record cannot be read, and its scheduler has not set it aside (it does within a resync); try again then", j.Name))
-		return false
 	}
 	s.cfg.Metrics.JobsRemoved.WithLabelValues(metrics.RemovedDeleted).Inc()
 	s.log.Info("finished job removed", "job", j.Name, "status", statusOf(j))
-	s.hub.kick()
-	return true
+	s.hub.Kick()
+	return nil
 }
 
 // deleteJob answers 202 while a live job is being halted, and 200 with
 // the last view of a finished job it removed, as Kubernetes answers a
 // deletion that is under way and one that is done.
-func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
-	j, removed, ok := s.deleteByName(w, r, r.PathValue("name"))
-	if !ok {
-		return
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
+	j, removed, err := s.deleteByName(r, r.PathValue("name"))
+	if err != nil {
+		return err
 	}
 	code := http.StatusAccepted
 	if removed {
 		code = http.StatusOK
 	}
 	s.writeJob(w, r, code, j)
+	return nil
 }
 
-func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	var req PriorityRequest
-	if !s.decodeJSON(w, r, &req) {
-		return
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
 	}
 	max := jobspec.DefaultMaxPriority
 	switch {
 	case req.Priority == nil:
-		s.fail(w, http.StatusBadRequest, "Invalid", "priority", "priority: required")
-		return
+		return invalid("priority", "priority: required")
 	case *req.Priority < 0 || *req.Priority > max:
-		s.fail(w, http.StatusBadRequest, "Invalid", "priority", fmt.Sprintf("priority: %d is outside [0, %d] (0 is the highest)", *req.Priority, max))
-		return
+		return invalid("priority", fmt.Sprintf("priority: %d is outside [0, %d] (0 is the highest)", *req.Priority, max))
 	}
-	j, ok := s.lookup(w, r, name)
-	if !ok {
-		return
+	j, err := s.lookup(r, name)
+	if err != nil {
+		return err
 	}
 	if st := statusOf(j); st.Done() {
-		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s already finished (%s)", name, st))
-		return
+		return conflict(fmt.Sprintf("name: job %s already finished (%s)", name, st))
 	}
 	if err := s.cfg.Store.SetPriority(r.Context(), name, *req.Priority); err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	j.Spec.Priority = *req.Priority
 	s.notify(r.Context(), j.Spec.GPUType, queue.Message{Verb: queue.VerbJob, Job: name})
-	s.hub.kick()
+	s.hub.Kick()
 	s.writeJob(w, r, http.StatusOK, j)
+	return nil
 }
 
 // statusOf is the status a user sees: a record that could not be read
@@ -406,7 +350,7 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	st := j.Status.State
 	out := Job{
 		Name: j.Name, Namespace: s.namespaceOf(j), Kind: j.Kind, GPUType: j.Spec.GPUType,
-		Status: string(statusOf(j)), DeleteRequested: j.DeleteRequested,
+		Status: Status(statusOf(j)), DeleteRequested: j.DeleteRequested,
 		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
 		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,
 		Application: j.Application, ProgressLog: j.ProgressLog,

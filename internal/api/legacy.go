@@ -17,39 +17,44 @@ import (
 // and give plain text like the original, but answer errors with proper
 // status codes and the same JSON error body as the v1 API.
 
-func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) {
-	spec, ok := s.parseManifest(w, r, true)
-	if !ok || !s.allow(w, r, jobAction(r, spec.Kind, spec.Namespace, "")) {
-		return
+func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
+	spec, err := s.parseManifest(w, r, true)
+	if err != nil {
+		return err
 	}
-	job, ok := s.submit(w, r, spec)
-	if !ok {
-		return
+	if err := s.allow(r, jobAction(r, spec.Kind, spec.Namespace, "")); err != nil {
+		return err
+	}
+	job, err := s.submit(r, spec)
+	if err != nil {
+		return err
 	}
 	addWarnings(w.Header(), spec.Warnings) // the original's text answer stays as it was
 	writeText(w, http.StatusCreated, fmt.Sprintf("Training job created: %s\n", job.Name))
+	return nil
 }
 
-func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
+func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
 	}
 	name := legacyText(body)
 	if name == "" {
-		s.fail(w, http.StatusBadRequest, "Invalid", "body", "body: the name of the job to delete is required")
-		return
+		return invalid("body", "body: the name of the job to delete is required")
 	}
-	if _, _, ok := s.deleteByName(w, r, name); ok {
-		writeText(w, http.StatusOK, fmt.Sprintf("Training job deleted: %s\n", name))
+	if _, _, err := s.deleteByName(r, name); err != nil {
+		return err
 	}
+	writeText(w, http.StatusOK, fmt.Sprintf("Training job deleted: %s\n", name))
+	return nil
 }
 
 // legacyList prints the original's job table.
-func (s *Server) legacyList(w http.ResponseWriter, r *http.Request) {
-	views, ok := s.listViews(w, r, store.ListOptions{GPUType: r.URL.Query().Get("gpuType")})
-	if !ok {
-		return
+func (s *Server) legacyList(w http.ResponseWriter, r *http.Request) error {
+	views, err := s.listViews(r, store.ListOptions{GPUType: r.URL.Query().Get("gpuType")})
+	if err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
@@ -60,6 +65,7 @@ func (s *Server) legacyList(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = tw.Flush() // writes to a buffer
 	writeText(w, http.StatusOK, buf.String())
+	return nil
 }
 
 // legacyText is a legacy body's text: raw text as the original's CLI
@@ -76,44 +82,46 @@ func legacyText(body []byte) string {
 	return text
 }
 
-// legacySetting reads a legacy settings request, or answers its error:
-// the GPU type, from the gpuType query parameter or the only GPU type
-// there is, then the body's text.
-func (s *Server) legacySetting(w http.ResponseWriter, r *http.Request) (gpuType, text string, ok bool) {
+// legacySetting reads a legacy settings request: the GPU type, from the
+// gpuType query parameter or the only GPU type there is, then the body's
+// text.
+func (s *Server) legacySetting(w http.ResponseWriter, r *http.Request) (gpuType, text string, err error) {
 	if gpuType = r.URL.Query().Get("gpuType"); gpuType == "" {
 		if len(s.cfg.GPUTypes) != 1 {
-			s.fail(w, http.StatusBadRequest, "Invalid", "gpuType",
+			return "", "", invalid("gpuType",
 				fmt.Sprintf("gpuType: required with more than one GPU type (known: %s)", strings.Join(s.cfg.GPUTypes, ", ")))
-			return "", "", false
 		}
 		gpuType = s.cfg.GPUTypes[0]
 	}
-	body, ok := s.readBody(w, r)
-	return gpuType, legacyText(body), ok
+	body, err := readBody(w, r)
+	return gpuType, legacyText(body), err
 }
 
-func (s *Server) legacyAlgorithm(w http.ResponseWriter, r *http.Request) {
-	gpuType, text, ok := s.legacySetting(w, r)
-	if !ok {
-		return
+func (s *Server) legacyAlgorithm(w http.ResponseWriter, r *http.Request) error {
+	gpuType, text, err := s.legacySetting(w, r)
+	if err != nil {
+		return err
 	}
-	rec, ok := s.changeAlgorithm(w, r, gpuType, AlgorithmRequest{Algorithm: text})
-	if ok {
-		writeText(w, http.StatusOK, fmt.Sprintf("Algorithm of %s set to %s\n", gpuType, rec.Settings.Algorithm))
+	rec, err := s.changeAlgorithm(r, gpuType, AlgorithmRequest{Algorithm: text})
+	if err != nil {
+		return err
 	}
+	writeText(w, http.StatusOK, fmt.Sprintf("Algorithm of %s set to %s\n", gpuType, rec.Settings.Algorithm))
+	return nil
 }
 
-func (s *Server) legacyRateLimit(w http.ResponseWriter, r *http.Request) {
-	gpuType, text, ok := s.legacySetting(w, r)
-	if !ok {
-		return
+func (s *Server) legacyRateLimit(w http.ResponseWriter, r *http.Request) error {
+	gpuType, text, err := s.legacySetting(w, r)
+	if err != nil {
+		return err
 	}
 	secs, err := strconv.ParseFloat(text, 64)
 	if err != nil {
-		s.fail(w, http.StatusBadRequest, "Invalid", "body", fmt.Sprintf("body: %q is not a number of seconds", text))
-		return
+		return invalid("body", fmt.Sprintf("body: %q is not a number of seconds", text))
 	}
-	if _, ok := s.changeRateLimit(w, r, gpuType, &secs); ok {
-		writeText(w, http.StatusOK, fmt.Sprintf("Rate limit of %s set to %gs\n", gpuType, secs))
+	if _, err := s.changeRateLimit(r, gpuType, &secs); err != nil {
+		return err
 	}
+	writeText(w, http.StatusOK, fmt.Sprintf("Rate limit of %s set to %gs\n", gpuType, secs))
+	return nil
 }

@@ -7,17 +7,15 @@ import (
 	"slices"
 
 	"github.com/vodascheduler/voda/internal/auth"
-	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/store"
 )
 
 // holder is what the nodes' view needs of a live job: where its workers
 // are, and who may see it.
 type holder struct {
-	name, namespace, gpuType string
-	kind                     jobspec.Kind
-	workers                  int
-	placement                map[string]int // node -> workers
+	name, namespace, kind, gpuType string
+	workers                        int
+	placement                      map[string]int // node -> workers
 }
 
 // holderOf is j's holder entry; ok is false when j holds no GPUs.
@@ -26,7 +24,7 @@ func (s *Server) holderOf(j store.Job) (holder, bool) {
 	if statusOf(j).Done() || st.GPUs <= 0 || len(st.Placement) == 0 {
 		return holder{}, false
 	}
-	h := holder{name: j.Name, namespace: s.namespaceOf(j), kind: j.Kind, gpuType: j.Spec.GPUType,
+	h := holder{name: j.Name, namespace: s.namespaceOf(j), kind: string(j.Kind), gpuType: j.Spec.GPUType,
 		workers: st.GPUs, placement: map[string]int{}}
 	for _, nw := range st.Placement {
 		h.placement[nw.Node] += nw.Workers
@@ -46,23 +44,21 @@ func nodesView(gpuType string, rec store.Scheduler, holders []holder) (GPUTypeNo
 		for _, h := range holders {
 			if w := h.placement[n.Name]; w > 0 && h.gpuType == gpuType {
 				v.Jobs = append(v.Jobs, NodeJob{Name: h.name, Namespace: h.namespace, Workers: w, JobWorkers: h.workers})
-				scopes = append(scopes, scope{h.namespace, h.kind})
+				scopes = append(scopes, scope{Namespace: h.namespace, Kind: h.kind})
 				used += w
 			}
 		}
 		v.FreeGPUs = max(n.GPUs-used, 0)
 		out.Nodes = append(out.Nodes, v)
 	}
-	slices.SortFunc(scopes, func(a, b scope) int {
-		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.kind, b.kind))
-	})
+	slices.SortFunc(scopes, scope.Compare)
 	return out, slices.Compact(scopes)
 }
 
 // redact returns v with the jobs the caller may not see (sees says
 // whether it may see a namespace and kind) folded into one busy entry
 // per node, without names; kinds gives each named job's kind.
-func redact(v GPUTypeNodes, kinds map[string]jobspec.Kind, sees func(namespace string, kind jobspec.Kind) bool) GPUTypeNodes {
+func redact(v GPUTypeNodes, kinds map[string]string, sees func(namespace, kind string) bool) GPUTypeNodes {
 	out := GPUTypeNodes{GPUType: v.GPUType, Nodes: make([]Node, len(v.Nodes))}
 	for i, n := range v.Nodes {
 		busy := 0
@@ -95,25 +91,23 @@ func (s *Server) nodeHolders(jobs []store.Job) []holder {
 	return out
 }
 
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 	recs, err := s.settings(r.Context())
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	jobs, err := s.cfg.Store.ListJobs(r.Context(), store.ListOptions{Live: true})
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	holders := s.nodeHolders(jobs)
-	kinds := map[string]jobspec.Kind{}
+	kinds := map[string]string{}
 	for _, h := range holders {
 		kinds[h.name] = h.kind
 	}
 	v := s.newViewer(r.Context())
 	var failed error
-	sees := func(namespace string, kind jobspec.Kind) bool {
+	sees := func(namespace, kind string) bool {
 		ok, err := v.sees(namespace, kind)
 		if err != nil && failed == nil {
 			failed = err
@@ -127,17 +121,10 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	if failed != nil {
 		u, _ := auth.UserFrom(r.Context())
-		s.forbid(w, r, r.Pattern, u, v.action, "the authorizer failed; see the server log")
-		return
+		return forbid(r, r.Pattern, u, v.action, "the authorizer failed; see the server log")
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// scope is a namespace and a kind: what the Authorizer decides a list of
-// jobs on.
-type scope struct {
-	namespace string
-	kind      jobspec.Kind
+	return nil
 }
 
 // viewer decides which jobs one caller may see: those of the namespaces
@@ -160,11 +147,11 @@ func (s *Server) newViewer(ctx context.Context) *viewer {
 
 // sees reports whether the caller may see jobs of kind in namespace; an
 // error of the Authorizer is logged and returned, with false.
-func (v *viewer) sees(namespace string, kind jobspec.Kind) (bool, error) {
+func (v *viewer) sees(namespace, kind string) (bool, error) {
 	if v.s.cfg.Authorizer == nil {
 		return true, nil
 	}
-	sc := scope{namespace, kind}
+	sc := scope{Namespace: namespace, Kind: kind}
 	if allowed, ok := v.decided[sc]; ok {
 		return allowed, nil
 	}
@@ -180,7 +167,7 @@ func (v *viewer) sees(namespace string, kind jobspec.Kind) (bool, error) {
 // logging an error.
 func (v *viewer) ask(sc scope) (bool, error) {
 	a := v.action
-	a.Namespace, a.Kind = sc.namespace, string(sc.kind)
+	a.Namespace, a.Kind = sc.Namespace, sc.Kind
 	allowed, _, err := v.s.cfg.Authorizer.Authorize(v.ctx, v.user, a)
 	if err != nil {
 		v.s.log.Error("authorize", "user", v.user.Name, "action", a.String(), "err", err)

@@ -139,72 +139,65 @@ func parseContinue(s string) (continueToken, error) {
 	return t, nil
 }
 
-// listRequest reads the query parameters of GET /api/v1/jobs, answering
-// the error itself: the filters, the limit and where the page starts.
-func (s *Server) listRequest(w http.ResponseWriter, r *http.Request) (q listQuery, limit int, after store.Position, ok bool) {
+// listRequest reads the query parameters of GET /api/v1/jobs: the
+// filters, the limit and where the page starts.
+func (s *Server) listRequest(r *http.Request) (q listQuery, limit int, after store.Position, err error) {
 	params := r.URL.Query()
 	q = listQuery{GPUType: params.Get("gpuType"), Status: params.Get("status"), Namespace: params.Get("namespace")}
 	if v := params.Get("live"); v != "" {
 		live, err := strconv.ParseBool(v)
 		if err != nil {
-			s.fail(w, http.StatusBadRequest, "BadRequest", "live", fmt.Sprintf("live: %q is not a boolean", v))
-			return q, 0, after, false
+			return q, 0, after, badRequest("live", fmt.Sprintf("live: %q is not a boolean", v))
 		}
 		q.Live = live
 	}
-	if q.Status != "" && !validStatus(q.Status) {
-		s.fail(w, http.StatusBadRequest, "BadRequest", "status",
+	if q.Status != "" && !Status(q.Status).Valid() {
+		return q, 0, after, badRequest("status",
 			fmt.Sprintf("status: %q is not one of Submitted, Waiting, Running, Completed, Failed, Canceled", q.Status))
-		return q, 0, after, false
 	}
 	limit = DefaultListLimit
 	if v := params.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxListLimit {
-			s.fail(w, http.StatusBadRequest, "BadRequest", "limit",
+			return q, 0, after, badRequest("limit",
 				fmt.Sprintf("limit: %q is not a whole number from 1 to %d (default %d)", v, MaxListLimit, DefaultListLimit))
-			return q, 0, after, false
 		}
 		limit = n
 	}
 	v := params.Get("continue")
 	if v == "" {
-		return q, limit, after, true
+		return q, limit, after, nil
 	}
 	t, err := parseContinue(v)
 	if err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", "continue",
+		return q, 0, after, badRequest("continue",
 			fmt.Sprintf("continue: %v; send back the metadata.continue of the previous page as it came", err))
-		return q, 0, after, false
 	}
 	now := s.cfg.NameClock.Now()
 	switch {
 	case t.Version != continueVersion:
-		s.fail(w, http.StatusGone, "Expired", "continue",
+		return q, 0, after, newError(http.StatusGone, ReasonExpired, "continue",
 			"continue: the token was issued by another version of the server; list again from the first page (without continue)")
-		return q, 0, after, false
 	case now.Sub(t.Issued) > ContinueTTL:
-		s.fail(w, http.StatusGone, "Expired", "continue",
+		return q, 0, after, newError(http.StatusGone, ReasonExpired, "continue",
 			fmt.Sprintf("continue: the token was issued at %s, more than %v ago; list again from the first page (without continue)",
 				t.Issued.UTC().Format(time.RFC3339), ContinueTTL))
-		return q, 0, after, false
 	case t.Query != q:
-		s.fail(w, http.StatusBadRequest, "BadRequest", "continue",
+		return q, 0, after, badRequest("continue",
 			fmt.Sprintf("continue: the token lists %s, this request %s; send the filters of the first page with its tokens", t.Query, q))
-		return q, 0, after, false
 	}
-	return q, limit, store.Position{SubmitTime: t.SubmitTime, Name: t.Name}, true
+	return q, limit, store.Position{SubmitTime: t.SubmitTime, Name: t.Name}, nil
 }
 
 // page reads the jobs of q the caller may see after position after, at
-// most limit of them, in the store's order, and answers the error itself.
+// most limit of them, in the store's order.
 // It reads the store a chunk at a time, applying what the store cannot
 // (status, namespace, the caller's rights) to each chunk, until the page
 // is full, the list ends, or it read scan records (maxListScan). next is
 // where the next page starts, nil when the list ended: the position of
 // the last record read, so that records passed over are not read again
 // and none is skipped.
-func (s *Server) page(w http.ResponseWriter, r *http.Request, q listQuery, limit int, after store.Position, scan int) (jobs []store.Job, next *store.Position, ok bool) {
+func (s *Server) page(r *http.Request, q listQuery, limit int, after store.Position, scan int) (jobs []store.Job, next *store.Position, err error) {
 	opts := q.storeOptions()
 	opts.After = after
 	scanned := 0
@@ -212,12 +205,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, q listQuery, limit
 		opts.Limit = min(max(limit-len(jobs), minListChunk), scan-scanned)
 		got, err := s.cfg.Store.ListJobs(r.Context(), opts)
 		if err != nil {
-			s.failInternal(w, r, err)
-			return nil, nil, false
+			return nil, nil, err
 		}
-		seen, ok := s.visible(w, r, got)
-		if !ok {
-			return nil, nil, false
+		seen, err := s.visible(r, got)
+		if err != nil {
+			return nil, nil, err
 		}
 		shown := make(map[string]bool, len(seen))
 		for _, j := range seen {
@@ -232,19 +224,19 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, q listQuery, limit
 				// One more match: the next page starts with it. (i > 0:
 				// a chunk is read only while the page has room.)
 				p := got[i-1].Position()
-				return jobs, &p, true
+				return jobs, &p, nil
 			}
 			jobs = append(jobs, j)
 		}
 		scanned += len(got)
 		if len(got) < opts.Limit {
-			return jobs, nil, true // the list ended
+			return jobs, nil, nil // the list ended
 		}
 		// A full page may have more after it, or none: the next page
 		// says.
 		p := got[len(got)-1].Position()
 		if len(jobs) == limit || scanned >= scan {
-			return jobs, &p, true
+			return jobs, &p, nil
 		}
 		opts.After = p
 	}
@@ -252,28 +244,27 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, q listQuery, limit
 
 // listJobs answers GET /api/v1/jobs: a page of the jobs the caller may
 // see, with the token of the next page.
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	q, limit, after, ok := s.listRequest(w, r)
-	if !ok {
-		return
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
+	q, limit, after, err := s.listRequest(r)
+	if err != nil {
+		return err
 	}
-	jobs, next, ok := s.page(w, r, q, limit, after, maxListScan)
-	if !ok {
-		return
+	jobs, next, err := s.page(r, q, limit, after, maxListScan)
+	if err != nil {
+		return err
 	}
 	views, err := s.views(r, jobs)
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	out := JobList{Items: views}
 	if next != nil {
 		out.Metadata.Continue, err = encodeContinue(continueToken{Version: continueVersion, Issued: s.cfg.NameClock.Now(),
 			SubmitTime: next.SubmitTime, Name: next.Name, Query: q})
 		if err != nil {
-			s.failInternal(w, r, err)
-			return
+			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }

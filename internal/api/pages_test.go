@@ -251,10 +251,9 @@ func TestListPageScanBound(t *testing.T) {
 	after, pages := store.Position{}, 0
 	for {
 		counter.reset()
-		rec := httptest.NewRecorder()
-		jobs, next, ok := f.srv.page(rec, httptest.NewRequest("GET", RouteJobs, nil), q, limit, after, scan)
-		if !ok {
-			t.Fatalf("page: %d %s", rec.Code, rec.Body)
+		jobs, next, err := f.srv.page(httptest.NewRequest("GET", RouteJobs, nil), q, limit, after, scan)
+		if err != nil {
+			t.Fatalf("page: %v", err)
 		}
 		if n := counter.read(); n > scan {
 			t.Errorf("page %d read %d records, over the bound %d", pages+1, n, scan)
@@ -335,7 +334,7 @@ func TestListBadPages(t *testing.T) {
 	cases := []struct {
 		name, query  string
 		code         int
-		reason       string
+		reason       Reason
 		field, words string
 	}{
 		{"limit 0", "limit=0", 400, "BadRequest", "limit", `limit: "0" is not a whole number from 1 to 5000`},

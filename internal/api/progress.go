@@ -24,51 +24,49 @@ const maxReportBytes = 64 << 10
 // reportProgress takes a progress report from a job's pods
 // (docs/progress.md): checked, authorized for that job, applied to its
 // stored state; the answer is what the scheduler wants the job to know.
-func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) {
+func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > maxReportBytes {
-		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "body",
+		return newError(http.StatusRequestEntityTooLarge, ReasonRequestEntityTooLarge, "body",
 			fmt.Sprintf("body: %d bytes; a progress report is at most %d", r.ContentLength, maxReportBytes))
-		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxReportBytes)
 	var wire progress.Wire
-	if !s.decodeJSON(w, r, &wire) {
-		return
+	if err := decodeJSON(w, r, &wire); err != nil {
+		return err
 	}
 	report, ferr := wire.Check(cmpMaxWorkers(s.cfg.MaxWorkers))
 	if ferr != nil {
-		s.fail(w, http.StatusBadRequest, "Invalid", ferr.Field, ferr.Error())
-		return
+		return invalid(ferr.Field, ferr.Error())
 	}
 	name := r.PathValue("name")
-	j, ok := s.lookup(w, r, name)
-	if !ok {
-		return
+	j, err := s.lookup(r, name)
+	if err != nil {
+		return err
 	}
 	reply, err := s.reports.IngestRead(r.Context(), name, report, &j)
 	var fe *progress.FieldError
 	switch {
 	case errors.As(err, &fe):
-		s.fail(w, http.StatusBadRequest, "Invalid", fe.Field, fe.Error())
+		return invalid(fe.Field, fe.Error())
 	case errors.Is(err, store.ErrNotFound):
-		s.fail(w, http.StatusNotFound, "NotFound", "name", fmt.Sprintf("name: no job %q", name))
+		return noJob(name)
 	case errors.Is(err, progress.ErrFinished):
-		s.fail(w, http.StatusConflict, "Conflict", "name", fmt.Sprintf("name: job %s has finished; it takes no more reports", name))
+		return conflict(fmt.Sprintf("name: job %s has finished; it takes no more reports", name))
 	case errors.Is(err, progress.ErrBusy):
 		s.busy.note(name, err)
-		w.Header().Set("Retry-After", strconv.Itoa(busyRetrySeconds))
-		s.fail(w, http.StatusTooManyRequests, "TooManyRequests", "name",
-			fmt.Sprintf("name: job %s has other reports being applied; nothing was kept, retry after %d s", name, busyRetrySeconds))
+		return newError(http.StatusTooManyRequests, ReasonTooManyRequests, "name",
+			fmt.Sprintf("name: job %s has other reports being applied; nothing was kept, retry after %d s", name, busyRetrySeconds)).
+			with("Retry-After", strconv.Itoa(busyRetrySeconds))
 	case err != nil:
-		s.failInternal(w, r, err)
-	default:
-		outcome := "used"
-		if !reply.Used {
-			outcome = reply.Reason
-		}
-		s.cfg.Metrics.ProgressReports.WithLabelValues(j.Spec.GPUType, outcome).Inc()
-		writeJSON(w, http.StatusOK, reply)
+		return err
 	}
+	outcome := "used"
+	if !reply.Used {
+		outcome = reply.Reason
+	}
+	s.cfg.Metrics.ProgressReports.WithLabelValues(j.Spec.GPUType, outcome).Inc()
+	writeJSON(w, http.StatusOK, reply)
+	return nil
 }
 
 // busyRetrySeconds is the Retry-After of a report refused as busy: a

@@ -22,7 +22,7 @@ import (
 type answer struct {
 	code       int
 	retryAfter string
-	reason     string
+	reason     Reason
 }
 
 // postReport posts a report to the route at url with hc, for goroutines

@@ -1,24 +1,17 @@
 package api
 
 import (
-	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/vodascheduler/voda/internal/auth"
 	"github.com/vodascheduler/voda/internal/jobspec"
+	"github.com/vodascheduler/voda/internal/strictjson"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -33,34 +26,6 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, text)
-}
-
-// fail answers with an Error body.
-func (s *Server) fail(w http.ResponseWriter, code int, reason, field, msg string) {
-	writeJSON(w, code, Error{Error: ErrorDetail{Code: code, Reason: reason, Field: field, Message: msg}})
-}
-
-// failInternal logs err and answers 500 without leaking internals.
-func (s *Server) failInternal(w http.ResponseWriter, r *http.Request, err error) {
-	args := []any{"method", r.Method, "path", r.URL.Path, "err", err}
-	if u, ok := auth.UserFrom(r.Context()); ok {
-		args = append(args, "user", u.Name)
-	}
-	s.log.Error("request failed", args...)
-	s.fail(w, http.StatusInternalServerError, "InternalError", "", "the server could not complete the request; see its log")
-}
-
-// failSpec answers a manifest the parser rejected, with its warnings.
-func (s *Server) failSpec(w http.ResponseWriter, r *http.Request, err error) {
-	var fe *jobspec.FieldError
-	if errors.As(err, &fe) {
-		addWarnings(w.Header(), fe.Warnings)
-		writeJSON(w, http.StatusBadRequest, Error{Error: ErrorDetail{
-			Code: http.StatusBadRequest, Reason: "Invalid", Field: fe.Field, Message: fe.Error(), Warnings: fe.Warnings,
-		}})
-		return
-	}
-	s.failInternal(w, r, err)
 }
 
 // warnCode is the warn-code of kube-apiserver's warnings (RFC 7234
@@ -83,23 +48,17 @@ func addWarnings(h http.Header, warnings []string) {
 // maxBody bounds every request body: jobspec's limit on manifests.
 const maxBody = jobspec.DefaultMaxBytes
 
-func (s *Server) failTooLarge(w http.ResponseWriter) {
-	s.fail(w, http.StatusRequestEntityTooLarge, "TooLarge", "body", fmt.Sprintf("body: larger than %d bytes", maxBody))
-}
-
-// readBody reads a request body up to maxBody, answering 413 beyond it.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads a request body up to maxBody: a 413 error beyond it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		s.failTooLarge(w)
-		return nil, false
+		return nil, tooLarge()
 	case err != nil:
-		s.fail(w, http.StatusBadRequest, "BadRequest", "body", fmt.Sprintf("body: %v", err))
-		return nil, false
+		return nil, badRequest("body", fmt.Sprintf("body: %v", err))
 	}
-	return body, true
+	return body, nil
 }
 
 // manifestTypes are the Content-Types a manifest may come with; the body
@@ -118,445 +77,29 @@ const formType = "application/x-www-form-urlencoded"
 
 // checkManifestType accepts the manifest types, and the form type when
 // legacy is set.
-func (s *Server) checkManifestType(w http.ResponseWriter, r *http.Request, legacy bool) bool {
+func checkManifestType(r *http.Request, legacy bool) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return true
+		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || !(manifestTypes[mt] || legacy && mt == formType) {
-		s.fail(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "Content-Type",
+		return newError(http.StatusUnsupportedMediaType, ReasonUnsupportedMediaType, "Content-Type",
 			fmt.Sprintf("Content-Type: %q is not a manifest type; send application/yaml or application/json", ct))
-		return false
 	}
-	return true
+	return nil
 }
 
 // decodeJSON reads a JSON request body into v, a pointer to a request
 // struct, as strictly as the manifest parser reads a manifest (see
-// decodeStrict); an error names the offending field.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return false
-	}
-	if err := decodeStrict(body, v); err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", err.Field, err.Error())
-		return false
-	}
-	return true
-}
-
-// decodeStrict decodes one JSON object into v, a pointer to a struct.
-// Unlike encoding/json alone it rejects a key given twice (at any depth)
-// and a key that is not exactly a field's JSON name: encoding/json would
-// take the last of duplicates and match {"PRIORITY": 1} to "priority".
-//
-// It checks the body's syntax with json.Valid, then reads it once,
-// checking each token and storing it into v as encoding/json would (see
-// walker); only a type it does not store itself (an interface, a
-// json.Unmarshaler, an embedded struct) makes it decode the body a second
-// time with encoding/json. A body that is not valid JSON is read with
-// json.Decoder instead, whose errors say where and why.
-func decodeStrict(data []byte, v any) *jobspec.FieldError {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return &jobspec.FieldError{Field: "body", Reason: "is empty; expected a JSON object"}
-	}
-	var dec tokens = &validTokens{data: data}
-	if !json.Valid(data) {
-		d := json.NewDecoder(bytes.NewReader(data))
-		d.UseNumber()
-		dec = d
-	}
-	rv := reflect.ValueOf(v).Elem()
-	w := &walker{dec: dec, store: isAssignable(rv.Type())}
-	target := rv
-	if !w.store {
-		target = reflect.Value{}
-	}
-	if err := w.object(target, rv.Type()); err != nil {
+// strictjson.Decode); an error names the offending field.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &jobspec.FieldError{Field: "body", Reason: "trailing data after the JSON object"}
-	}
-	if w.store {
-		return w.typeErr
-	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" { // e.g. a number too large for its field
-			return &jobspec.FieldError{Field: te.Field, Reason: fmt.Sprintf("cannot hold the JSON %s", te.Value)}
-		}
-		return &jobspec.FieldError{Field: "body", Reason: fmt.Sprintf("not the expected JSON object: %v", err)}
+	if err := strictjson.Decode(body, v); err != nil {
+		return badRequest(err.Field, err.Error())
 	}
 	return nil
-}
-
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// assignables caches assignable by type.
-var assignables sync.Map // reflect.Type → bool
-
-// isAssignable is assignable, remembered.
-func isAssignable(t reflect.Type) bool {
-	if ok, found := assignables.Load(t); found {
-		return ok.(bool)
-	}
-	ok := assignable(t)
-	assignables.Store(t, ok)
-	return ok
-}
-
-// assignable reports whether walker.value stores every value of type t
-// exactly as encoding/json would: booleans, numbers, strings, pointers,
-// lists, maps with string keys, and structs of plain tagged fields.
-func assignable(t reflect.Type) bool {
-	if t.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler) ||
-		reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return false
-	}
-	switch t.Kind() {
-	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return true
-	case reflect.Pointer:
-		return assignable(t.Elem())
-	case reflect.Slice:
-		return t.Elem().Kind() != reflect.Uint8 && assignable(t.Elem()) // []byte is base64 to encoding/json
-	case reflect.Map:
-		return t.Key().Kind() == reflect.String && t.Key().PkgPath() == "" && assignable(t.Elem())
-	case reflect.Struct:
-		for f := range t.Fields() {
-			_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.Anonymous || strings.Contains(opts, "string") || f.IsExported() && !assignable(f.Type) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// walker reads one JSON value token by token, checking it against the
-// type it decodes into and, when store is set, storing it there.
-type walker struct {
-	dec   tokens
-	store bool
-	// typeErr is the first value the target cannot hold (a number out of
-	// its field's range), reported as encoding/json would, but only once
-	// the whole body has passed the checks.
-	typeErr *jobspec.FieldError
-}
-
-// object checks that the body is one JSON object whose keys are t's
-// fields, each once, and stores it in v unless v is the zero Value.
-func (w *walker) object(v reflect.Value, t reflect.Type) *jobspec.FieldError {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return syntaxError("", err)
-	}
-	if tok != json.Delim('{') {
-		return &jobspec.FieldError{Field: "body", Reason: "must be a JSON object, not " + tokenKind(tok)}
-	}
-	return w.members(v, t, "", "")
-}
-
-// value checks the value that comes next against t (nil when any value
-// goes), at path, and stores it in v unless v is the zero Value. field is
-// the path of struct fields only, which encoding/json names in a type
-// error.
-func (w *walker) value(v reflect.Value, t reflect.Type, path, field string) *jobspec.FieldError {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return syntaxError(path, err)
-	}
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if tok == nil { // null leaves the field unset, or clears a pointer, list or map
-		if v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Slice || v.Kind() == reflect.Map) {
-			v.SetZero()
-		}
-		return nil
-	}
-	if want := jsonKind(t); want != "" && want != tokenKind(tok) && !(want == "an integer" && isInteger(tok)) {
-		return &jobspec.FieldError{Field: path, Reason: fmt.Sprintf("must be %s, not %s", want, tokenText(tok))}
-	}
-	for v.IsValid() && v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			v.Set(reflect.New(v.Type().Elem()))
-		}
-		v = v.Elem()
-	}
-	switch tok {
-	case json.Delim('{'):
-		return w.members(v, t, path, field)
-	case json.Delim('['):
-		return w.list(v, t, path, field)
-	}
-	if v.IsValid() {
-		w.scalar(v, tok, field)
-	}
-	return nil
-}
-
-// list checks a list's elements after its '[' and stores them in v
-// unless v is the zero Value.
-func (w *walker) list(v reflect.Value, t reflect.Type, path, field string) *jobspec.FieldError {
-	var elem reflect.Type
-	if t != nil {
-		elem = t.Elem()
-	}
-	if v.IsValid() {
-		v.Set(reflect.MakeSlice(v.Type(), 0, 0))
-	}
-	for i := 0; w.dec.More(); i++ {
-		var ev reflect.Value
-		if v.IsValid() {
-			ev = reflect.New(elem).Elem()
-		}
-		if err := w.value(ev, elem, path+"["+strconv.Itoa(i)+"]", field); err != nil {
-			return err
-		}
-		if v.IsValid() {
-			v.Set(reflect.Append(v, ev))
-		}
-	}
-	if _, err := w.dec.Token(); err != nil { // ']'
-		return syntaxError(path, err)
-	}
-	return nil
-}
-
-// members checks an object's members after its '{' and stores them in v
-// unless v is the zero Value. A struct takes its fields' exact JSON
-// names; a map any key, each once.
-func (w *walker) members(v reflect.Value, t reflect.Type, path, field string) *jobspec.FieldError {
-	fields := jsonFields(t)
-	if v.IsValid() && v.Kind() == reflect.Map && v.IsNil() {
-		v.Set(reflect.MakeMap(v.Type()))
-	}
-	seen := map[string]bool{}
-	for w.dec.More() {
-		tok, err := w.dec.Token()
-		if err != nil {
-			return syntaxError(path, err)
-		}
-		key, _ := tok.(string)
-		at := fieldPath(path, key)
-		if seen[key] {
-			return &jobspec.FieldError{Field: at, Reason: "is given twice; give it once"}
-		}
-		seen[key] = true
-		var ft reflect.Type
-		var fv reflect.Value
-		sub := field
-		switch {
-		case t != nil && t.Kind() == reflect.Struct:
-			f, ok := fields[key]
-			if !ok {
-				return &jobspec.FieldError{Field: at, Reason: unknownField(key, fields)}
-			}
-			ft, sub = f.Type, fieldPath(field, key)
-			if v.IsValid() {
-				fv = v.FieldByIndex(f.Index)
-			}
-		case t != nil && t.Kind() == reflect.Map:
-			ft = t.Elem()
-			if v.IsValid() {
-				fv = reflect.New(ft).Elem()
-			}
-		}
-		if err := w.value(fv, ft, at, sub); err != nil {
-			return err
-		}
-		if v.IsValid() && v.Kind() == reflect.Map {
-			v.SetMapIndex(reflect.ValueOf(key), fv)
-		}
-	}
-	if _, err := w.dec.Token(); err != nil { // '}'
-		return syntaxError(path, err)
-	}
-	return nil
-}
-
-// scalar stores a string, boolean or number token in v, whose kind the
-// checks have matched to the token, as encoding/json would: a number v
-// cannot hold is left out and kept as the type error.
-func (w *walker) scalar(v reflect.Value, tok json.Token, field string) {
-	switch x := tok.(type) {
-	case string:
-		v.SetString(x)
-	case bool:
-		v.SetBool(x)
-	case json.Number:
-		s := string(x)
-		var ok bool
-		switch v.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			n, err := strconv.ParseInt(s, 10, 64)
-			if ok = err == nil && !v.OverflowInt(n); ok {
-				v.SetInt(n)
-			}
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			n, err := strconv.ParseUint(s, 10, 64)
-			if ok = err == nil && !v.OverflowUint(n); ok {
-				v.SetUint(n)
-			}
-		case reflect.Float32, reflect.Float64:
-			n, err := strconv.ParseFloat(s, v.Type().Bits())
-			if ok = err == nil && !v.OverflowFloat(n); ok {
-				v.SetFloat(n)
-			}
-		}
-		if !ok && w.typeErr == nil {
-			w.typeErr = &jobspec.FieldError{Field: field, Reason: "cannot hold the JSON number " + s}
-		}
-	}
-}
-
-func syntaxError(path string, err error) *jobspec.FieldError {
-	return &jobspec.FieldError{Field: fieldPath(path, ""), Reason: "not valid JSON: " + jsonErrorText(err)}
-}
-
-// isInteger reports whether a token is a number without a fraction that
-// fits an int.
-func isInteger(tok json.Token) bool {
-	n, ok := tok.(json.Number)
-	if !ok {
-		return false
-	}
-	_, err := strconv.ParseInt(string(n), 10, 0)
-	return err == nil
-}
-
-// fieldsByType caches jsonFields by type.
-var fieldsByType sync.Map // reflect.Type → map[string]reflect.StructField
-
-// jsonFields maps a struct's JSON field names to its fields; the map is
-// shared and must not be changed.
-func jsonFields(t reflect.Type) map[string]reflect.StructField {
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	if m, ok := fieldsByType.Load(t); ok {
-		return m.(map[string]reflect.StructField)
-	}
-	m := structFields(t)
-	fieldsByType.Store(t, m)
-	return m
-}
-
-func structFields(t reflect.Type) map[string]reflect.StructField {
-	out := map[string]reflect.StructField{}
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f
-	}
-	return out
-}
-
-func unknownField(key string, fields map[string]reflect.StructField) string {
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		if strings.EqualFold(n, key) {
-			return fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive)", n)
-		}
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return "unknown field; known: " + strings.Join(names, ", ")
-}
-
-func fieldPath(path, key string) string {
-	switch {
-	case path == "":
-		if key == "" {
-			return "body"
-		}
-		return key
-	case key == "":
-		return path
-	}
-	return path + "." + key
-}
-
-// tokenKind describes a JSON token for error messages.
-func tokenKind(tok json.Token) string {
-	switch tok.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case json.Number, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case json.Delim:
-		if tok == json.Delim('{') {
-			return "an object"
-		}
-		return "a list"
-	}
-	return fmt.Sprintf("%T", tok)
-}
-
-// tokenText is tokenKind with a scalar's value, for messages.
-func tokenText(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Number:
-		return "the number " + v.String()
-	case string:
-		return "a string"
-	case bool:
-		return "the boolean " + strconv.FormatBool(v)
-	}
-	return tokenKind(tok)
-}
-
-// jsonKind names the JSON a Go type decodes from, as tokenKind does;
-// empty for any JSON (nil or an interface).
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return ""
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	}
-	return ""
-}
-
-func jsonErrorText(err error) string {
-	if errors.Is(err, io.EOF) {
-		return "the body ends early"
-	}
-	return err.Error()
 }

@@ -32,29 +32,26 @@ func (s *Server) schedulerView(rec store.Scheduler) Scheduler {
 }
 
 // scheduler loads a known GPU type's record (an empty one if none was
-// written yet), answering 404 for unknown types.
-func (s *Server) scheduler(w http.ResponseWriter, r *http.Request, gpuType string) (store.Scheduler, bool) {
+// written yet): a 404 error for unknown types.
+func (s *Server) scheduler(r *http.Request, gpuType string) (store.Scheduler, error) {
 	if !s.knownGPUType(gpuType) {
-		s.fail(w, http.StatusNotFound, "NotFound", "gpuType",
+		return store.Scheduler{}, newError(http.StatusNotFound, ReasonNotFound, "gpuType",
 			fmt.Sprintf("gpuType: no scheduler for %q (known: %s)", gpuType, strings.Join(s.cfg.GPUTypes, ", ")))
-		return store.Scheduler{}, false
 	}
 	rec, err := s.cfg.Store.GetScheduler(r.Context(), gpuType)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.Scheduler{GPUType: gpuType}, true
+		return store.Scheduler{GPUType: gpuType}, nil
 	case err != nil:
-		s.failInternal(w, r, err)
-		return store.Scheduler{}, false
+		return store.Scheduler{}, err
 	}
-	return rec, true
+	return rec, nil
 }
 
-func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request) error {
 	recs, err := s.settings(r.Context())
 	if err != nil {
-		s.failInternal(w, r, err)
-		return
+		return err
 	}
 	out := SchedulerList{Items: []Scheduler{}}
 	for _, t := range s.cfg.GPUTypes {
@@ -63,92 +60,93 @@ func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request) {
 		out.Items = append(out.Items, s.schedulerView(rec))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) getScheduler(w http.ResponseWriter, r *http.Request) {
-	rec, ok := s.scheduler(w, r, r.PathValue("gpuType"))
-	if !ok {
-		return
+func (s *Server) getScheduler(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.scheduler(r, r.PathValue("gpuType"))
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	return nil
 }
 
 // changeAlgorithm validates and stores a GPU type's algorithm, then tells
-// its scheduler. It writes the error answer itself.
-func (s *Server) changeAlgorithm(w http.ResponseWriter, r *http.Request, gpuType string, req AlgorithmRequest) (store.Scheduler, bool) {
-	rec, ok := s.scheduler(w, r, gpuType)
-	if !ok {
-		return rec, false
+// its scheduler.
+func (s *Server) changeAlgorithm(r *http.Request, gpuType string, req AlgorithmRequest) (store.Scheduler, error) {
+	rec, err := s.scheduler(r, gpuType)
+	if err != nil {
+		return rec, err
 	}
 	name := strings.TrimSpace(req.Algorithm)
 	e, found := s.cfg.Algorithms.Lookup(name)
 	if !found {
-		s.fail(w, http.StatusBadRequest, "Invalid", "algorithm",
+		return rec, invalid("algorithm",
 			fmt.Sprintf("algorithm: unknown algorithm %q (known: %s)", req.Algorithm, strings.Join(s.cfg.Algorithms.Names(), ", ")))
-		return rec, false
 	}
 	if _, err := s.cfg.Algorithms.NewFromMap(e.Name, req.Params); err != nil {
-		s.fail(w, http.StatusBadRequest, "Invalid", "params", "params: "+err.Error())
-		return rec, false
+		return rec, invalid("params", "params: "+err.Error())
 	}
 	rec.Settings.Algorithm, rec.Settings.Params = e.Name, req.Params
-	return rec, s.putSettings(w, r, rec)
+	return rec, s.putSettings(r, rec)
 }
 
 // changeRateLimit validates and stores a GPU type's rate limit; 0 turns
 // it off.
-func (s *Server) changeRateLimit(w http.ResponseWriter, r *http.Request, gpuType string, seconds *float64) (store.Scheduler, bool) {
-	rec, ok := s.scheduler(w, r, gpuType)
-	if !ok {
-		return rec, false
+func (s *Server) changeRateLimit(r *http.Request, gpuType string, seconds *float64) (store.Scheduler, error) {
+	rec, err := s.scheduler(r, gpuType)
+	if err != nil {
+		return rec, err
 	}
 	switch {
 	case seconds == nil:
-		s.fail(w, http.StatusBadRequest, "Invalid", "seconds", "seconds: required")
-		return rec, false
+		return rec, invalid("seconds", "seconds: required")
 	case math.IsNaN(*seconds) || *seconds < 0 || *seconds > MaxRateLimitSeconds:
-		s.fail(w, http.StatusBadRequest, "Invalid", "seconds",
+		return rec, invalid("seconds",
 			fmt.Sprintf("seconds: %v is outside [0, %d] (0 turns the rate limit off)", *seconds, MaxRateLimitSeconds))
-		return rec, false
 	}
 	rec.Settings.RateLimit = time.Duration(*seconds * float64(time.Second))
 	if rec.Settings.RateLimit == 0 {
 		rec.Settings.RateLimit = -1 // stored zero means "default"
 	}
-	return rec, s.putSettings(w, r, rec)
+	return rec, s.putSettings(r, rec)
 }
 
-func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, rec store.Scheduler) bool {
+func (s *Server) putSettings(r *http.Request, rec store.Scheduler) error {
 	if err := s.cfg.Store.PutSettings(r.Context(), rec.GPUType, rec.Settings); err != nil {
-		s.failInternal(w, r, err)
-		return false
+		return err
 	}
 	s.notify(context.WithoutCancel(r.Context()), rec.GPUType, queue.Message{Verb: queue.VerbSettings})
-	s.hub.kick()
+	s.hub.Kick()
 	s.log.Info("scheduler settings changed", "gpuType", rec.GPUType, "algorithm", rec.Settings.Algorithm, "rateLimit", rec.Settings.RateLimit)
-	return true
+	return nil
 }
 
-func (s *Server) setAlgorithm(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setAlgorithm(w http.ResponseWriter, r *http.Request) error {
 	var req AlgorithmRequest
-	if !s.decodeJSON(w, r, &req) {
-		return
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
 	}
-	rec, ok := s.changeAlgorithm(w, r, r.PathValue("gpuType"), req)
-	if ok {
-		writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	rec, err := s.changeAlgorithm(r, r.PathValue("gpuType"), req)
+	if err != nil {
+		return err
 	}
+	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	return nil
 }
 
-func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 	var req RateLimitRequest
-	if !s.decodeJSON(w, r, &req) {
-		return
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
 	}
-	rec, ok := s.changeRateLimit(w, r, r.PathValue("gpuType"), req.Seconds)
-	if ok {
-		writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	rec, err := s.changeRateLimit(r, r.PathValue("gpuType"), req.Seconds)
+	if err != nil {
+		return err
 	}
+	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	return nil
 }
 
 func (s *Server) listAlgorithms(w http.ResponseWriter, _ *http.Request) {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/auth"
+	"github.com/vodascheduler/voda/internal/eventhub"
+	"github.com/vodascheduler/voda/internal/jobname"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -116,11 +117,9 @@ type Server struct {
 	reports *progress.Ingester
 	busy    *busyLog
 	// hub feeds the event streams.
-	hub *hub
-
-	mu    sync.Mutex
-	stamp string         // the timestamp suffix last used
-	next  map[string]int // name-stamp -> next numeric suffix to try
+	hub *eventhub.Hub
+	// names hands out the names to try for new jobs.
+	names jobname.Namer
 }
 
 // New checks the configuration and builds the routes.
@@ -163,10 +162,14 @@ func New(cfg Config) (*Server, error) {
 			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces,
 			DefaultNamespace: cfg.DefaultNamespace},
 		mux:      http.NewServeMux(),
-		next:     map[string]int{},
 		loopback: auth.IsLoopbackAddr(cfg.ListenAddr),
 	}
-	s.hub = newHub(s, cfg.Streams)
+	hub, err := eventhub.New(eventhub.Config{Store: cfg.Store, Render: views{s}, Clock: cfg.Clock,
+		GPUTypes: cfg.GPUTypes, Limits: cfg.Streams, Metrics: cfg.Metrics, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s.hub = hub
 	s.reports = &progress.Ingester{Store: cfg.Store, Clock: cfg.Clock, Interval: cfg.ReportInterval, Logger: log,
 		Conflicts: cfg.Metrics.ProgressConflicts}
 	s.busy = &busyLog{log: log, every: busyLogEvery}
@@ -187,24 +190,31 @@ func (s *Server) Handler() http.Handler {
 			if p := recover(); p != nil {
 				s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p)
 				if !rec.wrote {
-					s.fail(rec, http.StatusInternalServerError, "InternalError", "", "internal error; see the server log")
+					s.writeError(rec, r, newError(http.StatusInternalServerError, ReasonInternalError, "", "internal error; see the server log"))
 				}
 			}
 			s.observe(r, rec.code, start)
 		}()
-		if r.ContentLength > maxBody {
-			s.failTooLarge(rec)
-			return
-		}
-		if !s.checkBrowser(rec, r) {
-			return
-		}
-		r, ok := s.authorize(rec, r)
-		if !ok {
+		var err error
+		if r, err = s.admit(r); err != nil { // r: the caller's, and the pattern for observe
+			s.writeError(rec, r, err)
 			return
 		}
 		s.mux.ServeHTTP(rec, r)
 	})
+}
+
+// admit refuses what no route may see: a declared body over maxBody, what
+// checkBrowser refuses, and a caller authorize refuses. It returns r with
+// the caller in its context.
+func (s *Server) admit(r *http.Request) (*http.Request, error) {
+	if r.ContentLength > maxBody {
+		return r, tooLarge()
+	}
+	if err := s.checkBrowser(r); err != nil {
+		return r, err
+	}
+	return s.authorize(r)
 }
 
 // observe records a request's route, status and duration.
@@ -241,31 +251,31 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("POST "+RouteJobs, s.createJob)
-	m.HandleFunc("GET "+RouteJobs, s.listJobs)
-	m.HandleFunc("GET "+RouteJob, s.getJob)
-	m.HandleFunc("DELETE "+RouteJob, s.deleteJob)
-	m.HandleFunc("PUT "+RouteJobPriority, s.setPriority)
-	m.HandleFunc("POST "+RouteJobProgress, s.reportProgress)
-	m.HandleFunc("GET "+RouteSchedulers, s.listSchedulers)
-	m.HandleFunc("GET "+RouteScheduler, s.getScheduler)
-	m.HandleFunc("PUT "+RouteAlgorithm, s.setAlgorithm)
-	m.HandleFunc("PUT "+RouteRateLimit, s.setRateLimit)
+	m.HandleFunc("POST "+RouteJobs, s.handle(s.createJob))
+	m.HandleFunc("GET "+RouteJobs, s.handle(s.listJobs))
+	m.HandleFunc("GET "+RouteJob, s.handle(s.getJob))
+	m.HandleFunc("DELETE "+RouteJob, s.handle(s.deleteJob))
+	m.HandleFunc("PUT "+RouteJobPriority, s.handle(s.setPriority))
+	m.HandleFunc("POST "+RouteJobProgress, s.handle(s.reportProgress))
+	m.HandleFunc("GET "+RouteSchedulers, s.handle(s.listSchedulers))
+	m.HandleFunc("GET "+RouteScheduler, s.handle(s.getScheduler))
+	m.HandleFunc("PUT "+RouteAlgorithm, s.handle(s.setAlgorithm))
+	m.HandleFunc("PUT "+RouteRateLimit, s.handle(s.setRateLimit))
 	m.HandleFunc("GET "+RouteAlgorithms, s.listAlgorithms)
-	m.HandleFunc("GET "+RouteNodes, s.listNodes)
-	m.HandleFunc("GET "+RouteEvents, s.streamEvents)
+	m.HandleFunc("GET "+RouteNodes, s.handle(s.listNodes))
+	m.HandleFunc("GET "+RouteEvents, s.handle(s.streamEvents))
 	m.HandleFunc("GET "+RouteOpenAPI, s.openAPI)
-	m.HandleFunc("POST "+RouteLegacyJobs, s.legacyCreate)
-	m.HandleFunc("DELETE "+RouteLegacyJobs, s.legacyDelete)
-	m.HandleFunc("GET "+RouteLegacyJobs, s.legacyList)
-	m.HandleFunc("PUT "+RouteLegacyAlgo, s.legacyAlgorithm)
-	m.HandleFunc("PUT "+RouteLegacyLimit, s.legacyRateLimit)
+	m.HandleFunc("POST "+RouteLegacyJobs, s.handle(s.legacyCreate))
+	m.HandleFunc("DELETE "+RouteLegacyJobs, s.handle(s.legacyDelete))
+	m.HandleFunc("GET "+RouteLegacyJobs, s.handle(s.legacyList))
+	m.HandleFunc("PUT "+RouteLegacyAlgo, s.handle(s.legacyAlgorithm))
+	m.HandleFunc("PUT "+RouteLegacyLimit, s.handle(s.legacyRateLimit))
 	m.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET "+RouteHealthz, healthz)
 	m.HandleFunc("GET "+RouteReadyz, s.readyz)
 	m.Handle("GET "+ui.Prefix, ui.Handler())
 	m.Handle("GET "+strings.TrimSuffix(ui.Prefix, "/"), http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
-	m.HandleFunc("/", s.noRoute)
+	m.HandleFunc("/", s.handle(s.noRoute))
 }
 
 // probeMethods are the methods noRoute tries on a path to list in Allow.
@@ -276,16 +286,14 @@ var probeMethods = []string{
 
 // noRoute answers what no route took: 405 with an Allow header when the
 // path has routes for other methods, 404 when it has none.
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+func (s *Server) noRoute(_ http.ResponseWriter, r *http.Request) error {
 	allowed := s.allowedMethods(r)
 	if len(allowed) == 0 {
-		s.fail(w, http.StatusNotFound, "NotFound", "", fmt.Sprintf("no route %s %s; see %s", r.Method, r.URL.Path, RouteOpenAPI))
-		return
+		return newError(http.StatusNotFound, ReasonNotFound, "", fmt.Sprintf("no route %s %s; see %s", r.Method, r.URL.Path, RouteOpenAPI))
 	}
 	allow := strings.Join(allowed, ", ")
-	w.Header().Set("Allow", allow)
-	s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "",
-		fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, allow))
+	return newError(http.StatusMethodNotAllowed, ReasonMethodNotAllowed, "",
+		fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, allow)).with("Allow", allow)
 }
 
 // allowedMethods are the methods a route other than the catch-all takes

@@ -42,7 +42,7 @@ type Job struct {
 	Kind      jobspec.Kind `json:"kind"`
 	GPUType   string       `json:"gpuType"`
 	// Status is Submitted, Waiting, Running, Completed, Failed or Canceled.
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Reason is a one-word cause of the status where one helps, e.g.
 	// Unschedulable (waiting for more GPUs than the GPU type has in all)
 	// or Unreadable (a stored record that could not be decoded, shown
@@ -291,7 +291,7 @@ type Error struct {
 // there is one (a JSON path into the manifest or request body).
 type ErrorDetail struct {
 	Code    int    `json:"code"`
-	Reason  string `json:"reason"`
+	Reason  Reason `json:"reason"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
 	// Warnings, for a rejected manifest, name its fields Kubernetes does

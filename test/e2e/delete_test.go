@@ -16,7 +16,7 @@ func TestDeleteThenRemove(t *testing.T) {
 	reaches := func(name, status string) func() (bool, error) {
 		return func() (bool, error) {
 			j, err := c.GetJob(ctxT(t), name)
-			return j.Status == status, err
+			return string(j.Status) == status, err
 		}
 	}
 	long, err := c.CreateJob(ctxT(t), manifest("long", 1, 2, 1000))

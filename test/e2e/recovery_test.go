@@ -172,7 +172,7 @@ func byName(list []api.Job) map[string]api.Job {
 func count(list []api.Job, status string) int {
 	n := 0
 	for _, j := range list {
-		if j.Status == status {
+		if string(j.Status) == status {
 			n++
 		}
 	}

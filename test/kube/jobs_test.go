@@ -176,7 +176,7 @@ func waitStatus(t *testing.T, vc *client.Client, job, status string) api.Job {
 		if err != nil {
 			return false, err
 		}
-		return j.Status == status, fmt.Errorf("status %s", j.Status)
+		return string(j.Status) == status, fmt.Errorf("status %s", j.Status)
 	})
 	return j
 }

@@ -150,7 +150,7 @@ func TestScale(t *testing.T) {
 		}
 		counts := map[string]int{}
 		for _, j := range list {
-			counts[j.Status]++
+			counts[string(j.Status)]++
 		}
 		return counts["Completed"] == jobs, fmt.Errorf("jobs by status: %v", counts)
 	})

@@ -156,7 +156,7 @@ type ListOptions struct {
 	GPUType string
 	// Status keeps the jobs in one status (Submitted, Waiting, Running,
 	// Completed, Failed or Canceled).
-	Status string
+	Status api.Status
 	// Live keeps the jobs that have not finished.
 	Live bool
 	// Namespace keeps the jobs of one namespace.
@@ -178,7 +178,7 @@ func (c *Client) ListJobs(ctx context.Context, opts ListOptions) ([]api.Job, err
 		q.Set("gpuType", opts.GPUType)
 	}
 	if opts.Status != "" {
-		q.Set("status", opts.Status)
+		q.Set("status", string(opts.Status))
 	}
 	if opts.Live {
 		q.Set("live", "true")
@@ -227,13 +227,7 @@ func (c *Client) DeleteJob(ctx context.Context, name string) (api.Job, error) {
 
 // Removed reports whether DeleteJob's answer j is a finished job it
 // removed, rather than a live one being halted.
-func Removed(j api.Job) bool {
-	switch j.Status {
-	case "Completed", "Failed", "Canceled":
-		return true
-	}
-	return false
-}
+func Removed(j api.Job) bool { return j.Status.Done() }
 
 // SetPriority changes a job's priority (0 is the highest).
 func (c *Client) SetPriority(ctx context.Context, name string, priority int) (api.Job, error) {

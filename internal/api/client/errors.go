@@ -50,7 +50,7 @@ func newAPIError(status int, contentType string, body []byte) *APIError {
 	var wire api.Error
 	if json.Unmarshal(body, &wire) == nil && (wire.Error.Message != "" || wire.Error.Reason != "") {
 		if wire.Error.Reason != "" {
-			e.Reason = wire.Error.Reason
+			e.Reason = string(wire.Error.Reason)
 		}
 		e.Field = wire.Error.Field
 		e.Message = wire.Error.Message

@@ -158,7 +158,7 @@ func TestListJobsPages(t *testing.T) {
 // Removed tells DeleteJob's two answers apart by the job's status.
 func TestRemoved(t *testing.T) {
 	t.Parallel()
-	for status, want := range map[string]bool{
+	for status, want := range map[api.Status]bool{
 		"Submitted": false, "Waiting": false, "Running": false,
 		"Completed": true, "Failed": true, "Canceled": true,
 	} {

@@ -273,6 +273,8 @@ function serverNow() {
   return c.now + (Date.now() - c.wall) * c.rate;
 }
 
+// doneStatuses are the final statuses, spelled as api.Status spells them
+// (internal/ui's TestStatusesMatchAPI checks).
 const doneStatuses = new Set(['Completed', 'Failed', 'Canceled']);
 
 // times returns a job's waiting, running and total seconds now: as of its

@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"encoding/json"
@@ -11,17 +11,28 @@ import (
 
 func intPtr(i int) *int { return &i }
 
+// priorityRequest and algorithmRequest are the shapes of two of the API's
+// request bodies: a pointer to a number, and a string beside a map.
+type priorityRequest struct {
+	Priority *int `json:"priority"`
+}
+
+type algorithmRequest struct {
+	Algorithm string            `json:"algorithm"`
+	Params    map[string]string `json:"params,omitempty"`
+}
+
 // TestDecodeStrict: encoding/json alone takes the last of duplicate keys
-// and matches keys case-insensitively; decodeStrict refuses both, naming
+// and matches keys case-insensitively; Decode refuses both, naming
 // the key.
 func TestDecodeStrict(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, body   string
-		want         PriorityRequest
+		want         priorityRequest
 		field, error string
 	}{
-		{name: "valid", body: `{"priority": 3}`, want: PriorityRequest{Priority: intPtr(3)}},
+		{name: "valid", body: `{"priority": 3}`, want: priorityRequest{Priority: intPtr(3)}},
 		{name: "null is absent", body: `{"priority": null}`},
 		{name: "empty object", body: ` {} `},
 		{name: "duplicate", body: `{"priority": 1, "priority": 2}`, field: "priority", error: "priority: is given twice; give it once"},
@@ -42,12 +53,12 @@ func TestDecodeStrict(t *testing.T) {
 	}
 }
 
-// checkDecode decodes body into a new T with decodeStrict and compares
+// checkDecode decodes body into a new T with Decode and compares
 // the error's field and message, or the value when there is no error.
 func checkDecode[T any](t *testing.T, body string, want T, wantField, wantError string) {
 	t.Helper()
 	var got T
-	err := decodeStrict([]byte(body), &got)
+	err := Decode([]byte(body), &got)
 	var field, msg string
 	if err != nil {
 		field, msg = err.Field, err.Error()
@@ -71,8 +82,8 @@ func TestDecodeStrictNested(t *testing.T) {
 		{`{"algorithm": "a", "params": {"x": 1}}`, "params.x"},
 		{`{"algorithm": "a", "algorithm": "b"}`, "algorithm"},
 	} {
-		var req AlgorithmRequest
-		err := decodeStrict([]byte(c.body), &req)
+		var req algorithmRequest
+		err := Decode([]byte(c.body), &req)
 		field := ""
 		if err != nil {
 			field = err.Field
@@ -86,7 +97,7 @@ func TestDecodeStrictNested(t *testing.T) {
 // TestDecodeStrictReport: a progress report is stored in one pass as
 // encoding/json would store it; a number its field cannot hold is named
 // as encoding/json names it, but only once the whole body has passed the
-// checks; a type decodeStrict does not store itself (an interface) is
+// checks; a type Decode does not store itself (an interface) is
 // decoded by encoding/json after the checks.
 func TestDecodeStrictReport(t *testing.T) {
 	t.Parallel()
@@ -115,20 +126,20 @@ func TestDecodeStrictReport(t *testing.T) {
 		var got struct {
 			Any any `json:"any"`
 		}
-		if err := decodeStrict([]byte(`{"any": {"a": [1, "b"]}}`), &got); err != nil {
+		if err := Decode([]byte(`{"any": {"a": [1, "b"]}}`), &got); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]any{"a": []any{1.0, "b"}}
 		if diff := cmp.Diff(want, got.Any); diff != "" {
 			t.Errorf("decoded %+v (-want,+got):\n%s", got, diff)
 		}
-		if err := decodeStrict([]byte(`{"any": {"a": 1, "a": 2}}`), &got); err == nil || err.Field != "any.a" {
+		if err := Decode([]byte(`{"any": {"a": 1, "a": 2}}`), &got); err == nil || err.Field != "any.a" {
 			t.Errorf("duplicate under an interface: %v, want a duplicate any.a", err)
 		}
 	})
 }
 
-// FuzzDecodeStrict: decodeStrict never panics, and what it accepts is a
+// FuzzDecodeStrict: Decode never panics, and what it accepts is a
 // JSON object that encoding/json decodes to the same value, for a
 // scheduler's settings and for a progress report.
 func FuzzDecodeStrict(f *testing.F) {
@@ -142,8 +153,8 @@ func FuzzDecodeStrict(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var strict AlgorithmRequest
-		if err := decodeStrict(data, &strict); err != nil {
+		var strict algorithmRequest
+		if err := Decode(data, &strict); err != nil {
 			if err.Field == "" || err.Reason == "" {
 				t.Fatalf("error without a field or reason: %+v", err)
 			}
@@ -152,7 +163,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		if !json.Valid(data) {
 			t.Fatalf("accepted invalid JSON %q", data)
 		}
-		var loose AlgorithmRequest
+		var loose algorithmRequest
 		if err := json.Unmarshal(data, &loose); err != nil {
 			t.Fatalf("accepted %q, which encoding/json rejects: %v", data, err)
 		}
@@ -160,7 +171,7 @@ func FuzzDecodeStrict(f *testing.F) {
 			t.Fatalf("%q decodes differently (-encoding/json,+strict):\n%s", data, diff)
 		}
 		var report, looseReport progress.Wire
-		if err := decodeStrict(data, &report); err != nil {
+		if err := Decode(data, &report); err != nil {
 			return
 		}
 		if err := json.Unmarshal(data, &looseReport); err != nil {

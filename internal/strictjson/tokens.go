@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"encoding/json"
