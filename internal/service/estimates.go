@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/vodascheduler/voda/internal/estimate"
+	"github.com/vodascheduler/voda/internal/jobname"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/store"
@@ -149,14 +149,8 @@ func application(j store.Job) string {
 	if j.Model != "" {
 		return j.Model
 	}
-	if m := stampSuffix.FindStringIndex(j.Name); m != nil && m[0] > 0 {
-		return j.Name[:m[0]]
-	}
-	return j.Name
+	return jobname.Base(j.Name)
 }
-
-// stampSuffix is the API's "-YYYYMMDD-hhmmss" with its optional "-N".
-var stampSuffix = regexp.MustCompile(`-\d{8}-\d{6}(-\d+)?$`)
 
 // estimate gives every job that reported its progress a new estimate
 // from the estimator (docs/progress.md, "One estimator"), and a job that
