@@ -38,6 +38,10 @@ type Options struct {
 	// (scheduler defaults when zero).
 	RateLimit time.Duration
 	Tick      time.Duration
+	// StartInterval is the core's least time between a cycle and a
+	// limited one (scheduler.DefaultStartInterval when zero): a server
+	// running N times faster than real time uses N times its default.
+	StartInterval time.Duration
 	// RestartCost is the time a job makes no progress after every new
 	// placement; negative means none, zero means 30 s.
 	RestartCost time.Duration
@@ -242,12 +246,13 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 
 	cfg := scheduler.Config{
-		GPUType:   GPUType,
-		Allocator: opts.Allocator,
-		Placer:    opts.Placer,
-		Port:      port,
-		RateLimit: opts.RateLimit,
-		Tick:      opts.Tick,
+		GPUType:       GPUType,
+		Allocator:     opts.Allocator,
+		Placer:        opts.Placer,
+		Port:          port,
+		RateLimit:     opts.RateLimit,
+		Tick:          opts.Tick,
+		StartInterval: opts.StartInterval,
 		// Placement times are only reported, never used in a decision:
 		// the wall clock leaves the simulation deterministic apart from
 		// the reported times themselves.
@@ -280,6 +285,38 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 		return nil, err
 	}
 	return e.record(time.Since(wallStart).Seconds(), totalGPUs), nil
+}
+
+// JobSettings are what the simulator runs a workload's job with, for
+// replaying the workload elsewhere (a server): its performance model,
+// worker range, priority, epochs and initial global batch size.
+type JobSettings struct {
+	Name, App                         string
+	Submit                            float64
+	MinWorkers, MaxWorkers, Requested int
+	Priority, Epochs, Batch           int
+}
+
+// Settings returns the settings Run would give each of jobs under opts
+// (its Models, cluster size, Goodput and AdaptiveBatch count).
+func Settings(jobs []workload.Job, opts Options) ([]JobSettings, error) {
+	if opts.Models == nil {
+		return nil, errors.New("simulate: models are required")
+	}
+	if opts.AdaptiveBatch {
+		opts.Goodput = true
+	}
+	out := make([]JobSettings, len(jobs))
+	for i, w := range jobs {
+		j, err := newSimJob(w, opts, opts.Nodes*opts.GPUsPerNode)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = JobSettings{Name: w.Name, App: w.App, Submit: w.Submit,
+			MinWorkers: j.w.MinWorkers, MaxWorkers: j.w.MaxWorkers, Requested: j.w.Requested,
+			Priority: w.Priority, Epochs: j.epochs, Batch: j.batch}
+	}
+	return out, nil
 }
 
 func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
