@@ -54,9 +54,6 @@ func (j *JobProgress) init(name string, m perfmodel.Model, batch, epochs int) {
 	}
 }
 
-// Model returns the job's performance model.
-func (j *JobProgress) Model() perfmodel.Model { return j.m }
-
 // Batch returns the global batch size the job trains at.
 func (j *JobProgress) Batch() int { return j.batch }
 
@@ -71,9 +68,6 @@ func (j *JobProgress) Epochs() int { return j.epochs }
 
 // Epoch returns the epochs the job has completed.
 func (j *JobProgress) Epoch() int { return j.epoch }
-
-// Done reports whether the job has completed its epochs.
-func (j *JobProgress) Done() bool { return j.done }
 
 // Restarting reports whether the job holds workers but is still paying
 // the restart of its last placement.

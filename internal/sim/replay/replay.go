@@ -71,8 +71,25 @@ type Result struct {
 }
 
 // Scheduler returns the scheduler of gpuType, or the server's only one
-// when gpuType is empty.
+// when gpuType is empty. A scheduler that has just started shows neither
+// its time nor its nodes until its first turn: Scheduler waits up to
+// clockWait for them.
 func Scheduler(ctx context.Context, c *client.Client, gpuType string) (api.Scheduler, error) {
+	for start := time.Now(); ; {
+		s, err := findScheduler(ctx, c, gpuType)
+		if err != nil || s.Now != nil || time.Since(start) > clockWait {
+			return s, err
+		}
+		gpuType = s.GPUType
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
+	}
+}
+
+func findScheduler(ctx context.Context, c *client.Client, gpuType string) (api.Scheduler, error) {
 	if gpuType != "" {
 		s, err := c.GetScheduler(ctx, gpuType)
 		if err != nil {
@@ -94,6 +111,12 @@ func Scheduler(ctx context.Context, c *client.Client, gpuType string) (api.Sched
 	return all[0], nil
 }
 
+// errNoClock is a scheduler status without the scheduler's time.
+var errNoClock = errors.New("the scheduler reports no time (is it running?)")
+
+// clockWait is how long Run waits for a scheduler to show its time.
+const clockWait = 10 * time.Second
+
 // clock reads the server's virtual time from its scheduler status.
 func (r *replayer) clock(ctx context.Context) (time.Time, error) {
 	s, err := r.cfg.Client.GetScheduler(ctx, r.gpuType)
@@ -101,7 +124,7 @@ func (r *replayer) clock(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("read the server's clock: %w", err)
 	}
 	if s.Now == nil {
-		return time.Time{}, fmt.Errorf("read the server's clock: scheduler %s reports no time (is it running?)", r.gpuType)
+		return time.Time{}, fmt.Errorf("read the server's clock: scheduler %s: %w", r.gpuType, errNoClock)
 	}
 	now := *s.Now
 	wall := time.Now()
