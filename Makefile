@@ -166,7 +166,7 @@ replay-table: build
 	  dir=$$(mktemp -d); addr=127.0.0.1:55599; \
 	  $(BIN) server --addr $$addr --data-dir $$dir --sim-nodes sim=16x4 --profiles $(POLLUX)/traces \
 	    --algorithm $(REPLAY_ALGORITHM) --speed $(REPLAY_SPEED) --log-level error & pid=$$!; \
-	  until $(BIN) get schedulers --server $$addr >/dev/null 2>&1; do sleep 0.2; done; \
+	  for i in $$(seq 150); do $(BIN) get schedulers --server $$addr >/dev/null 2>&1 && break; sleep 0.2; done; \
 	  echo "== workloads$$load/$$(basename $$wl)"; \
 	  $(BIN) workload replay --server $$addr --workload $$wl --profiles $(POLLUX)/traces --compare -q --timeout 3h | sed -n '/^workload /,$$p'; \
 	  kill $$pid; wait $$pid; rm -rf $$dir; \
