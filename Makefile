@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table dashboard-cost scale clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table replay-table dashboard-cost scale clean
 
 all: vet test build
 
@@ -154,6 +154,23 @@ placement-table: build
 	  echo "== workloads$$load"; \
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare ElasticFIFO,ElasticTiresias,AFS-L --placer greedy,topology -q | tail -8; \
 	done
+
+## replay-table: voda workload replay against a voda server (16x4 simulated GPUs, the Pollux profiles, Goodput, --speed
+## REPLAY_SPEED) on the eight 1.0x Pollux workloads (REPLAY_LOADS="" -2.0 adds 2.0x), the server's mean JCT and makespan
+## against the simulator's with the same settings (docs/simulator.md#replaying-against-a-server); minutes per workload
+REPLAY_SPEED     ?= 200
+REPLAY_LOADS     ?= ""
+REPLAY_ALGORITHM ?= Goodput
+replay-table: build
+	@for load in $(REPLAY_LOADS); do for wl in $(POLLUX)/workloads$$load/workload-*.csv; do \
+	  dir=$$(mktemp -d); addr=127.0.0.1:55599; \
+	  $(BIN) server --addr $$addr --data-dir $$dir --sim-nodes sim=16x4 --profiles $(POLLUX)/traces \
+	    --algorithm $(REPLAY_ALGORITHM) --speed $(REPLAY_SPEED) --log-level error & pid=$$!; \
+	  for i in $$(seq 150); do $(BIN) get schedulers --server $$addr >/dev/null 2>&1 && break; sleep 0.2; done; \
+	  echo "== workloads$$load/$$(basename $$wl)"; \
+	  $(BIN) workload replay --server $$addr --workload $$wl --profiles $(POLLUX)/traces --compare -q --timeout 3h | sed -n '/^workload /,$$p'; \
+	  kill $$pid; wait $$pid; rm -rf $$dir; \
+	done; done
 
 ## vet: go vet, staticcheck, and deadcode failing on any function not even the tests reach (hack/lint-tools.sh installs the two linters)
 vet:

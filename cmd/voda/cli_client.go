@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/api/client"
@@ -53,19 +54,24 @@ func newClientCommandsFor(o *clientOptions) []*cobra.Command {
 		setServer = "kubectl voda config set-server"
 	}
 	for _, c := range cmds {
-		f := c.PersistentFlags()
-		f.StringVar(&o.Server, "server", "",
-			"address of the Voda API, host:port or http(s)://host:port (default $"+clientconfig.ServerEnv+", else the kubeconfig context's (see '"+setServer+"'), else "+api.DefaultServerAddr+")")
-		f.StringVar(&o.Token, "token", "", "bearer token for the server (default $"+clientconfig.TokenEnv+", else the current kubeconfig context's token)")
-		f.StringVar(&o.CAFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+clientconfig.CAEnv+", else the system's roots)")
-		f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file to take the token from when neither --token nor $"+clientconfig.TokenEnv+" is given: the context user's token, tokenFile or exec plugin, sent only to an https or loopback server (default $KUBECONFIG, else ~/.kube/config)")
-		f.StringVar(&o.Context, "context", "", "kubeconfig context whose token to send (default the kubeconfig's current context)")
+		o.addFlags(c.PersistentFlags(), setServer)
 	}
 	cmds = append(cmds, newConfigCommand(o))
 	for _, c := range cmds {
 		wrapRuns(c, o)
 	}
 	return cmds
+}
+
+// addFlags adds the flags that choose the server and the credential to
+// f; setServer is the command that records a server in the kubeconfig.
+func (o *clientOptions) addFlags(f *pflag.FlagSet, setServer string) {
+	f.StringVar(&o.Server, "server", "",
+		"address of the Voda API, host:port or http(s)://host:port (default $"+clientconfig.ServerEnv+", else the kubeconfig context's (see '"+setServer+"'), else "+api.DefaultServerAddr+")")
+	f.StringVar(&o.Token, "token", "", "bearer token for the server (default $"+clientconfig.TokenEnv+", else the current kubeconfig context's token)")
+	f.StringVar(&o.CAFile, "certificate-authority", "", "PEM file of the certificate authority that signed an https server's certificate (default $"+clientconfig.CAEnv+", else the system's roots)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file to take the token from when neither --token nor $"+clientconfig.TokenEnv+" is given: the context user's token, tokenFile or exec plugin, sent only to an https or loopback server (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context whose token to send (default the kubeconfig's current context)")
 }
 
 // wrapRuns makes every command under c print the server's warnings on

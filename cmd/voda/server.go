@@ -23,6 +23,7 @@ import (
 	"github.com/vodascheduler/voda/internal/server"
 	"github.com/vodascheduler/voda/internal/service"
 	"github.com/vodascheduler/voda/internal/sim/livecluster"
+	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 )
 
 // serverOptions are the flags of voda server: most go straight into the
@@ -32,8 +33,10 @@ type serverOptions struct {
 	components  string
 	simNodes    string
 	restartCost time.Duration
-	logLevel    string
-	logFormat   string
+	// profiles is the directory of measured profiles (--profiles).
+	profiles  string
+	logLevel  string
+	logFormat string
 	// storeFile and queueFile name files holding the store's and the
 	// queue's URL (see secretURL).
 	storeFile, queueFile string
@@ -149,6 +152,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&c.Placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
 	f.DurationVar(&c.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two cycles that change running jobs (shrink, halt, move, grow), unless set at run time; a job that fits in free GPUs starts at once")
 	f.DurationVar(&c.Tick, "tick", scheduler.DefaultTick, "period of cycles when no event asks for one")
+	f.StringVar(&o.profiles, "profiles", "",
+		"directory of measured application profiles (the Pollux artifact's traces/, as voda simulate --profiles reads them): jobs naming one of its applications in vodascheduler/sim-model run on its measured step times and declare its adaptive batch bounds (docs/simulator.md#replaying-against-a-server)")
 	f.DurationVar(&o.restartCost, "restart-cost", livecluster.DefaultRestartCost, "simulated time a job makes no progress after each new placement")
 	f.DurationVar(&c.Resync, "resync", service.DefaultResync, "wall time between reconciliations of the store with the schedulers")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -218,8 +223,12 @@ func runServer(ctx context.Context, o *serverOptions) error {
 		if cfg.SimNodes, err = parseSimNodes(o.simNodes); err != nil {
 			return err
 		}
-		cfg.SimPool = simPool(o.restartCost)
-		cfg.Models = livecluster.Models()
+		models, err := perfmodel.Load(o.profiles)
+		if err != nil {
+			return fmt.Errorf("--profiles: %w", err)
+		}
+		cfg.SimPool = simPool(o.restartCost, models)
+		cfg.Models = models.Names()
 	}
 	return server.Run(ctx, cfg)
 }
@@ -255,11 +264,11 @@ func secretURL(name, flagValue, file, env string, getenv func(string) string) (s
 }
 
 // simPool builds the simulated clusters of voda server.
-func simPool(restartCost time.Duration) server.SimPoolFunc {
+func simPool(restartCost time.Duration, models *perfmodel.Set) server.SimPoolFunc {
 	return func(g server.SimGroup, clk k8sclock.Clock, log *slog.Logger) (service.Backend, error) {
 		cl, err := livecluster.New(livecluster.Options{
 			GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode,
-			RestartCost: restartCost, Clock: clk, Logger: log,
+			RestartCost: restartCost, Models: models, Clock: clk, Logger: log,
 		})
 		if err != nil {
 			return nil, err

@@ -19,10 +19,10 @@ import (
 func newWorkloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workload",
-		Short: "Make workloads for 'voda simulate'",
+		Short: "Make workloads for 'voda simulate', and replay them against a running server",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newWorkloadGenerateCommand())
+	cmd.AddCommand(newWorkloadGenerateCommand(), newWorkloadReplayCommand())
 	return cmd
 }
 

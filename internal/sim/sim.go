@@ -39,6 +39,10 @@ type Options struct {
 	// (scheduler defaults when zero).
 	RateLimit time.Duration
 	Tick      time.Duration
+	// StartInterval is the core's least time between a cycle and a
+	// limited one (scheduler.DefaultStartInterval when zero): a server
+	// running N times faster than real time uses N times its default.
+	StartInterval time.Duration
 	// RestartCost is the time a job makes no progress after every new
 	// placement; negative means none, zero means 30 s.
 	RestartCost time.Duration
@@ -98,29 +102,15 @@ func (o Options) restartCost() time.Duration {
 }
 
 type simJob struct {
-	w        workload.Job
-	m        perfmodel.Model
-	batch    int
-	epochs   int
-	perEpoch float64 // progress per epoch for duration jobs; 0 = model's
-	cat      string  // estimate category, see category
-	done     bool
+	JobProgress
+	w   workload.Job
+	cat string // estimate category, see category
 
-	epoch    int
-	progress float64
-	rescale  float64
-	place    []int
-	nodes    int
-	rate     float64
-	rateOK   bool
+	nodes int
 
-	start, end float64
+	start      float64
 	restarts   int
 	migrations int
-	gpuSeconds float64
-
-	// observed since the last estimate.
-	obsSeconds, obsWork float64
 
 	// Goodput estimates (EstimatorGoodput): the job's measured profile,
 	// its batch bounds and the configurations run since the last
@@ -130,91 +120,23 @@ type simJob struct {
 	pending []goodput.Obs
 }
 
-func (j *simJob) workers() int { return sumInts(j.place) }
-
 // category groups jobs whose history predicts each other's: the same
 // application at the same batch size (the original Voda keys its job
 // information by such a category too).
 func (j *simJob) category() string { return j.cat }
 
-func (j *simJob) epochProgress(e int) float64 {
-	if j.perEpoch > 0 {
-		return float64(e) * j.perEpoch
-	}
-	return j.m.EpochProgress(e)
-}
-
-func (j *simJob) currentRate() (float64, error) {
-	if j.rateOK {
-		return j.rate, nil
-	}
-	r, err := j.m.Rate(j.place, j.batch, j.epoch)
-	if err != nil {
-		return 0, fmt.Errorf("job %s: %w", j.w.Name, err)
-	}
-	if !(r > 0) {
-		return 0, fmt.Errorf("job %s: model %s gives rate %g on %v", j.w.Name, j.m.Name(), r, j.place)
-	}
-	j.rate, j.rateOK = r, true
-	return r, nil
-}
-
 // step advances a running job by dt seconds from now. With round set,
 // epoch boundaries fall on whole seconds as in the Pollux artifact. With
 // rechoose set, the job chooses its batch again after each epoch.
 func (j *simJob) step(now, dt float64, round bool, rechoose func(*simJob) error) error {
-	k := float64(j.workers())
-	if k == 0 || j.done {
-		return nil
+	var h stepHooks
+	if j.prof != nil {
+		h.before = j.measure
 	}
-	delay := math.Min(j.rescale, dt)
-	j.gpuSeconds += delay * k
-	j.rescale -= delay
-	dt -= delay
-	now += delay
-	for dt > 0 && !j.done {
-		rate, err := j.currentRate()
-		if err != nil {
-			return err
-		}
-		if j.prof != nil {
-			if err := j.measure(); err != nil {
-				return err
-			}
-		}
-		next := j.epochProgress(j.epoch + 1)
-		if j.progress+rate*dt < next {
-			j.progress += rate * dt
-			j.gpuSeconds += dt * k
-			j.obsSeconds += dt
-			j.obsWork += rate * dt
-			now += dt
-			dt = 0
-			break
-		}
-		delta := (next - j.progress) / rate
-		if round {
-			delta = math.RoundToEven(delta)
-		}
-		delta = math.Min(delta, dt)
-		j.obsSeconds += delta
-		j.obsWork += next - j.progress
-		j.epoch++
-		j.rateOK = false
-		j.progress = next
-		now += delta
-		j.gpuSeconds += delta * k
-		dt -= delta
-		if j.epoch >= j.epochs {
-			j.done = true
-			j.end = now
-		} else if rechoose != nil {
-			if err := rechoose(j); err != nil {
-				return err
-			}
-		}
+	if rechoose != nil {
+		h.epochEnd = func() error { return rechoose(j) }
 	}
-	return nil
+	return j.JobProgress.step(now, dt, round, h)
 }
 
 // measure records the configuration the job runs, with its true time per
@@ -241,24 +163,6 @@ func (j *simJob) gradStats() goodput.GradStats {
 	return goodput.GradStats{Sqr: sqr, Var: vr}
 }
 
-// finishIn returns the seconds until the job completes if nothing changes.
-func (j *simJob) finishIn() (float64, error) {
-	if j.workers() == 0 || j.done {
-		return math.Inf(1), nil
-	}
-	t := j.rescale
-	p := j.progress
-	for e := j.epoch; e < j.epochs; e++ {
-		r, err := j.m.Rate(j.place, j.batch, e)
-		if err != nil {
-			return 0, fmt.Errorf("job %s: %w", j.w.Name, err)
-		}
-		t += (j.epochProgress(e+1) - p) / r
-		p = j.epochProgress(e + 1)
-	}
-	return t, nil
-}
-
 // replayPort is the replay's scheduler.Port: it applies the core's
 // actions to the simulated jobs (placement, restarts, migrations) and
 // records each change of a job's GPU count. Unlike the cluster types of
@@ -270,6 +174,7 @@ type replayPort struct {
 	now         float64
 	restartCost float64
 	changes     []report.Change
+	scratch     []int // a placement being read
 	// placed, if set, is called after a job gets a non-empty placement.
 	placed func(*simJob) error
 }
@@ -280,15 +185,15 @@ func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
 	if !ok {
 		return fmt.Errorf("simulated cluster: unknown job %s", a.Job)
 	}
-	j.place = j.place[:0]
+	p.scratch = p.scratch[:0]
 	for _, nw := range a.To {
 		if _, ok := p.nodeIndex[nw.Node]; !ok {
 			return fmt.Errorf("simulated cluster: job %s: unknown node %s", a.Job, nw.Node)
 		}
-		j.place = append(j.place, nw.Workers)
+		p.scratch = append(p.scratch, nw.Workers)
 	}
+	j.Place(p.scratch, p.restartCost)
 	j.nodes = len(a.To)
-	j.rateOK = false
 	j.migrations += a.Moved
 	if len(j.place) > 0 {
 		if j.start < 0 {
@@ -296,7 +201,6 @@ func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
 		} else {
 			j.restarts++
 		}
-		j.rescale = p.restartCost
 		if p.placed != nil {
 			if err := p.placed(j); err != nil {
 				return err
@@ -353,12 +257,13 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 
 	cfg := scheduler.Config{
-		GPUType:   GPUType,
-		Allocator: opts.Allocator,
-		Placer:    opts.Placer,
-		Port:      port,
-		RateLimit: opts.RateLimit,
-		Tick:      opts.Tick,
+		GPUType:       GPUType,
+		Allocator:     opts.Allocator,
+		Placer:        opts.Placer,
+		Port:          port,
+		RateLimit:     opts.RateLimit,
+		Tick:          opts.Tick,
+		StartInterval: opts.StartInterval,
 		// Placement times are only reported, never used in a decision:
 		// the wall clock leaves the simulation deterministic apart from
 		// the reported times themselves.
@@ -396,18 +301,45 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	return e.record(time.Since(wallStart).Seconds(), totalGPUs), nil
 }
 
+// JobSettings are what the simulator runs a workload's job with, for
+// replaying the workload elsewhere (a server): its performance model,
+// worker range, priority, epochs and initial global batch size.
+type JobSettings struct {
+	Name, App                         string
+	Submit                            float64
+	MinWorkers, MaxWorkers, Requested int
+	Priority, Epochs, Batch           int
+}
+
+// Settings returns the settings Run would give each of jobs under opts
+// (its Models, cluster size, Estimator and AdaptiveBatch count).
+func Settings(jobs []workload.Job, opts Options) ([]JobSettings, error) {
+	if opts.Models == nil {
+		return nil, errors.New("simulate: models are required")
+	}
+	if opts.AdaptiveBatch {
+		opts.Estimator = EstimatorGoodput
+	}
+	out := make([]JobSettings, len(jobs))
+	for i, w := range jobs {
+		j, err := newSimJob(w, opts, opts.Nodes*opts.GPUsPerNode)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = JobSettings{Name: w.Name, App: w.App, Submit: w.Submit,
+			MinWorkers: j.w.MinWorkers, MaxWorkers: j.w.MaxWorkers, Requested: j.w.Requested,
+			Priority: w.Priority, Epochs: j.epochs, Batch: j.batch}
+	}
+	return out, nil
+}
+
 func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	m, err := opts.Models.Get(w.App)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: job %s: %w", w.Name, err)
 	}
-	j := &simJob{w: w, m: m, batch: w.BatchSize, epochs: w.Epochs, start: -1, end: -1}
-	if j.batch <= 0 {
-		j.batch = m.DefaultBatch()
-	}
-	if j.epochs <= 0 {
-		j.epochs = m.DefaultEpochs()
-	}
+	j := &simJob{w: w, start: -1}
+	j.init(w.Name, m, w.BatchSize, w.Epochs)
 	j.cat = fmt.Sprintf("%s/%d", w.App, j.batch)
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
@@ -714,7 +646,7 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 		}
 		for _, j := range e.live {
 			if j.workers() > 0 {
-				d, err := j.finishIn()
+				d, err := j.FinishIn()
 				if err != nil {
 					return fmt.Errorf("simulate: %w", err)
 				}
@@ -732,11 +664,7 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 		}
 		// A completion predicted for now may miss by rounding error.
 		for _, j := range e.live {
-			if !j.done && j.workers() > 0 && j.rescale <= 0 {
-				if left := j.epochProgress(j.epochs) - j.progress; left <= 1e-9*math.Max(1, j.epochProgress(j.epochs)) {
-					j.done, j.end = true, e.now
-				}
-			}
+			j.Finish(e.now)
 		}
 		if err := e.deliver(); err != nil {
 			return err

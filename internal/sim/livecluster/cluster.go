@@ -13,9 +13,11 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
+	"github.com/vodascheduler/voda/internal/sim"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 )
 
@@ -34,25 +36,41 @@ type Options struct {
 	GPUsPerNode int
 	// RestartCost: zero means DefaultRestartCost, negative none.
 	RestartCost time.Duration
-	Clock       clock.Clock
-	Logger      *slog.Logger
+	// Models are the performance models jobs may name: nil means the
+	// built-in parametric ones (perfmodel.Load("")); perfmodel.Load(DIR)
+	// adds the measured profiles of `voda server --profiles DIR`.
+	Models *perfmodel.Set
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 type job struct {
 	name, app string
-	m         *perfmodel.Parametric
-	total     float64 // work to do, in one-GPU seconds
-	done      float64
-	place     []int // workers per node index
-	workers   int
-	rate      float64
-	paused    time.Time // no progress before this (restart)
-	last      time.Time
-	finished  bool
-	epochs    int // the epochs total stands for
+	p         *sim.JobProgress
+	// prof is the job's measured profile (nil for a parametric model);
+	// bounds its batch bounds, adaptive when the job lets Voda choose its
+	// batch size.
+	prof   *perfmodel.Profiled
+	bounds goodput.Bounds
+	last   time.Time // progress is computed up to here
+	steps  float64   // optimizer steps done (profiled jobs)
 	// gen counts the job's placements: each starts a new generation of
 	// its (simulated) training processes.
 	gen int
+	// advice is the batch size the last reply advised, for adviceWorkers
+	// workers (0: none); fresh says the job has not yet taken advice in
+	// its current generation, which it does at its first reply.
+	advice        int
+	adviceWorkers int
+	fresh         bool
+}
+
+func (j *job) workers() int {
+	n := 0
+	for _, w := range j.p.Placement() {
+		n += w
+	}
+	return n
 }
 
 // SimPool is a simulated cluster of one GPU type. It is safe for
@@ -62,7 +80,7 @@ type SimPool struct {
 	clk     clock.Clock
 	log     *slog.Logger
 	restart time.Duration
-	models  map[string]*perfmodel.Parametric
+	models  *perfmodel.Set
 	nodes   []model.Node
 	nodeIdx map[string]int
 
@@ -100,16 +118,20 @@ func New(opts Options) (*SimPool, error) {
 	case restart < 0:
 		restart = 0
 	}
+	models := opts.Models
+	if models == nil {
+		var err error
+		if models, err = perfmodel.Load(""); err != nil {
+			return nil, fmt.Errorf("simulated cluster %s: %w", opts.GPUType, err)
+		}
+	}
 	c := &SimPool{
 		opts: opts, clk: opts.Clock, log: log.With("gpuType", opts.GPUType), restart: restart,
-		models:  map[string]*perfmodel.Parametric{},
+		models:  models,
 		nodeIdx: map[string]int{},
 		jobs:    map[string]*job{},
 		wake:    make(chan struct{}, 1),
 		boot:    strconv.FormatInt(opts.Clock.Now().UnixNano(), 36),
-	}
-	for _, m := range perfmodel.BuiltinParametric() {
-		c.models[m.App] = m
 	}
 	for i := 0; i < opts.Nodes; i++ {
 		n := model.Node{Name: fmt.Sprintf("%s-node-%02d", opts.GPUType, i), GPUs: opts.GPUsPerNode, Index: i}
@@ -119,7 +141,8 @@ func New(opts Options) (*SimPool, error) {
 	return c, nil
 }
 
-// Models returns the names of the performance models jobs may use.
+// Models returns the names of the built-in performance models jobs may
+// use when the cluster has no measured profiles.
 func Models() []string {
 	var names []string
 	for _, m := range perfmodel.BuiltinParametric() {
@@ -135,29 +158,38 @@ func (c *SimPool) Nodes() []model.Node { return append([]model.Node(nil), c.node
 // Track makes a job known with its work: epochs of its model (the model's
 // default when epochs <= 0), of which the fraction progress is done.
 // Tracking a job already known updates nothing and is not an error.
+//
+// A job of a measured profile trains as the Pollux artifact's adaptive
+// jobs do: it declares its application's batch bounds and starts at the
+// initial batch, unless its application is pinned to one batch size
+// (perfmodel.Profiled.Pinned).
 func (c *SimPool) Track(name, app string, epochs int, progress float64) error {
 	if app == "" {
 		app = DefaultModel
 	}
-	m, ok := c.models[app]
-	if !ok {
-		return fmt.Errorf("simulated cluster: job %s: unknown model %q (have %v)", name, app, Models())
-	}
-	if epochs <= 0 {
-		epochs = m.DefaultEpochs()
+	m, err := c.models.Get(app)
+	if err != nil {
+		return fmt.Errorf("simulated cluster: job %s: unknown model %q: %w", name, app, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.jobs[name]; ok {
 		return nil
 	}
-	total := m.EpochProgress(epochs)
-	c.jobs[name] = &job{
-		name: name, app: app, m: m, total: total, epochs: epochs,
-		done:  total * math.Min(math.Max(progress, 0), 1),
-		place: make([]int, len(c.nodes)),
-		last:  c.clk.Now(),
+	j := &job{name: name, app: app, last: c.clk.Now()}
+	batch := 0
+	if prof, ok := m.(*perfmodel.Profiled); ok {
+		j.prof = prof
+		initBatch, maxBatch, minLocal, maxLocal := prof.BatchLimits()
+		j.bounds = goodput.Bounds{InitBatch: initBatch, MaxBatch: maxBatch, MinLocal: minLocal, MaxLocal: maxLocal}
+		batch = initBatch
+		if b, pinned := prof.Pinned(); pinned {
+			batch, j.bounds.Fixed = b, b
+		}
 	}
+	j.p = sim.NewJobProgress(name, m, batch, epochs)
+	j.p.Resume(progress)
+	c.jobs[name] = j
 	return nil
 }
 
@@ -170,7 +202,10 @@ func (c *SimPool) Forget(name string) {
 }
 
 // Apply implements scheduler.Port: the job's workers move to a.To; if it
-// keeps any, it restarts and makes no progress for the restart cost.
+// keeps any, it restarts and makes no progress for the restart cost. An
+// adaptive job restarts at the batch size last advised for its new worker
+// count, else at the smallest its placement allows, as the trace
+// simulator's jobs do before anything is known of their application.
 func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,30 +213,28 @@ func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 	if !ok {
 		return fmt.Errorf("simulated cluster %s: unknown job %s", c.opts.GPUType, a.Job)
 	}
-	place := make([]int, len(c.nodes))
+	place := make([]int, 0, len(a.To))
 	for _, nw := range a.To {
-		i, ok := c.nodeIdx[nw.Node]
-		if !ok {
+		if _, ok := c.nodeIdx[nw.Node]; !ok {
 			return fmt.Errorf("simulated cluster %s: job %s: unknown node %s", c.opts.GPUType, a.Job, nw.Node)
 		}
-		place[i] += nw.Workers
+		place = append(place, nw.Workers)
 	}
-	now := c.clk.Now()
-	c.advance(j, now)
-	j.place = place
-	j.workers = 0
-	for _, w := range place {
-		j.workers += w
+	if err := c.advance(j, c.clk.Now()); err != nil {
+		return err
 	}
-	j.rate = 0
-	if j.workers > 0 {
-		r, err := j.m.Rate(place, 0, 0)
-		if err != nil {
-			return fmt.Errorf("simulated cluster: job %s: %w", a.Job, err)
-		}
-		j.rate = r
-		j.paused = now.Add(c.restart)
+	j.p.Place(place, c.restart.Seconds())
+	if k := j.workers(); k > 0 {
 		j.gen++
+		j.fresh = true
+		if j.bounds.Adaptive() {
+			if j.adviceWorkers == k {
+				j.p.SetBatch(j.advice)
+			} else {
+				b := j.bounds
+				j.p.SetBatch(min(max(b.InitBatch, b.MinLocal*k), b.MaxBatch))
+			}
+		}
 	}
 	c.signal()
 	return nil
@@ -212,11 +245,17 @@ func (c *SimPool) Progress(name string) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j, ok := c.jobs[name]
-	if !ok || j.total <= 0 {
+	if !ok {
 		return 0
 	}
-	c.advance(j, c.clk.Now())
-	return j.done / j.total
+	if err := c.advance(j, c.clk.Now()); err != nil {
+		c.log.Warn("simulated job", "job", name, "err", err)
+	}
+	done, total := j.p.Work()
+	if total <= 0 {
+		return 0
+	}
+	return done / total
 }
 
 // ReportEvery is how often a simulated job reports its progress, in
@@ -239,7 +278,13 @@ type Report struct {
 
 // Reports returns the report of every job that is training now (holding
 // workers, past its restart), by name: cumulative epochs and steps, its
-// generation (a new one with every placement), workers and nodes.
+// generation (a new one with every placement), workers and nodes. A job
+// of a measured profile also reports what a trainer measures: its step
+// time, global and local batch and accumulation steps, samples, and, if
+// its batch is adaptive, its bounds and the gradient statistics of its
+// batch at its epoch. Every report has passed the checks a report over
+// HTTP passes (progress.Wire.Check); one that fails them is logged and
+// left out.
 func (c *SimPool) Reports() []Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -247,29 +292,68 @@ func (c *SimPool) Reports() []Report {
 	var out []Report
 	for _, name := range c.sortedNames() {
 		j := c.jobs[name]
-		c.advance(j, now)
-		if j.workers == 0 || now.Before(j.paused) || j.total <= 0 {
+		if err := c.advance(j, now); err != nil {
+			c.log.Warn("simulated job", "job", name, "err", err)
 			continue
 		}
-		nodes := 0
-		for _, w := range j.place {
-			if w > 0 {
-				nodes++
-			}
+		if j.workers() == 0 || j.p.Restarting() {
+			continue
 		}
-		epoch := j.done / j.total * float64(j.epochs)
-		out = append(out, Report{Job: name, Report: progress.Report{
-			Generation: c.boot + "-" + strconv.Itoa(j.gen), Workers: j.workers, Nodes: nodes,
-			Steps: int64(epoch * stepsPerEpoch), Epoch: epoch, TotalEpochs: float64(j.epochs),
-		}})
+		w, err := c.wire(j)
+		if err != nil {
+			c.log.Warn("progress report of a simulated job", "job", name, "err", err)
+			continue
+		}
+		r, ferr := w.Check(len(c.nodes) * c.opts.GPUsPerNode)
+		if ferr != nil {
+			c.log.Warn("progress report of a simulated job refused", "job", name, "field", ferr.Field, "reason", ferr.Reason)
+			continue
+		}
+		out = append(out, Report{Job: name, Report: r})
 	}
 	return out
 }
 
+// wire is job j's report as its trainer would send it. Call with mu held.
+func (c *SimPool) wire(j *job) (progress.Wire, error) {
+	gen := c.boot + "-" + strconv.Itoa(j.gen)
+	workers, nodes := int64(j.workers()), int64(len(j.p.Placement()))
+	epoch, total := j.p.EpochsDone(), float64(j.p.Epochs())
+	steps := int64(epoch * stepsPerEpoch)
+	w := progress.Wire{Generation: &gen, Workers: &workers, Nodes: nodes, Steps: &steps, Epoch: &epoch, TotalEpochs: &total}
+	if j.prof == nil {
+		return w, nil
+	}
+	global, local, accum, sec, err := j.prof.Iteration(j.p.Placement(), j.p.Batch())
+	if err != nil {
+		return w, fmt.Errorf("job %s: %w", j.name, err)
+	}
+	done, _ := j.p.Work()
+	steps = int64(j.steps)
+	// The profiles count work in steps of the initial batch at full
+	// statistical efficiency: that work times the initial batch are the
+	// samples, so that an epoch holds as many samples at any batch size,
+	// as a real data set does.
+	samples := int64(done * float64(j.bounds.InitBatch))
+	w.Samples = &samples
+	w.GlobalBatchSize, w.LocalBatchSize = ptr(int64(global)), ptr(int64(local))
+	w.AccumulationSteps, w.StepSeconds = ptr(int64(accum)), &sec
+	if b := j.bounds; b.Adaptive() {
+		sqr, vr := j.prof.GradStats(j.p.Batch(), j.p.Epoch())
+		w.GradSqNorm, w.GradVariance = &sqr, &vr
+		w.InitBatchSize, w.MaxBatchSize = ptr(int64(b.InitBatch)), ptr(int64(b.MaxBatch))
+		w.MinLocalBatchSize, w.MaxLocalBatchSize = ptr(int64(b.MinLocal)), ptr(int64(b.MaxLocal))
+	}
+	return w, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // RunReports sends every training job's report to in (the API's
 // ingestion, so that simulated jobs are measured as real ones are) every
-// ReportEvery of the cluster's clock until ctx ends. A report refused is
-// logged; a job that finished meanwhile is not an error.
+// ReportEvery of the cluster's clock until ctx ends, and hands each reply
+// back to its job, which follows the batch size it advises. A report
+// refused is logged; a job that finished meanwhile is not an error.
 func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 	every := ReportEvery
 	t := c.clk.NewTimer(every)
@@ -282,11 +366,40 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 		}
 		t.Reset(every)
 		for _, r := range c.Reports() {
-			if _, err := in.Ingest(ctx, r.Job, r.Report); err != nil && !errors.Is(err, progress.ErrFinished) && ctx.Err() == nil {
-				c.log.Warn("progress report of a simulated job", "job", r.Job, "err", err)
+			reply, err := in.Ingest(ctx, r.Job, r.Report)
+			if err != nil {
+				if !errors.Is(err, progress.ErrFinished) && ctx.Err() == nil {
+					c.log.Warn("progress report of a simulated job", "job", r.Job, "err", err)
+				}
+				continue
 			}
+			c.Advise(r.Job, r.Report.Generation, reply)
 		}
 	}
+}
+
+// Advise hands a job the reply to its report of generation gen. An
+// adaptive job keeps the batch size advised for the reply's allocation:
+// it runs it from its next epoch, or at once if the reply is the first
+// of its generation (a trainer picks its batch size when it starts). A
+// reply to an earlier generation's report is ignored.
+func (c *SimPool) Advise(name, gen string, reply progress.Reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, ok := c.jobs[name]
+	if !ok || !j.bounds.Adaptive() || gen != c.boot+"-"+strconv.Itoa(j.gen) || reply.Batch == nil {
+		return
+	}
+	if err := c.advance(j, c.clk.Now()); err != nil {
+		c.log.Warn("simulated job", "job", name, "err", err)
+		return
+	}
+	j.advice, j.adviceWorkers = reply.Batch.Size, reply.Allocation.Workers
+	if j.fresh && j.adviceWorkers == j.workers() {
+		j.p.SetBatch(j.advice)
+	}
+	j.fresh = false
+	c.signal()
 }
 
 func (c *SimPool) sortedNames() []string {
@@ -299,40 +412,35 @@ func (c *SimPool) sortedNames() []string {
 }
 
 // advance brings a job's progress to now. Call with mu held.
-func (c *SimPool) advance(j *job, now time.Time) {
-	from := j.last
-	if now.After(j.last) {
-		j.last = now
-	}
-	if j.workers == 0 || j.finished {
-		return
-	}
-	if j.paused.After(from) {
-		from = j.paused
-	}
-	dt := now.Sub(from).Seconds()
+func (c *SimPool) advance(j *job, now time.Time) error {
+	dt := now.Sub(j.last).Seconds()
 	if dt <= 0 {
-		return
+		return nil
 	}
-	work := j.rate * dt
-	if left := j.total - j.done; work >= left || left-work <= 1e-9*j.total {
-		work = left
-		j.finished = true
+	j.last = now
+	var ran func(seconds, work float64)
+	if j.prof != nil {
+		ran = func(seconds, _ float64) {
+			if _, _, _, sec, err := j.prof.Iteration(j.p.Placement(), j.p.Batch()); err == nil {
+				j.steps += seconds / sec
+			}
+		}
 	}
-	j.done += work
+	return j.p.Advance(0, dt, ran, func() error {
+		if k := j.workers(); j.bounds.Adaptive() && j.adviceWorkers == k {
+			j.p.SetBatch(j.advice)
+		}
+		return nil
+	})
 }
 
 // finishAt returns when a running job will finish at its current rate.
 func (c *SimPool) finishAt(j *job) (time.Time, bool) {
-	if j.workers == 0 || j.finished || j.rate <= 0 {
+	secs, err := j.p.FinishIn()
+	if err != nil || math.IsInf(secs, 1) {
 		return time.Time{}, false
 	}
-	start := j.last
-	if j.paused.After(start) {
-		start = j.paused
-	}
-	secs := (j.total - j.done) / j.rate
-	return start.Add(time.Duration(math.Ceil(secs * 1e9))), true
+	return j.last.Add(time.Duration(math.Ceil(secs * 1e9))), true
 }
 
 func (c *SimPool) signal() {
@@ -361,8 +469,10 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 		c.mu.Lock()
 		for _, name := range c.sortedNames() {
 			j := c.jobs[name]
-			c.advance(j, now)
-			if j.finished {
+			if err := c.advance(j, now); err != nil {
+				c.log.Warn("simulated job", "job", name, "err", err)
+			}
+			if j.p.Finish(0) {
 				if !reported[name] {
 					reported[name] = true
 					done = append(done, name)

@@ -64,6 +64,9 @@ func (s *Set) Add(m Model) error {
 	return nil
 }
 
+// Names returns the names of the set's models, sorted.
+func (s *Set) Names() []string { return append([]string(nil), s.names...) }
+
 // Get returns the named model (case-insensitive).
 func (s *Set) Get(name string) (Model, error) {
 	m, ok := s.models[strings.ToLower(name)]
