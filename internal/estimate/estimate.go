@@ -23,6 +23,9 @@ type Job struct {
 	// MaxWorkers is the most workers the speedup curve covers: the job's
 	// maximum, capped by the GPUs of the cluster (at least 1).
 	MaxWorkers int
+	// Workers is how many workers the job runs on now (0: waiting): its
+	// curve reaches at least that far.
+	Workers int
 	// Remaining is the work left in the unit its throughput measurements
 	// count work in (epochs for the server, the simulator's progress);
 	// negative: unknown.

@@ -118,23 +118,23 @@ func (o *Online) SetJob(job, app string, m Measured) {
 }
 
 // Unreported is the job to estimate for a live job that has not reported
-// yet, from what its application's jobs declared: its bounds, and the
-// steps of its initial batch in spec.Epochs epochs. ok is false when they
-// declared no adaptive batch: such a job is not estimated before it
-// reports (allocators then take its speedup as linear).
-func (o *Online) Unreported(spec model.JobSpec, app string, gpus int) (Job, bool) {
-	d, ok := o.declared[app]
-	if !ok || !o.opts.StepModels {
-		return Job{}, false
-	}
-	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: -1, RemainingSteps: -1, Bounds: d.Bounds()}
+// yet: its epochs (spec.Epochs, unknown when 0), and with step models,
+// what its application's jobs declared: their bounds, and the steps of
+// the initial batch in its epochs.
+func (o *Online) Unreported(spec model.JobSpec, app string, gpus int) Job {
+	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: -1, RemainingSteps: -1}
 	if spec.Epochs > 0 {
 		j.Remaining = float64(spec.Epochs)
-		if d.SamplesPerEpoch > 0 {
-			j.RemainingSteps = j.Remaining * d.SamplesPerEpoch / float64(d.InitBatch)
-		}
 	}
-	return j, true
+	d, ok := o.declared[app]
+	if !ok || !o.opts.StepModels {
+		return j
+	}
+	j.Bounds = d.Bounds()
+	if j.Remaining > 0 && d.SamplesPerEpoch > 0 {
+		j.RemainingSteps = j.Remaining * d.SamplesPerEpoch / float64(d.InitBatch)
+	}
+	return j
 }
 
 // History is what an application's jobs measured, as it is stored
@@ -231,20 +231,24 @@ func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, 
 
 // Ramp is the most workers a job's goodput curve reaches: twice the most
 // it was measured on, and at least the most any job of its application
-// was measured on (at least 1).
-func (o *Online) Ramp(job, app string) int {
-	return max(2*o.gp.MostReplicas(job), o.gp.AppMostReplicas(app), 1)
+// was measured on and the workers it runs on now (at least 1).
+func (o *Online) Ramp(j Job) int {
+	return max(2*o.gp.MostReplicas(j.Name), o.gp.AppMostReplicas(j.App), j.Workers, 1)
 }
 
 // Estimate implements Estimator with the policy the package documents.
 func (o *Online) Estimate(j Job) model.Estimates {
 	maxWorkers := max(j.MaxWorkers, 1)
-	if o.opts.StepModels && j.Bounds.InitBatch > 0 {
-		limit := min(maxWorkers, o.Ramp(j.Name, j.App))
-		if e, ok := o.goodput(j, limit); ok {
-			return e
+	if o.opts.StepModels {
+		limit := min(maxWorkers, o.Ramp(j))
+		if j.Bounds.InitBatch > 0 {
+			if e, ok := o.goodput(j, limit); ok {
+				return e
+			}
 		}
-		if o.col.Source(j.Name, j.App) == collector.SourceDefault {
+		// Nothing measured of the job or its application: start narrow
+		// and measure, as Pollux does.
+		if o.col.Source(j.Name, j.App) == collector.SourceDefault && o.gp.AppMostReplicas(j.App) == 0 {
 			e := model.Estimates{RemainingSeconds: -1, Speedup: make([]float64, limit+1)}
 			for k := range e.Speedup {
 				e.Speedup[k] = float64(k)

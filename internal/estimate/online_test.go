@@ -51,12 +51,21 @@ func TestOnlinePolicy(t *testing.T) {
 					t.Errorf("estimates %+v", e)
 				}
 			}},
-		{"nothing known, no batch: Amdahl with the default serial fraction up to the maximum",
+		{"nothing known, no batch: linear up to the ramp (1) as well",
 			func(o *Online) {}, Job{Name: "j", App: "app", MaxWorkers: 8, Remaining: 10, RemainingSteps: -1},
 			func(t *testing.T, e model.Estimates) {
-				want := 8 / (1 + collector.DefaultSerial*7)
-				if len(e.Speedup) != 9 || math.Abs(e.Speedup[8]-want) > 1e-12 || e.RemainingSeconds != -1 {
-					t.Errorf("estimates %+v, want Amdahl's %v on 8", e, want)
+				if !slices.Equal(e.Speedup, linear(1)) || e.RemainingSeconds != -1 {
+					t.Errorf("estimates %+v", e)
+				}
+			}},
+		{"no batch, the application's throughput known: Amdahl fitted to it up to the maximum",
+			func(o *Online) {
+				o.Observe(collector.Observation{Job: "old", App: "app", Workers: 1, Nodes: 1, Seconds: 100, Work: 1})
+			}, Job{Name: "j", App: "app", MaxWorkers: 8, Remaining: 10, RemainingSteps: -1},
+			func(t *testing.T, e model.Estimates) {
+				want := 8 / (1 + collector.DefaultSerial*7) // one worker count: the default serial fraction
+				if len(e.Speedup) != 9 || math.Abs(e.Speedup[8]-want) > 1e-12 || math.Abs(e.RemainingSeconds-1000) > 1e-9 {
+					t.Errorf("estimates %+v, want Amdahl's %v on 8 and 1000 s on one GPU", e, want)
 				}
 			}},
 		{"a new job of an application measured up to 8: the application's curve up to 8, with batches",
@@ -253,8 +262,10 @@ func TestUnreported(t *testing.T) {
 	o := NewOnline(Options{StepModels: true})
 	o.SetGPUsPerNode(4)
 	spec := model.JobSpec{Name: "new", MaxWorkers: 64, Epochs: 10}
-	if _, ok := o.Unreported(spec, "app", 16); ok {
-		t.Fatal("estimated before anything was declared")
+	if j := o.Unreported(spec, "app", 16); j.Bounds != (goodput.Bounds{}) || j.Remaining != 10 || j.RemainingSteps != -1 {
+		t.Fatalf("before anything was declared: %+v", j)
+	} else if e := o.Estimate(j); !slices.Equal(e.Speedup, linear(1)) || e.RemainingSeconds != -1 {
+		t.Fatalf("nothing known: estimates %+v, want a linear curve to 1 and no remaining time", e)
 	}
 	d := Declared{InitBatch: 128, MaxBatch: 4096, MaxLocal: 256, SamplesPerEpoch: 51200}
 	var configs []goodput.Config
@@ -262,9 +273,9 @@ func TestUnreported(t *testing.T) {
 		configs, _ = goodput.Add(configs, step(w, 1, 128*w))
 	}
 	o.SetJob("old", "app", Measured{Steps: configs, Declared: d})
-	j, ok := o.Unreported(spec, "app", 16)
-	if !ok || j.Bounds != d.Bounds() || j.MaxWorkers != 16 || j.Remaining != 10 || j.RemainingSteps != 10*51200/128 {
-		t.Fatalf("unreported job %+v, %v", j, ok)
+	j := o.Unreported(spec, "app", 16)
+	if j.Bounds != d.Bounds() || j.MaxWorkers != 16 || j.Remaining != 10 || j.RemainingSteps != 10*51200/128 {
+		t.Fatalf("unreported job %+v", j)
 	}
 	e := o.Estimate(j)
 	if len(e.Speedup) != 5 || len(e.Batch) != 5 || !(e.RemainingSeconds > 0) {
@@ -274,10 +285,10 @@ func TestUnreported(t *testing.T) {
 	o.Forget("old")
 	n := NewOnline(Options{StepModels: true})
 	n.SetApp("app", o.App("app"))
-	if j2, ok := n.Unreported(spec, "app", 16); !ok || j2 != j {
-		t.Errorf("after a restart: %+v, %v; want %+v", j2, ok, j)
+	if j2 := n.Unreported(spec, "app", 16); j2 != j {
+		t.Errorf("after a restart: %+v; want %+v", j2, j)
 	}
-	if _, ok := NewOnline(Options{}).Unreported(spec, "app", 16); ok {
-		t.Error("estimated without step models")
+	if j3 := NewOnline(Options{}).Unreported(spec, "app", 16); j3.Bounds != (goodput.Bounds{}) {
+		t.Errorf("bounds without step models: %+v", j3)
 	}
 }

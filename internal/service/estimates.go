@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/jobname"
@@ -36,6 +37,8 @@ type learner struct {
 	// historiesFull is set once a new one was not kept (logged once).
 	histories     map[string]bool
 	historiesFull bool
+	// readAt is when readProgress last read the running jobs' reports.
+	readAt time.Time
 }
 
 // load gives the estimator the applications' stored histories. One that
@@ -152,37 +155,70 @@ func application(j store.Job) string {
 	return jobname.Base(j.Name)
 }
 
-// estimate gives every job that reported its progress a new estimate
-// from the estimator (docs/progress.md, "One estimator"), and a job that
-// has not reported yet one from its application's, when its jobs declared
-// an adaptive batch. A speedup curve
+// progressEvery is the least time, on the scheduler's clock, between two
+// reads of the running jobs' reports before a cycle's estimates
+// (readProgress).
+const progressEvery = 10 * time.Second
+
+// readProgress reads the stored reports of the jobs that run now (the
+// jobs that report), at most every progressEvery of the scheduler's
+// clock. Otherwise a job's reports reach the estimator only with a
+// notification or the resync, every --resync of wall time, which a
+// simulated cluster at --speed N stretches N times on its clock: its jobs
+// grew once every half hour of simulated time at --speed 200 where the
+// simulator grows them at every cycle. It costs one store read per
+// running job, and the GPUs bound the running jobs.
+func (s *Service) readProgress(ctx context.Context, now time.Time) {
+	if !s.learn.readAt.IsZero() && now.Sub(s.learn.readAt) < progressEvery {
+		return
+	}
+	s.learn.readAt = now
+	for _, j := range s.core.Snapshot(now).Jobs {
+		t := s.jobs[j.Spec.Name]
+		if j.State.GPUs == 0 || t == nil {
+			continue
+		}
+		rec, err := s.cfg.Store.GetJob(ctx, j.Spec.Name)
+		if err != nil {
+			continue // gone, or the store is down: the resync tells
+		}
+		s.learn.observe(t, rec)
+	}
+}
+
+// estimate gives every job new estimates from the estimator
+// (docs/progress.md, "One estimator"), after each cycle; a job is also
+// estimated when it is admitted, before its first cycle. A speedup curve
 // never extends past the cluster's GPUs, whatever a job's maximum says.
 func (s *Service) estimate() {
 	gpus := max(s.capacity(), 1)
 	for _, j := range s.core.Snapshot(s.cfg.Clock.Now()).Jobs {
-		t := s.jobs[j.Spec.Name]
-		if t == nil {
-			continue
+		if t := s.jobs[j.Spec.Name]; t != nil {
+			s.estimateJob(j, t, gpus)
 		}
-		if t.progress == nil {
-			// Not reported yet: estimated from what its application's
-			// jobs declared and measured, as the simulator estimates a
-			// waiting job, when they declared an adaptive batch.
-			if ej, ok := s.learn.est.Unreported(j.Spec, t.app, gpus); ok {
-				if err := s.core.SetEstimates(ej.Name, s.learn.est.Estimate(ej)); err != nil {
-					s.log.Warn("set estimates", "job", ej.Name, "err", err)
-				}
-			}
-			continue
+	}
+}
+
+// estimateJob gives one job its estimates. A job that has not reported
+// yet is estimated from what its application's jobs declared and
+// measured, as the simulator estimates a waiting job; with nothing known,
+// its curve reaches one worker until it is measured.
+func (s *Service) estimateJob(j model.Job, t *tracked, gpus int) {
+	var ej estimate.Job
+	if t.progress == nil {
+		ej = s.learn.est.Unreported(j.Spec, t.app, gpus)
+	} else {
+		var ok bool
+		if ej, _, ok = estimate.FromReports(t.progress, j.Spec, t.app, gpus); !ok {
+			return
 		}
-		ej, _, ok := estimate.FromReports(t.progress, j.Spec, t.app, gpus)
-		if !ok {
-			continue
-		}
-		e := s.learn.est.Estimate(ej)
-		if err := s.core.SetEstimates(ej.Name, e); err != nil {
-			s.log.Warn("set estimates", "job", ej.Name, "err", err)
-		}
+	}
+	ej.Workers = j.State.GPUs
+	e := s.learn.est.Estimate(ej)
+	if err := s.core.SetEstimates(ej.Name, e); err != nil {
+		s.log.Warn("set estimates", "job", ej.Name, "err", err)
+	}
+	if t.progress != nil {
 		s.jobGauges(ej.Name, t, j.Spec.Epochs, j.State, e)
 	}
 }

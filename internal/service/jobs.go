@@ -128,7 +128,9 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		return
 	}
 	var err error
-	if st := j.Status.State.Status; st == "" || st == model.StatusSubmitted {
+	st := j.Status.State.Status
+	fresh := st == "" || st == model.StatusSubmitted
+	if fresh {
 		err = s.core.Submit(now, j.Spec)
 	} else {
 		err = s.restore(ctx, now, j)
@@ -138,7 +140,15 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	s.jobs[name] = &tracked{app: application(j), revision: j.StatusRevision, allocations: j.Status.Allocations}
+	t := &tracked{app: application(j), revision: j.StatusRevision, allocations: j.Status.Allocations}
+	s.jobs[name] = t
+	if mj, ok := s.core.Job(name); ok && fresh {
+		// Estimated before its first cycle, as the simulator estimates
+		// every job before each cycle: without estimates an allocator
+		// takes a job's speedup as linear to its maximum. A restored job
+		// keeps the estimates it had.
+		s.estimateJob(mj, t, max(s.capacity(), 1))
+	}
 }
 
 // restore brings back a job the scheduler had seen before a restart, with

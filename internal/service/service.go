@@ -254,6 +254,7 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions,
 			"limited", rep.Limited, "deferred", len(rep.Deferred))
 	}
+	s.readProgress(ctx, rep.Time)
 	s.estimate()
 	s.persist(ctx, rep.Time, rep.Order)
 }

@@ -9,6 +9,7 @@ import (
 // measures it, and with adaptive batches the job chooses its batch for
 // the placement.
 func (e *engine) placed(j *simJob) error {
+	j.measureFrom = e.now + e.port.restartCost + MeasureAfter.Seconds()
 	if e.online != nil && e.port.restartCost > 0 {
 		e.online.ObserveRestart(j.w.Name, e.job(j).App, e.port.restartCost)
 	}

@@ -118,7 +118,18 @@ type simJob struct {
 	prof    *perfmodel.Profiled
 	bounds  goodput.Bounds
 	pending []goodput.Obs
+	// measureFrom is when the job's step times on its placement start to
+	// count: a warm-up (MeasureAfter) after its restart, as the server
+	// measures its reports.
+	measureFrom float64
 }
+
+// MeasureAfter is how long after a restart a job's step times reach the
+// estimator: the server takes nothing from the first report of a new
+// generation nor from the interval after it (warm-up), so with the
+// simulated cluster's reports every 10 s the first measured interval ends
+// 20 s after the restart.
+const MeasureAfter = 20 * time.Second
 
 // category groups jobs whose history predicts each other's: the same
 // application at the same batch size (the original Voda keys its job
@@ -130,7 +141,7 @@ func (j *simJob) category() string { return j.cat }
 // rechoose set, the job chooses its batch again after each epoch.
 func (j *simJob) step(now, dt float64, round bool, rechoose func(*simJob) error) error {
 	var h stepHooks
-	if j.prof != nil {
+	if j.prof != nil && now+dt > j.measureFrom {
 		h.before = j.measure
 	}
 	if rechoose != nil {
@@ -505,7 +516,7 @@ func (e *engine) estimate() error {
 // job is what the estimator is told of a job: what its reports would say.
 func (e *engine) job(j *simJob) estimate.Job {
 	remaining := j.epochProgress(j.epochs) - j.progress
-	ej := estimate.Job{Name: j.w.Name, App: j.category(), MaxWorkers: e.curveLen(j), Remaining: remaining, RemainingSteps: -1}
+	ej := estimate.Job{Name: j.w.Name, App: j.category(), MaxWorkers: e.curveLen(j), Workers: j.workers(), Remaining: remaining, RemainingSteps: -1}
 	if j.prof != nil {
 		// Goodput pools a job with its application, whatever its batch:
 		// the model covers batch sizes.
