@@ -149,10 +149,13 @@ func TestReplayAgreesWithTheSimulator(t *testing.T) {
 
 // The first 11 jobs of Pollux workload 1 (before its imagenet job, which
 // alone runs almost five hours) with Goodput and adaptive batches: every
-// job completes on the server, and the gap to the simulator is logged.
-// It is not asserted: until the server and the simulator share one
-// estimator, they choose different batches and allocations
-// (docs/simulator.md, "Replaying against a server").
+// job completes on the server, and its mean JCT is within 15% of the
+// simulator's. The server and the simulator share one estimator
+// (internal/estimate); measured: -6.2% at --speed 200 without the race
+// detector, -1.7% with it (the shared estimator's first figures; before
+// it, +323%). With 11 jobs one job's restart more or less moves the mean
+// by several percent, hence the margin; `make replay-table` measures the
+// eight whole workloads.
 func TestReplayPolluxGoodput(t *testing.T) {
 	p := polluxdata.Dir(t)
 	models, err := perfmodel.Load(polluxdata.Traces(t))
@@ -170,6 +173,9 @@ func TestReplayPolluxGoodput(t *testing.T) {
 	t.Logf("mean JCT: server %.1f s, simulator %.1f s (%+.1f%%); makespan %.1f s, %.1f s", s.AvgJCT, m.AvgJCT, (s.AvgJCT/m.AvgJCT-1)*100, s.Makespan, m.Makespan)
 	if s.Completed != len(jobs) || m.Completed != len(jobs) {
 		t.Fatalf("completed: server %d, simulator %d, want %d", s.Completed, m.Completed, len(jobs))
+	}
+	if d := math.Abs(s.AvgJCT/m.AvgJCT - 1); d > 0.15 {
+		t.Errorf("mean JCT: server %.1f s, simulator %.1f s: %.1f%% apart, want within 15%%", s.AvgJCT, m.AvgJCT, d*100)
 	}
 }
 
