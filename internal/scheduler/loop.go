@@ -23,6 +23,10 @@ type Loop struct {
 	core  *Core
 	clock clock.Clock
 	watch clock.PassiveClock
+	// BeforeCycle, if set, runs right before every cycle, on the loop's
+	// goroutine, with the context Run was given and the cycle's time: the
+	// place to hand the core fresh estimates.
+	BeforeCycle func(ctx context.Context, now time.Time)
 	// OnCycle, if set, receives every cycle's report and error, on the
 	// loop's goroutine, with the context Run was given.
 	OnCycle func(ctx context.Context, rep CycleReport, err error)
@@ -158,6 +162,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			wait := at.Sub(now)
 			if wait <= 0 {
 				l.setBusy(true)
+				if l.BeforeCycle != nil {
+					l.BeforeCycle(ctx, now)
+				}
 				rep, err := l.core.Cycle(ctx, now)
 				if l.OnCycle != nil {
 					l.OnCycle(ctx, rep, err)

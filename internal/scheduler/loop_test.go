@@ -256,3 +256,48 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BeforeCycle runs right before every cycle, at the cycle's time, and
+// what it sets is what the cycle decides on: estimates handed to the core
+// there reach the allocator of that cycle, not of the next.
+func TestBeforeCycleRunsBeforeEachCycle(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{gpus: map[string]int{"a": 1}}, 1)
+	clk := testingclock.NewFakeClock(t0)
+	loop := NewLoop(c, clk, nil)
+	var mu sync.Mutex
+	var before []time.Time
+	var seen []float64 // the remaining time each cycle's snapshot held
+	loop.BeforeCycle = func(_ context.Context, now time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		before = append(before, now)
+		_ = c.SetEstimates("a", model.Estimates{RemainingSeconds: float64(len(before)), Speedup: []float64{0, 1}})
+	}
+	var cycles atomic.Int64
+	loop.OnCycle = func(_ context.Context, rep CycleReport, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		j, _ := c.Job("a")
+		seen = append(seen, j.Est.RemainingSeconds)
+		if len(before) != len(seen) || !before[len(before)-1].Equal(rep.Time) {
+			t.Errorf("cycle %d at %v: BeforeCycle ran %d times, last at %v", len(seen), rep.Time, len(before), before)
+		}
+		cycles.Add(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := loop.Do(ctx, func(c *Core) { _ = c.Submit(t0, spec("a", 1, 1, t0)) }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return cycles.Load() == 1 })
+	waitFor(t, clk.HasWaiters)
+	clk.Step(DefaultTick)
+	waitFor(t, func() bool { return cycles.Load() == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Errorf("the cycles saw remaining times %v, want [1 2]: the estimates set just before each", seen)
+	}
+}

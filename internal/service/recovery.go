@@ -55,6 +55,7 @@ func (s *Service) start(ctx context.Context) error {
 	s.learn.load(ctx)
 	s.log.Info("recovered jobs from the store", "live", len(jobs), "restored", core.Len())
 	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
+	s.loop.BeforeCycle = s.beforeCycle
 	s.loop.OnCycle = s.afterCycle
 	return nil
 }

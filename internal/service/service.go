@@ -254,9 +254,17 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions,
 			"limited", rep.Limited, "deferred", len(rep.Deferred))
 	}
-	s.readProgress(ctx, rep.Time)
 	s.estimate()
 	s.persist(ctx, rep.Time, rep.Order)
+}
+
+// beforeCycle hands the core fresh estimates right before a cycle, from
+// the running jobs' latest reports, as the simulator estimates before each
+// of its cycles: a cycle then decides on what was measured up to its
+// time, not up to the cycle before.
+func (s *Service) beforeCycle(ctx context.Context, now time.Time) {
+	s.readProgress(ctx, now)
+	s.estimate()
 }
 
 // unixSeconds is t as fractional Unix seconds, as Prometheus timestamps are.
