@@ -112,8 +112,16 @@ func (o *Online) SetJob(job, app string, m Measured) {
 	if len(m.Steps) > 0 {
 		o.gp.SetJob(job, app, m.Steps)
 	}
-	if m.Declared.valid() {
-		o.declared[app] = m.Declared
+	o.Declare(app, m.Declared)
+}
+
+// Declare records what a job of app declared in its latest report (SetJob
+// does it with the job's record; the simulator's jobs declare as they
+// report). Nothing is recorded for a declaration without an adaptive
+// batch.
+func (o *Online) Declare(app string, d Declared) {
+	if d.valid() {
+		o.declared[app] = d
 	}
 }
 

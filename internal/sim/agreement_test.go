@@ -51,9 +51,9 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	var steps int64
 	report := func(gen string, workers, nodes, atomic, accum int, seconds float64) progress.Report {
 		sqr, vr := prof.GradStats(j.batch, j.epoch)
-		rem := float64(j.epochs - j.epoch)
-		left := j.epochProgress(j.epochs) - j.progress
-		samples := int64(math.Round(left * float64(init) * float64(j.epoch) / rem))
+		// The samples of the work done, counted in steps of the initial
+		// batch, as the server's simulated cluster reports them.
+		samples := int64(math.Round(j.progress * float64(init)))
 		return progress.Report{Generation: gen, Workers: workers, Nodes: nodes, Steps: steps, Epoch: float64(j.epoch),
 			TotalEpochs: float64(j.epochs), Samples: samples, GlobalBatchSize: int64(workers * atomic * (accum + 1)),
 			LocalBatchSize: int64(atomic), Batch: progress.Batch{Init: int64(init), Max: int64(maxBatch), MinLocal: int64(minLocal), MaxLocal: int64(maxLocal),
@@ -80,7 +80,7 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 		{[]int{2}, 3 * init},
 	} {
 		gen := string(rune('a' + i))
-		j.place, j.nodes, j.batch, j.rateOK = p.place, len(p.place), p.batch, false
+		j.place, j.nodes, j.batch, j.rateOK, j.start = p.place, len(p.place), p.batch, false, 0
 		if err := e.placed(j); err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +128,22 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	}
 	if compared != 15 {
 		t.Errorf("compared %d estimates, want 15", compared)
+	}
+
+	// A second job of the application, waiting: the simulator estimates it
+	// as the server estimates a job that has not reported, from what the
+	// first declared and measured.
+	w2 := workload.Job{Name: "job2", App: "cifar10", MinWorkers: 1, MaxWorkers: 16, Requested: 1}
+	j2, err := newSimJob(w2, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: perNode}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.port.jobs[w2.Name] = j2
+	simEst := e.est.Estimate(e.job(j2))
+	srvEst := srv.Estimate(srv.Unreported(model.JobSpec{Name: w2.Name, MaxWorkers: 16, Epochs: j2.epochs}, "cifar10", 16))
+	if !slices.Equal(simEst.Speedup, srvEst.Speedup) || !slices.Equal(simEst.Batch, srvEst.Batch) ||
+		math.Abs(simEst.RemainingSeconds/srvEst.RemainingSeconds-1) > 1e-5 || len(simEst.Speedup) < 9 || len(simEst.Batch) != len(simEst.Speedup) {
+		t.Errorf("a waiting job of the application:\nsimulator %+v\nserver    %+v", simEst, srvEst)
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/vodascheduler/voda/internal/collector"
+	"github.com/vodascheduler/voda/internal/estimate"
 )
 
 // placed is called when a job gets a new non-empty placement: the
@@ -50,6 +51,14 @@ func (e *engine) flush(j *simJob, done bool) {
 	}
 	for _, o := range j.pending {
 		e.online.ObserveStep(j.w.Name, app, o)
+	}
+	if j.prof != nil && j.bounds.Adaptive() && j.start >= 0 {
+		// What its reports declare: its bounds and samples per epoch.
+		d := estimate.Declared{InitBatch: j.bounds.InitBatch, MaxBatch: j.bounds.MaxBatch, MinLocal: j.bounds.MinLocal, MaxLocal: j.bounds.MaxLocal}
+		if done := j.EpochsDone(); done > 0 {
+			d.SamplesPerEpoch = j.progress * float64(j.bounds.InitBatch) / done
+		}
+		e.online.Declare(app, d)
 	}
 	j.obsSeconds, j.obsWork, j.pending = 0, 0, j.pending[:0]
 }

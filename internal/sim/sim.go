@@ -513,15 +513,31 @@ func (e *engine) estimate() error {
 	return nil
 }
 
-// job is what the estimator is told of a job: what its reports would say.
+// job is what the estimator is told of a job: what its reports would
+// say, as estimate.FromReports reads them on the server. A job with a
+// measured profile that has not run yet is estimated as the server
+// estimates a job that has not reported (estimate.Online.Unreported: what
+// its application's jobs declared); once it runs, from its epochs done
+// and its work so far (its reports' samples per epoch), its bounds and
+// its gradient statistics now.
 func (e *engine) job(j *simJob) estimate.Job {
 	remaining := j.epochProgress(j.epochs) - j.progress
 	ej := estimate.Job{Name: j.w.Name, App: j.category(), MaxWorkers: e.curveLen(j), Workers: j.workers(), Remaining: remaining, RemainingSteps: -1}
-	if j.prof != nil {
-		// Goodput pools a job with its application, whatever its batch:
-		// the model covers batch sizes.
-		ej.App, ej.RemainingSteps = j.m.Name(), remaining
-		ej.Bounds, ej.Grad = j.bounds, j.gradStats()
+	if j.prof == nil {
+		return ej
+	}
+	// Goodput pools a job with its application, whatever its batch: the
+	// model covers batch sizes.
+	app := j.m.Name()
+	if j.start < 0 {
+		u := e.online.Unreported(e.spec(j), app, e.curveLen(j))
+		u.Workers = j.workers()
+		return u
+	}
+	ej.App, ej.Bounds, ej.Grad = app, j.bounds, j.gradStats()
+	ej.Remaining = float64(j.epochs) - j.EpochsDone()
+	if done := j.EpochsDone(); done > 0 {
+		ej.RemainingSteps = ej.Remaining * j.progress / done
 	}
 	return ej
 }
