@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 )
@@ -72,6 +73,15 @@ func (j *JobProgress) Epoch() int { return j.epoch }
 // Restarting reports whether the job holds workers but is still paying
 // the restart of its last placement.
 func (j *JobProgress) Restarting() bool { return j.workers() > 0 && j.rescale > 0 }
+
+// RestartLeft is how long the restart of the job's last placement still
+// takes (0 when none is under way).
+func (j *JobProgress) RestartLeft() time.Duration {
+	if !j.Restarting() {
+		return 0
+	}
+	return time.Duration(math.Ceil(j.rescale * 1e9))
+}
 
 // Placement returns the job's workers per node, in the order placed.
 func (j *JobProgress) Placement() []int { return j.place }

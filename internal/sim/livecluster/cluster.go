@@ -63,6 +63,8 @@ type job struct {
 	advice        int
 	adviceWorkers int
 	fresh         bool
+	// reportedGen is the last generation a report was sent of.
+	reportedGen int
 }
 
 func (j *job) workers() int {
@@ -285,7 +287,13 @@ type Report struct {
 // batch at its epoch. Every report has passed the checks a report over
 // HTTP passes (progress.Wire.Check); one that fails them is logged and
 // left out.
-func (c *SimPool) Reports() []Report {
+func (c *SimPool) Reports() []Report { return c.reports(false) }
+
+// reports returns the reports of every job training now, or with onlyNew
+// of the jobs whose generation has not reported yet (a trainer reports as
+// soon as it starts training again, so that its restart is measured
+// without a report interval's delay).
+func (c *SimPool) reports(onlyNew bool) []Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clk.Now()
@@ -296,9 +304,10 @@ func (c *SimPool) Reports() []Report {
 			c.log.Warn("simulated job", "job", name, "err", err)
 			continue
 		}
-		if j.workers() == 0 || j.p.Restarting() {
+		if j.workers() == 0 || j.p.Restarting() || (onlyNew && j.reportedGen == j.gen) {
 			continue
 		}
+		j.reportedGen = j.gen
 		w, err := c.wire(j)
 		if err != nil {
 			c.log.Warn("progress report of a simulated job", "job", name, "err", err)
@@ -356,6 +365,7 @@ func ptr[T any](v T) *T { return &v }
 // refused is logged; a job that finished meanwhile is not an error.
 func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 	every := ReportEvery
+	next := c.clk.Now().Add(every)
 	t := c.clk.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -364,8 +374,19 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 			return ctx.Err()
 		case <-t.C():
 		}
-		t.Reset(every)
-		for _, r := range c.Reports() {
+		// Every ReportEvery all training jobs report; in between, a job
+		// reports as soon as its restart ends, as a trainer does when it
+		// starts again.
+		onlyNew := c.clk.Now().Before(next)
+		if !onlyNew {
+			next = c.clk.Now().Add(every)
+		}
+		wait := next.Sub(c.clk.Now())
+		if d, ok := c.restartEnds(); ok && d < wait {
+			wait = d
+		}
+		t.Reset(wait)
+		for _, r := range c.reports(onlyNew) {
 			reply, err := in.Ingest(ctx, r.Job, r.Report)
 			if err != nil {
 				if !errors.Is(err, progress.ErrFinished) && ctx.Err() == nil {
@@ -376,6 +397,25 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 			c.Advise(r.Job, r.Report.Generation, reply)
 		}
 	}
+}
+
+// restartEnds is how long until the next restart under way ends; false
+// when none is.
+func (c *SimPool) restartEnds() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clk.Now()
+	var soonest time.Duration
+	found := false
+	for _, j := range c.jobs {
+		if err := c.advance(j, now); err != nil || !j.p.Restarting() {
+			continue
+		}
+		if d := j.p.RestartLeft(); !found || d < soonest {
+			soonest, found = d, true
+		}
+	}
+	return soonest, found
 }
 
 // Advise hands a job the reply to its report of generation gen. An
