@@ -17,8 +17,14 @@ func (s *Server) schedulerView(rec store.Scheduler) Scheduler {
 	st := rec.Status
 	out := Scheduler{
 		GPUType: rec.GPUType, Algorithm: s.algorithmOf(rec), Params: rec.Settings.Params,
-		Now: timePtr(st.Now), LastCycle: timePtr(st.LastCycle), Cycles: st.Cycles,
+		LastCycle: timePtr(st.LastCycle), Cycles: st.Cycles,
 		Nodes: st.Nodes, GPUs: st.GPUs, GPUsInUse: st.GPUsInUse, Waiting: st.Waiting, Running: st.Running,
+	}
+	// The status holds the time it was written, after the last cycle or
+	// node change: an idle scheduler's is minutes old, hours of a
+	// simulated cluster's clock. Its time is the clock's now.
+	if !st.Now.IsZero() {
+		out.Now = timePtr(s.cfg.Clock.Now())
 	}
 	switch rl := rec.Settings.RateLimit; {
 	case rl < 0:

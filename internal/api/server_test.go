@@ -382,3 +382,35 @@ func TestNewRequiresTheSchedulersDefaults(t *testing.T) {
 		}
 	}
 }
+
+// A scheduler's time is the server's clock as the request is answered,
+// not when its status was last written: an idle scheduler writes none for
+// hours of a simulated cluster's clock, and `voda workload replay` times
+// its submissions by this clock. Before its first status it shows none.
+func TestSchedulerNowIsTheClocks(t *testing.T) {
+	f := newFixture(t)
+	read := func() Scheduler {
+		t.Helper()
+		code, body := f.do("GET", "/api/v1/schedulers/v100", "", "")
+		if code != http.StatusOK {
+			t.Fatalf("GET scheduler: %d %s", code, body)
+		}
+		var s Scheduler
+		if err := json.Unmarshal(body, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := read(); s.Now != nil {
+		t.Errorf("before its first status the scheduler says its time is %v, want none", s.Now)
+	}
+	written := f.clock.Now()
+	if err := f.store.PutStatus(t.Context(), "v100", store.SchedulerStatus{Now: written, Nodes: 1, GPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(2000 * time.Second)
+	s := read()
+	if s.Now == nil || !s.Now.Equal(f.clock.Now()) {
+		t.Errorf("scheduler's time %v, want the clock's %v (its status was written at %v)", s.Now, f.clock.Now(), written)
+	}
+}

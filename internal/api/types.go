@@ -188,14 +188,17 @@ type Scheduler struct {
 	Algorithm        string            `json:"algorithm"`
 	Params           map[string]string `json:"params,omitempty"`
 	RateLimitSeconds float64           `json:"rateLimitSeconds"`
-	Now              *time.Time        `json:"now,omitempty"`
-	LastCycle        *time.Time        `json:"lastCycle,omitempty"`
-	Cycles           int64             `json:"cycles"`
-	Nodes            int               `json:"nodes"`
-	GPUs             int               `json:"gpus"`
-	GPUsInUse        int               `json:"gpusInUse"`
-	Waiting          int               `json:"waiting"`
-	Running          int               `json:"running"`
+	// Now is the scheduler's time as the request is answered (its clock
+	// runs faster than real time on a simulated cluster at --speed N);
+	// absent until the scheduler's first turn.
+	Now       *time.Time `json:"now,omitempty"`
+	LastCycle *time.Time `json:"lastCycle,omitempty"`
+	Cycles    int64      `json:"cycles"`
+	Nodes     int        `json:"nodes"`
+	GPUs      int        `json:"gpus"`
+	GPUsInUse int        `json:"gpusInUse"`
+	Waiting   int        `json:"waiting"`
+	Running   int        `json:"running"`
 }
 
 // SchedulerList is the answer to GET /api/v1/schedulers.

@@ -253,6 +253,10 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 		s.log.Info("cycle", "jobs", rep.Jobs, "allocated", rep.Allocated, "gpus", rep.GPUs,
 			"actions", len(rep.Actions), "migrated", rep.Migrated, "failed", rep.FailedActions,
 			"limited", rep.Limited, "deferred", len(rep.Deferred))
+		for _, a := range rep.Actions {
+			s.log.Debug("action", "job", a.Job, "kind", a.Kind.String(), "from", a.From.Workers(), "to", a.To.Workers(),
+				"moved", a.Moved, "at", rep.Time)
+		}
 	}
 	s.estimate()
 	s.persist(ctx, rep.Time, rep.Order)
