@@ -157,12 +157,13 @@ placement-table: build
 
 ## replay-table: voda workload replay against a voda server (16x4 simulated GPUs, the Pollux profiles, Goodput, --speed
 ## REPLAY_SPEED) on the eight 1.0x Pollux workloads (REPLAY_LOADS="" -2.0 adds 2.0x), the server's mean JCT and makespan
-## against the simulator's with the same settings (docs/simulator.md#replaying-against-a-server); minutes per workload
+## against the simulator's with the same settings, and their means over the workloads (docs/simulator.md#replaying-against-a-server);
+## minutes per workload
 REPLAY_SPEED     ?= 200
 REPLAY_LOADS     ?= ""
 REPLAY_ALGORITHM ?= Goodput
 replay-table: build
-	@for load in $(REPLAY_LOADS); do for wl in $(POLLUX)/workloads$$load/workload-*.csv; do \
+	@{ for load in $(REPLAY_LOADS); do for wl in $(POLLUX)/workloads$$load/workload-*.csv; do \
 	  dir=$$(mktemp -d); addr=127.0.0.1:55599; \
 	  $(BIN) server --addr $$addr --data-dir $$dir --sim-nodes sim=16x4 --profiles $(POLLUX)/traces \
 	    --algorithm $(REPLAY_ALGORITHM) --speed $(REPLAY_SPEED) --log-level error & pid=$$!; \
@@ -170,7 +171,8 @@ replay-table: build
 	  echo "== workloads$$load/$$(basename $$wl)"; \
 	  $(BIN) workload replay --server $$addr --workload $$wl --profiles $(POLLUX)/traces --compare -q --timeout 3h | sed -n '/^workload /,$$p'; \
 	  kill $$pid; wait $$pid; rm -rf $$dir; \
-	done; done
+	done; done; } | awk '{ print; fflush() } /^server /{ s += $$3; n++ } /^simulator /{ m += $$3 } \
+	  END { if (n) printf "mean over %d workloads: server %.1f s, simulator %.1f s, %+.1f%%\n", n, s/n, m/n, (s/m-1)*100 }'
 
 ## vet: go vet, staticcheck, and deadcode failing on any function not even the tests reach (hack/lint-tools.sh installs the two linters)
 vet:

@@ -230,11 +230,18 @@ func (o *Online) Accuracy() []goodput.Accuracy { return o.gp.Accuracy() }
 // on workers workers over nodes nodes; false before anything is known of
 // its application's step times.
 func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, nodes, workers int) (goodput.Choice, bool) {
-	p, ok := o.gp.JobParams(job, app)
+	p, ok := o.Fit(job, app)
 	if !ok {
 		return goodput.Choice{}, false
 	}
 	return goodput.Best(p, g, b, nodes, workers), true
+}
+
+// Fit is the throughput model the goodput estimates of a job use: its
+// own fit, else its application's; false when neither is known. Choose
+// chooses with it, and the server's replies to a job's reports do.
+func (o *Online) Fit(job, app string) (goodput.Params, bool) {
+	return o.gp.JobParams(job, app)
 }
 
 // Ramp is the most workers a job's goodput curve reaches: twice the most

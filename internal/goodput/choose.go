@@ -51,6 +51,16 @@ func (b Bounds) Check() error {
 // Adaptive reports whether the batch size may change.
 func (b Bounds) Adaptive() bool { return b.Fixed <= 0 && b.MaxBatch > b.InitBatch }
 
+// Clamp is batch as far as replicas replicas allow it: at least InitBatch
+// and MinLocal samples per replica, at most MaxBatch (the range Best
+// chooses in); Fixed when set.
+func (b Bounds) Clamp(batch, replicas int) int {
+	if b.Fixed > 0 {
+		return b.Fixed
+	}
+	return min(max(batch, b.InitBatch, max(b.MinLocal, 1)*max(replicas, 1)), b.MaxBatch)
+}
+
 // MaxReplicas is the most replicas an adaptive job can use: each needs
 // MinLocal samples of the largest batch. A fixed batch has no such limit
 // here (its caller bounds the workers).

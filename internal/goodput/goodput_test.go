@@ -290,3 +290,24 @@ func BenchmarkCurve64(b *testing.B) {
 		Curve(truth, GradStats{Sqr: 1, Var: 50}, bounds, 4, 64)
 	}
 }
+
+// Clamp keeps a batch within what a placement allows: at least the
+// initial batch and MinLocal a replica, at most MaxBatch; Fixed wins.
+func TestClamp(t *testing.T) {
+	b := Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 32, MaxLocal: 1024}
+	for _, c := range []struct{ batch, replicas, want int }{
+		{100, 1, 128},   // below the initial batch
+		{800, 4, 800},   // within
+		{200, 16, 512},  // below 32 a replica
+		{9000, 4, 4096}, // above MaxBatch
+		{800, 0, 800},   // no replicas counts as one
+		{64, 200, 4096}, // MinLocal·replicas past MaxBatch: MaxBatch
+	} {
+		if got := b.Clamp(c.batch, c.replicas); got != c.want {
+			t.Errorf("Clamp(%d, %d) = %d, want %d", c.batch, c.replicas, got, c.want)
+		}
+	}
+	if got := (Bounds{InitBatch: 128, MaxBatch: 4096, Fixed: 256}).Clamp(1000, 4); got != 256 {
+		t.Errorf("a fixed batch clamps to %d, want 256", got)
+	}
+}

@@ -9,8 +9,9 @@ import (
 // configuration it was measured on, its latest gradient statistics, and
 // the batch size Voda last advised. The bounds are the latest report's
 // (State.Latest.Batch). Nothing here is fitted: the scheduler's estimator
-// (package estimate) fits the step times, and the batch it chooses for the
-// job's workers comes back with the allocation (Allocation.Batch).
+// (package estimate) fits the step times, and the model it fitted comes
+// back with the allocation (Allocation.Fit), with which each report's
+// reply chooses the batch for the job's workers.
 type Goodput struct {
 	// Configs are the configurations measured, in the order first
 	// measured; at most goodput.MaxConfigs (later new ones are not kept).
@@ -120,10 +121,12 @@ func (a Advice) follows(global int64) bool {
 
 // advise applies report r's batch to the job's goodput state: whether it
 // follows the last advice, then the advice for the allocation: the batch
-// the scheduler's estimates chose for its workers (none when the job is
-// not adaptive, is to stop, or the scheduler has not chosen yet), split
-// into local batches and accumulation steps, with the learning-rate scale
-// that goes with it.
+// of most goodput for the job's latest gradient statistics under the
+// throughput model the scheduler fitted (alloc.Fit), else the batch the
+// scheduler's estimates chose for its workers (none when the job is not
+// adaptive, is to stop, or the scheduler has not chosen yet), split into
+// local batches and accumulation steps, with the learning-rate scale that
+// goes with it.
 func (g *Goodput) advise(r Report, alloc Allocation) {
 	if a := g.Advice; a != nil && r.Workers == a.Workers && r.GlobalBatchSize > 0 {
 		if a.follows(r.GlobalBatchSize) {
@@ -132,10 +135,14 @@ func (g *Goodput) advise(r Report, alloc Allocation) {
 			g.Follows = false
 		}
 	}
-	if alloc.Batch <= 0 || alloc.Workers <= 0 || !r.Batch.Adaptive() {
+	batch := alloc.Batch
+	if alloc.Fit != nil && g.Stats().Known() && alloc.Workers > 0 {
+		batch = goodput.Best(*alloc.Fit, g.Stats(), r.Batch.Bounds(), max(alloc.Nodes, 1), alloc.Workers).Batch
+	}
+	if batch <= 0 || alloc.Workers <= 0 || !r.Batch.Adaptive() {
 		return
 	}
-	next := Advise(g.Stats(), r.Batch.Bounds(), alloc.Workers, alloc.Batch)
+	next := Advise(g.Stats(), r.Batch.Bounds(), alloc.Workers, batch)
 	if g.Advice == nil || g.Advice.Size != next.Size || g.Advice.Workers != next.Workers {
 		g.AdvisedAt = r.Epoch
 	}

@@ -103,6 +103,34 @@ func TestAdaptiveIngest(t *testing.T) {
 	}
 }
 
+// With the model the scheduler fitted (Allocation.Fit), the reply
+// advises the batch of most goodput for the gradient statistics the job
+// reports now, on its workers and nodes, whatever the estimates chose at
+// the last cycle: as the gradient noise grows, so does the advice.
+func TestAdviceFromTheFit(t *testing.T) {
+	alloc := Allocation{Workers: 4, Nodes: 2, Batch: 256, Fit: &truth}
+	var s *State
+	var sizes []int
+	for i, noise := range []float64{10, 100, 1000, 10000} {
+		r := adaptive("a", 4, 2, 64, 0, int64(100*i), float64(i))
+		r.GradVariance = ptr(noise)
+		next, out, err := Ingest(s, r, at(float64(30*(i+1))), alloc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := goodput.GradStats{Sqr: 1, Var: noise}
+		want := Advise(g, r.Batch.Bounds(), 4, goodput.Best(truth, g, r.Batch.Bounds(), 2, 4).Batch)
+		if out.Advice == nil || *out.Advice != want {
+			t.Fatalf("gradient variance %v: advice %+v, want %+v", noise, out.Advice, want)
+		}
+		sizes = append(sizes, want.Size)
+		s = &next
+	}
+	if sizes[0] >= sizes[len(sizes)-1] || sizes[len(sizes)-1] == alloc.Batch {
+		t.Errorf("advised sizes %v as the noise grows: want them to grow, past the estimates' %d", sizes, alloc.Batch)
+	}
+}
+
 // The configuration table sums repeated measurements, keeps new ones in
 // the order first measured, and holds at most goodput.MaxConfigs.
 func TestObserveKeepsConfigurations(t *testing.T) {

@@ -45,8 +45,14 @@ type Allocation struct {
 	Nodes int
 	// Batch is the global batch size the scheduler's estimates chose for
 	// Workers (model.Estimates.BatchAt), 0 when none: what an adaptive
-	// job is advised.
+	// job is advised when Fit is nil.
 	Batch int
+	// Fit is the throughput model the scheduler fitted for the job
+	// (store.JobStatus.Fit), nil when none: with it, an adaptive job is
+	// advised the batch of most goodput on its workers and nodes for the
+	// gradient statistics it reports now (goodput.Best), as the
+	// simulator's jobs choose theirs at every epoch.
+	Fit *goodput.Params
 }
 
 // Why a report was kept but not measured (Outcome.Reason).

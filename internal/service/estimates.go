@@ -215,6 +215,12 @@ func (s *Service) estimateJob(j model.Job, t *tracked, gpus int) {
 	}
 	ej.Workers = j.State.GPUs
 	e := s.learn.est.Estimate(ej)
+	t.fit = nil
+	if ej.Bounds.Adaptive() {
+		if p, ok := s.learn.est.Fit(ej.Name, ej.App); ok {
+			t.fit = &p
+		}
+	}
 	if err := s.core.SetEstimates(ej.Name, e); err != nil {
 		s.log.Warn("set estimates", "job", ej.Name, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -38,6 +39,10 @@ type tracked struct {
 	// it never reported), at progressRevision.
 	progress         *progress.State
 	progressRevision int64
+	// fit is the throughput model the estimator last fitted for a job
+	// with an adaptive batch size (nil: none), written with its status
+	// (store.JobStatus.Fit).
+	fit *goodput.Params
 }
 
 // exit is why a job leaves the core, which decides what is recorded.

@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -736,6 +737,47 @@ func TestShownFieldsAreWrittenAtMostEverySoftPersist(t *testing.T) {
 	persist()
 	if got := h.get("a"); got.Status.Progress != 0.6 {
 		t.Fatalf("progress %v after a state change, want 0.6 written with it", got.Status.Progress)
+	}
+}
+
+// The batch size a running job is advised for its workers, and the model
+// it is chosen with, are written at once, SoftPersist or not: the job's
+// next report is answered with them.
+func TestAdvisedBatchIsWrittenAtOnce(t *testing.T) {
+	h := newHarness(t, 1, 4)
+	h.softPersist = time.Hour
+	h.create("a", 1, 1)
+	h.run()
+	h.waitStatus("a", model.StatusRunning)
+	for _, batch := range []int{256, 512} {
+		h.do(func() {
+			if err := h.svc.core.SetEstimates("a", model.Estimates{RemainingSeconds: 100, Speedup: []float64{0, 1}, Batch: []int{0, batch}}); err != nil {
+				t.Fatal(err)
+			}
+			h.svc.persist(context.Background(), h.clk.Now(), nil)
+		})
+		if got := h.get("a").Status.Est.BatchAt(1); got != batch {
+			t.Fatalf("stored advice %d, want %d written at once", got, batch)
+		}
+	}
+	// So is the model the batch is chosen with.
+	fit := goodput.Params{AlphaC: 0.05, BetaC: 0.004, Gamma: 1.5}
+	h.do(func() {
+		h.svc.jobs["a"].fit = &fit
+		h.svc.persist(context.Background(), h.clk.Now(), nil)
+	})
+	if got := h.get("a").Status.Fit; got == nil || *got != fit {
+		t.Fatalf("stored fit %+v, want %+v written at once", got, fit)
+	}
+	// Other estimates wait for SoftPersist.
+	h.do(func() {
+		if err := h.svc.core.SetEstimates("a", model.Estimates{RemainingSeconds: 50, Speedup: []float64{0, 1}, Batch: []int{0, 512}}); err != nil {
+			t.Fatal(err)
+		}
+		h.svc.persist(context.Background(), h.clk.Now(), nil)
+	})
+	if got := h.get("a").Status.Est.RemainingSeconds; got != 100 {
+		t.Fatalf("stored remaining %v, want 100 until SoftPersist passes", got)
 	}
 }
 

@@ -23,7 +23,9 @@ import (
 // measured interval both give the same estimates: the same speedup curve
 // and batch per worker count, the same restart cost, and the same
 // remaining time to the rounding of a report's whole sample count (a
-// few parts per million here).
+// few parts per million here); and that the batch the server advises in
+// its reply to the job's next report is the one the simulator's job
+// chooses.
 func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	models := polluxModels(t, polluxDir(t))
 	const perNode, restart = 4, 30.0
@@ -122,6 +124,24 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 			}
 			if len(simEst.Speedup) < 2 || simEst.RemainingSeconds <= 0 || simEst.RestartSeconds != restart {
 				t.Fatalf("placement %v: estimates %+v say nothing", p.place, simEst)
+			}
+			// The batch the job trains next: the simulator's job chooses
+			// it (rechoose), the server answers the job's next report with
+			// it, from the model the scheduler fitted (store.JobStatus.Fit).
+			choice, ok := e.online.Choose(w.Name, e.job(j).App, j.gradStats(), j.bounds, j.nodes, j.workers())
+			fit, fitted := srv.Fit(w.Name, ej.App)
+			if !ok || !fitted {
+				t.Fatalf("placement %v: no model fitted (simulator %v, server %v)", p.place, ok, fitted)
+			}
+			withFit := alloc
+			withFit.Fit = &fit
+			_, out, ferr := progress.Ingest(st, report(gen, j.workers(), j.nodes, atomic, accum, seconds), now.Add(time.Second), withFit)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			want := progress.Advise(j.gradStats(), j.bounds, j.workers(), choice.Batch)
+			if out.Advice == nil || *out.Advice != want {
+				t.Fatalf("placement %v, interval %d: the server advises %+v, the simulator's job chooses %+v", p.place, n, out.Advice, want)
 			}
 			compared++
 		}

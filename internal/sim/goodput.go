@@ -10,7 +10,7 @@ import (
 // measures it, and with adaptive batches the job chooses its batch for
 // the placement.
 func (e *engine) placed(j *simJob) error {
-	j.measureFrom = e.now + e.port.restartCost + MeasureAfter.Seconds()
+	j.measureFrom = firstMeasured(e.now, e.port.restartCost)
 	if e.online != nil && e.port.restartCost > 0 {
 		e.online.ObserveRestart(j.w.Name, e.job(j).App, e.port.restartCost)
 	}
@@ -19,16 +19,18 @@ func (e *engine) placed(j *simJob) error {
 
 // rechoose sets an adaptive job's batch size to the one with the most
 // estimated goodput on its placement, from its fitted throughput model and
-// the gradient statistics it measures now. Before anything is known of
-// its application, the job runs the smallest batch its placement allows.
+// the gradient statistics it measures now at its batch, as far as its
+// placement allows that batch (goodput.Bounds.Clamp), as the server
+// advises a job from what it reports. Before anything is known of its
+// application, the job runs that batch: at first, the smallest its
+// placement allows.
 func (e *engine) rechoose(j *simJob) error {
 	if !e.opts.AdaptiveBatch || !j.bounds.Adaptive() || j.workers() == 0 {
 		return nil
 	}
+	j.batch = j.bounds.Clamp(j.batch, j.workers())
 	if c, ok := e.online.Choose(j.w.Name, j.m.Name(), j.gradStats(), j.bounds, j.nodes, j.workers()); ok {
 		j.batch = c.Batch
-	} else {
-		j.batch = min(max(j.bounds.InitBatch, j.bounds.MinLocal*j.workers()), j.bounds.MaxBatch)
 	}
 	j.rateOK = false
 	return nil

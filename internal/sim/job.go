@@ -156,7 +156,10 @@ func (j *JobProgress) currentRate() (float64, error) {
 // of every stretch at one rate, ran after it with its seconds and
 // progress, epochEnd after every epoch but the last. Any may be nil.
 type stepHooks struct {
-	before   func() error
+	// span, if not nil, is called with every stretch of time the job
+	// trains at one configuration, [from, to), before the epoch that ends
+	// it changes anything.
+	span     func(from, to float64) error
 	ran      func(seconds, work float64)
 	epochEnd func() error
 }
@@ -186,13 +189,13 @@ func (j *JobProgress) step(now, dt float64, round bool, h stepHooks) error {
 		if err != nil {
 			return err
 		}
-		if h.before != nil {
-			if err := h.before(); err != nil {
-				return err
-			}
-		}
 		next := j.epochProgress(j.epoch + 1)
 		if j.progress+rate*dt < next {
+			if h.span != nil {
+				if err := h.span(now, now+dt); err != nil {
+					return err
+				}
+			}
 			j.progress += rate * dt
 			j.gpuSeconds += dt * k
 			j.obsSeconds += dt
@@ -209,6 +212,11 @@ func (j *JobProgress) step(now, dt float64, round bool, h stepHooks) error {
 			delta = math.RoundToEven(delta)
 		}
 		delta = math.Min(delta, dt)
+		if h.span != nil {
+			if err := h.span(now, now+delta); err != nil {
+				return err
+			}
+		}
 		j.obsSeconds += delta
 		j.obsWork += next - j.progress
 		if h.ran != nil {

@@ -118,18 +118,29 @@ type simJob struct {
 	prof    *perfmodel.Profiled
 	bounds  goodput.Bounds
 	pending []goodput.Obs
-	// measureFrom is when the job's step times on its placement start to
-	// count: a warm-up (MeasureAfter) after its restart, as the server
-	// measures its reports.
+	// measureFrom is the first time the job's configuration on its
+	// placement is measured (see ReportEvery).
 	measureFrom float64
 }
 
-// MeasureAfter is how long after a restart a job's step times reach the
-// estimator: the server takes nothing from the first report of a new
-// generation nor from the interval after it (warm-up), so with the
-// simulated cluster's reports every 10 s the first measured interval ends
-// 20 s after the restart.
-const MeasureAfter = 20 * time.Second
+// ReportEvery is how often a job's configuration is measured: a
+// simulated job reports what it runs every ReportEvery of the cluster's
+// clock on the server (livecluster.ReportEvery), and the server measures
+// the configuration of each report but the first two of a placement (the
+// one at its restart's end, and the warm-up after it). The simulator
+// measures the same instants, multiples of ReportEvery from its start,
+// so that its throughput model is fitted from the configurations the
+// server's is: an adaptive job changes its batch at every epoch, and a
+// batch run between two reports is measured by neither.
+const ReportEvery = 10 * time.Second
+
+// firstMeasured is when the configuration of a job placed at now, which
+// restarts for restart seconds, is first measured: the second report
+// instant after its restart's end.
+func firstMeasured(now, restart float64) float64 {
+	every := ReportEvery.Seconds()
+	return (math.Floor((now+restart)/every) + 2) * every
+}
 
 // category groups jobs whose history predicts each other's: the same
 // application at the same batch size (the original Voda keys its job
@@ -142,12 +153,24 @@ func (j *simJob) category() string { return j.cat }
 func (j *simJob) step(now, dt float64, round bool, rechoose func(*simJob) error) error {
 	var h stepHooks
 	if j.prof != nil && now+dt > j.measureFrom {
-		h.before = j.measure
+		h.span = j.sample
 	}
 	if rechoose != nil {
 		h.epochEnd = func() error { return rechoose(j) }
 	}
 	return j.JobProgress.step(now, dt, round, h)
+}
+
+// sample measures the configuration the job runs from from to to if a
+// report instant measured falls within: at or after measureFrom, on the
+// ReportEvery grid.
+func (j *simJob) sample(from, to float64) error {
+	every := ReportEvery.Seconds()
+	at := max(j.measureFrom, math.Ceil(from/every-1e-9)*every)
+	if at >= to {
+		return nil
+	}
+	return j.measure()
 }
 
 // measure records the configuration the job runs, with its true time per

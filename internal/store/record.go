@@ -15,6 +15,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -77,15 +78,18 @@ type specRecord struct {
 }
 
 type statusRecord struct {
-	State          stateRecord     `json:"state" bson:"state"`
-	Est            estimatesRecord `json:"est" bson:"est"`
-	Progress       storedFloat     `json:"progress" bson:"progress"`
-	QueuePosition  int             `json:"queuePosition" bson:"queuePosition"`
-	EstimatedStart *int64          `json:"estimatedStart" bson:"estimatedStart"`
-	FinishTime     *int64          `json:"finishTime" bson:"finishTime"`
-	Updated        *int64          `json:"updated" bson:"updated"`
-	Reason         string          `json:"reason,omitempty" bson:"reason,omitempty"`
-	Message        string          `json:"message,omitempty" bson:"message,omitempty"`
+	State stateRecord     `json:"state" bson:"state"`
+	Est   estimatesRecord `json:"est" bson:"est"`
+	// Fit is absent for jobs without one, and in records written before
+	// it was kept.
+	Fit            *fitRecord  `json:"fit,omitempty" bson:"fit,omitempty"`
+	Progress       storedFloat `json:"progress" bson:"progress"`
+	QueuePosition  int         `json:"queuePosition" bson:"queuePosition"`
+	EstimatedStart *int64      `json:"estimatedStart" bson:"estimatedStart"`
+	FinishTime     *int64      `json:"finishTime" bson:"finishTime"`
+	Updated        *int64      `json:"updated" bson:"updated"`
+	Reason         string      `json:"reason,omitempty" bson:"reason,omitempty"`
+	Message        string      `json:"message,omitempty" bson:"message,omitempty"`
 	// Allocations is absent in records written before it was kept.
 	Allocations []allocationRecord `json:"allocations,omitempty" bson:"allocations,omitempty"`
 }
@@ -121,6 +125,39 @@ type estimatesRecord struct {
 	Speedup          []storedFloat `json:"speedup" bson:"speedup"`
 	RestartSeconds   storedFloat   `json:"restartSeconds,omitempty" bson:"restartSeconds,omitempty"`
 	Batch            []int         `json:"batch,omitempty" bson:"batch,omitempty"`
+}
+
+// fitRecord is a goodput.Params as stored.
+type fitRecord struct {
+	AlphaC storedFloat `json:"alphaC" bson:"alphaC"`
+	BetaC  storedFloat `json:"betaC" bson:"betaC"`
+	AlphaR storedFloat `json:"alphaR" bson:"alphaR"`
+	BetaR  storedFloat `json:"betaR" bson:"betaR"`
+	AlphaN storedFloat `json:"alphaN" bson:"alphaN"`
+	BetaN  storedFloat `json:"betaN" bson:"betaN"`
+	Gamma  storedFloat `json:"gamma" bson:"gamma"`
+}
+
+func encodeFit(p *goodput.Params) *fitRecord {
+	if p == nil {
+		return nil
+	}
+	return &fitRecord{AlphaC: storedFloat(p.AlphaC), BetaC: storedFloat(p.BetaC), AlphaR: storedFloat(p.AlphaR),
+		BetaR: storedFloat(p.BetaR), AlphaN: storedFloat(p.AlphaN), BetaN: storedFloat(p.BetaN), Gamma: storedFloat(p.Gamma)}
+}
+
+// decodeFit reads a stored fit; one that is not a valid model (a damaged
+// record) reads as none, so that no reply is computed from it.
+func decodeFit(r *fitRecord) *goodput.Params {
+	if r == nil {
+		return nil
+	}
+	p := goodput.Params{AlphaC: float64(r.AlphaC), BetaC: float64(r.BetaC), AlphaR: float64(r.AlphaR),
+		BetaR: float64(r.BetaR), AlphaN: float64(r.AlphaN), BetaN: float64(r.BetaN), Gamma: float64(r.Gamma)}
+	if !p.Valid() {
+		return nil
+	}
+	return &p
 }
 
 // schedulerRecord is a Scheduler as stored. Settings and Status are
@@ -499,6 +536,7 @@ func (e *encoder) status(s JobStatus) statusRecord {
 	return statusRecord{
 		State:          e.state(s.State),
 		Est:            encodeEstimates(s.Est),
+		Fit:            encodeFit(s.Fit),
 		Progress:       storedFloat(s.Progress),
 		QueuePosition:  s.QueuePosition,
 		EstimatedStart: e.time("status.estimatedStart", s.EstimatedStart),
@@ -542,6 +580,7 @@ func decodeStatus(r statusRecord) JobStatus {
 	return JobStatus{
 		State:          decodeState(r.State),
 		Est:            decodeEstimates(r.Est),
+		Fit:            decodeFit(r.Fit),
 		Progress:       float64(r.Progress),
 		QueuePosition:  r.QueuePosition,
 		EstimatedStart: decodeTime(r.EstimatedStart),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -100,6 +101,14 @@ type JobStatus struct {
 	State model.JobState
 	// Est is the collector's latest estimate.
 	Est model.Estimates
+	// Fit is the throughput model the scheduler's estimator fitted for a
+	// job with an adaptive batch size (nil for other jobs, and until one
+	// is fitted): with it the job's progress reports are answered with
+	// the batch size of most goodput for the report's own gradient
+	// statistics, as the simulator's jobs choose theirs at every epoch,
+	// rather than with the statistics of the scheduler's last cycle
+	// (docs/progress.md).
+	Fit *goodput.Params
 	// Progress is the fraction of the job's work done, in [0, 1], as of
 	// the last checkpoint the cluster reported.
 	Progress float64

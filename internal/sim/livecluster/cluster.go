@@ -205,9 +205,10 @@ func (c *SimPool) Forget(name string) {
 
 // Apply implements scheduler.Port: the job's workers move to a.To; if it
 // keeps any, it restarts and makes no progress for the restart cost. An
-// adaptive job restarts at the batch size last advised for its new worker
-// count, else at the smallest its placement allows, as the trace
-// simulator's jobs do before anything is known of their application.
+// adaptive job restarts at its batch as far as its new placement allows
+// (goodput.Bounds.Clamp: at first, the smallest it allows) until the reply
+// to its first report there advises one, as the trace simulator's jobs
+// do.
 func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -230,12 +231,7 @@ func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 		j.gen++
 		j.fresh = true
 		if j.bounds.Adaptive() {
-			if j.adviceWorkers == k {
-				j.p.SetBatch(j.advice)
-			} else {
-				b := j.bounds
-				j.p.SetBatch(min(max(b.InitBatch, b.MinLocal*k), b.MaxBatch))
-			}
+			j.p.SetBatch(j.bounds.Clamp(j.p.Batch(), k))
 		}
 	}
 	c.signal()
@@ -264,7 +260,7 @@ func (c *SimPool) Progress(name string) float64 {
 // simulated time: more often than a real job's 30 seconds, because the
 // first two reports of every placement are not measured and simulated
 // time may run 60 times faster than the scheduler's resync.
-const ReportEvery = 10 * time.Second
+const ReportEvery = sim.ReportEvery
 
 // stepsPerEpoch is the optimizer steps a simulated epoch takes: the
 // reports carry steps, as real ones do, though the scheduler measures

@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -216,6 +217,7 @@ func fullJob(name string) store.Job {
 				Restarts:        2,
 			},
 			Est:            model.Estimates{RemainingSeconds: 3600.5, Speedup: []float64{0, 1, 1.9, 2.7, 3.4}, RestartSeconds: 42.5, Batch: []int{0, 128, 256, 384, 512}},
+			Fit:            &goodput.Params{AlphaC: 0.0125, BetaC: 0.000375, AlphaR: 0.05, BetaR: 0.0025, AlphaN: 0.25, BetaN: 0.0125, Gamma: 1.5},
 			Progress:       0.42,
 			QueuePosition:  3,
 			EstimatedStart: base.Add(time.Hour + 13),
