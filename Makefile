@@ -163,16 +163,17 @@ REPLAY_SPEED     ?= 200
 REPLAY_LOADS     ?= ""
 REPLAY_ALGORITHM ?= Goodput
 replay-table: build
-	@{ for load in $(REPLAY_LOADS); do for wl in $(POLLUX)/workloads$$load/workload-*.csv; do \
+	@sums=$$(mktemp); for load in $(REPLAY_LOADS); do for wl in $(POLLUX)/workloads$$load/workload-*.csv; do \
 	  dir=$$(mktemp -d); addr=127.0.0.1:55599; \
 	  $(BIN) server --addr $$addr --data-dir $$dir --sim-nodes sim=16x4 --profiles $(POLLUX)/traces \
 	    --algorithm $(REPLAY_ALGORITHM) --speed $(REPLAY_SPEED) --log-level error & pid=$$!; \
 	  for i in $$(seq 150); do $(BIN) get schedulers --server $$addr >/dev/null 2>&1 && break; sleep 0.2; done; \
 	  echo "== workloads$$load/$$(basename $$wl)"; \
-	  $(BIN) workload replay --server $$addr --workload $$wl --profiles $(POLLUX)/traces --compare -q --timeout 3h | sed -n '/^workload /,$$p'; \
+	  $(BIN) workload replay --server $$addr --workload $$wl --profiles $(POLLUX)/traces --compare -q --timeout 3h | sed -n '/^workload /,$$p' | tee -a $$sums; \
 	  kill $$pid; wait $$pid; rm -rf $$dir; \
-	done; done; } | awk '{ print; fflush() } /^server /{ s += $$3; n++ } /^simulator /{ m += $$3 } \
-	  END { if (n) printf "mean over %d workloads: server %.1f s, simulator %.1f s, %+.1f%%\n", n, s/n, m/n, (s/m-1)*100 }'
+	done; done; \
+	awk '/^server +[0-9]/{ s += $$3; n++ } /^simulator +[0-9]/{ m += $$3 } \
+	  END { if (n) printf "mean over %d workloads: server %.1f s, simulator %.1f s, %+.1f%%\n", n, s/n, m/n, (s/m-1)*100 }' $$sums; rm -f $$sums
 
 ## vet: go vet, staticcheck, and deadcode failing on any function not even the tests reach (hack/lint-tools.sh installs the two linters)
 vet:
