@@ -277,6 +277,19 @@ func TestAPINamesFromWallClockAfterFastRun(t *testing.T) {
 		}
 		return s.Now.After(ahead), fmt.Errorf("scheduler clock at %v", s.Now)
 	})
+	// The restarted server's clock starts at the latest time a scheduler
+	// recorded, which an idle one does not: a job makes it cycle and
+	// record its time.
+	if _, err := c.CreateJob(ctxT(t), manifest("tick", 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a cycle an hour ahead", 30*time.Second, func() (bool, error) {
+		s, err := c.GetScheduler(ctxT(t), "v100")
+		if err != nil || s.LastCycle == nil {
+			return false, err
+		}
+		return s.LastCycle.After(ahead), fmt.Errorf("scheduler's last cycle at %v", s.LastCycle)
+	})
 	srv.Stop()
 	srv.Args = []string{"--data-dir", dir, "--sim-nodes", "v100=1x4", "--log-level", "warn"}
 	srv.Start()
