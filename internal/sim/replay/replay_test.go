@@ -118,13 +118,16 @@ func replayAndSimulate(t *testing.T, c *client.Client, name string, jobs []workl
 // the server and in the simulator with the same settings, agree on the
 // mean JCT within 8%. Part of the gap is time the server spends in wall
 // time (a submission, a cycle, a completion noticed, each some
-// milliseconds, times --speed), which grows with the speed. The rest is
-// a difference not yet explained: since the replay submits on the
-// server's true clock (the API's scheduler time was the last status
-// write before), the server is +6.5% here, the same under -race and on
-// a busy machine (920 s against 863.5 s, 100 s of wall time at 40x); the
-// first job starts 8 s late and three jobs wait 20-30 s for GPUs a
-// completion freed, which the simulator gives at once.
+// milliseconds, times --speed), which grows with the speed. Since the
+// replay submits on the server's true clock (the API's scheduler time
+// was the last status write before), the server is +6.5% here, the same
+// under -race and on a busy machine (920 s against 863.5 s, 100 s of
+// wall time at 40x): the first job starts 8 s late (the server's
+// scheduler cycled once at start, and a limited cycle waits
+// StartInterval after the last), so it finishes just after a tick
+// rather than on it, and the full cycle that tick ran holds the GPUs its
+// completion freed for the rate limit (30 s), where the simulator hands
+// them out at once; three jobs wait 20-30 s so.
 func TestReplayAgreesWithTheSimulator(t *testing.T) {
 	models, err := perfmodel.Load("")
 	if err != nil {
