@@ -122,12 +122,15 @@ func replayAndSimulate(t *testing.T, c *client.Client, name string, jobs []workl
 // replay submits on the server's true clock (the API's scheduler time
 // was the last status write before), the server is +6.5% here, the same
 // under -race and on a busy machine (920 s against 863.5 s, 100 s of
-// wall time at 40x): the first job starts 8 s late (the server's
-// scheduler cycled once at start, and a limited cycle waits
-// StartInterval after the last), so it finishes just after a tick
-// rather than on it, and the full cycle that tick ran holds the GPUs its
-// completion freed for the rate limit (30 s), where the simulator hands
-// them out at once; three jobs wait 20-30 s so.
+// wall time at 40x), and +6.5% still with every submission 20 s later
+// (so that the first job no longer waits for the start interval after
+// the server's start-up cycle). Jobs wait 20-30 s for GPUs a completion
+// freed, which the simulator hands out at once. The likely cause: a full
+// cycle restarts the rate-limit window even when it changes nothing
+// (scheduler.Core.NextFull), and the server's ticks run from its
+// start-up cycle, so a completion can fall just after a tick and wait
+// for the rate limit (30 s), where the simulator's ticks run from its
+// first event and this workload's completions fall on them.
 func TestReplayAgreesWithTheSimulator(t *testing.T) {
 	models, err := perfmodel.Load("")
 	if err != nil {
