@@ -291,6 +291,17 @@ func BenchmarkCurve64(b *testing.B) {
 	}
 }
 
+// BenchmarkBest is what the server adds to each adaptive job's progress
+// report when it answers with the batch for the report's statistics
+// (progress.Allocation.Fit).
+func BenchmarkBest(b *testing.B) {
+	bounds := Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}
+	b.ReportAllocs()
+	for b.Loop() {
+		Best(truth, GradStats{Sqr: 1, Var: 50}, bounds, 4, 16)
+	}
+}
+
 // Clamp keeps a batch within what a placement allows: at least the
 // initial batch and MinLocal a replica, at most MaxBatch; Fixed wins.
 func TestClamp(t *testing.T) {
