@@ -90,6 +90,13 @@ func TestParams(t *testing.T) {
 		{NameGoodput, []string{"payback=+Inf"}, false},
 		{NameGoodput, []string{"hold=0.5"}, false},
 		{NameGoodput, []string{"hold=Inf"}, false},
+		{NameGoodput, []string{"size=0", "settle=0"}, true},
+		{NameGoodput, []string{"size=1", "settle=10"}, true},
+		{NameGoodput, []string{"size=-0.1"}, false},
+		{NameGoodput, []string{"size=1.5"}, false},
+		{NameGoodput, []string{"size=NaN"}, false},
+		{NameGoodput, []string{"settle=-1"}, false},
+		{NameGoodput, []string{"settle=Inf"}, false},
 		{NameGoodput, []string{"threshold=1"}, false},
 	}
 	for _, tc := range cases {

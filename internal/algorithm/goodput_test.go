@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -49,6 +50,10 @@ func goodputSnapshot(r *rand.Rand, maxJobs, maxNodes int) *model.Snapshot {
 		default:
 			e.RestartSeconds = r.Float64() * 120
 		}
+		if st := &s.Jobs[i].State; st.GPUs > 0 && r.IntN(2) == 0 {
+			st.PrevGPUs = r.IntN(2*st.GPUs + 1)
+			st.LastChange = s.Now.Add(-time.Duration(r.IntN(600)) * time.Second)
+		}
 		if r.IntN(2) == 0 {
 			e.Batch = make([]int, 1+r.IntN(10))
 			for k := 1; k < len(e.Batch); k++ {
@@ -80,10 +85,11 @@ func TestGoodputShuffled(t *testing.T) {
 
 // TestGoodputProperties checks on random snapshots what Goodput promises
 // beyond the Allocator contract: a running job grows only if the time
-// saved pays back payback restarts, and Batch follows Est.BatchAt.
+// saved pays back payback restarts, a settling job does not turn back,
+// and Batch follows Est.BatchAt.
 func TestGoodputProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, params := range [][]string{nil, {"payback=0"}, {"payback=3", "hold=1"}, {"payback=100", "hold=10"}} {
+	for _, params := range [][]string{nil, {"payback=0"}, {"payback=3", "hold=1"}, {"payback=100", "hold=10"}, {"size=1", "settle=1"}, {"size=0", "settle=0"}} {
 		a := mustNew(t, NameGoodput, params...)
 		g := a.(*Goodput)
 		for range 300 {
@@ -96,6 +102,11 @@ func TestGoodputProperties(t *testing.T) {
 				c, k := j.State.GPUs, got.GPUs[name]
 				if c > 0 && k > c && !g.paysBack(&jobs[i], c, k) {
 					t.Fatalf("%v: %s grew from %d to %d without paying back", params, name, c, k)
+				}
+				if g.settling(snap, j) {
+					if p := j.State.PrevGPUs; (c >= p && k > 0 && k < c) || (c <= p && k > c) {
+						t.Fatalf("%v: %s settling after %d -> %d turned back to %d", params, name, p, c, k)
+					}
 				}
 				b, listed := got.Batch[name]
 				if want := j.Est.BatchAt(k); (k > 0 && want > 0) != listed || (listed && b != want) {
@@ -134,5 +145,93 @@ func BenchmarkGoodputRunning(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// changed marks a running job's last change: from prev GPUs, secs seconds
+// before the snapshot's time (at(100000)).
+func changed(prev int, secs float64) jobOpt {
+	return func(j *model.Job) {
+		j.State.PrevGPUs = prev
+		j.State.LastChange = at(100000).Add(-time.Duration(secs * float64(time.Second)))
+	}
+}
+
+// TestGoodputLooksPastValleys: a curve that dips when a job spills onto a
+// second node and rises past it (bert's and yolov3's measured curves do)
+// still draws the job across the dip when the GPUs are free. A greedy one
+// GPU at a time stopped at 4.
+func TestGoodputLooksPastValleys(t *testing.T) {
+	valley := curve(0, 1, 2, 3, 4, 3.5, 3.8, 4.5, 7)
+	for _, tc := range []struct {
+		name string
+		gpus []int
+		jobs []model.Job
+		want map[string]int
+	}{
+		{"alone, idle cluster", []int{4, 4}, []model.Job{job("a", 1, 1, 8, rem(1e4), valley)}, map[string]int{"a": 8}},
+		{"running at 4, payback met", []int{4, 4}, []model.Job{job("a", 1, 1, 8, rem(1e4), valley, running(4))}, map[string]int{"a": 8}},
+		// Only 2 GPUs beyond 4 are free: the dip is not worth crossing.
+		{"no room past the dip", []int{4, 2}, []model.Job{job("a", 1, 1, 8, rem(1e4), valley)}, map[string]int{"a": 4}},
+		// A second job takes GPUs one at a time while they are worth more
+		// to it than the jump is worth to a.
+		{"shared", []int{4, 4, 4}, []model.Job{
+			job("a", 1, 1, 8, rem(1e4), valley),
+			job("b", 1, 1, 4, rem(1e4), curve(0, 1, 2, 3, 4)),
+		}, map[string]int{"a": 8, "b": 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocate(t, mustNew(t, NameGoodput), snapshot(tc.gpus, tc.jobs...))
+			if d := diffGPUs(tc.want, got.GPUs); d != "" {
+				t.Errorf("GPUs (-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestGoodputSettles: within (1 + settle) restarts of its last change a
+// job may go on in the same direction or stop, but not turn back.
+func TestGoodputSettles(t *testing.T) {
+	linear := curve(0, 1, 2, 3, 4, 5, 6, 7, 8)
+	// "short" is worth far more per GPU than "long": without settling it
+	// takes all but what its max leaves.
+	short := job("short", 1, 1, 6, rem(100), linear)
+	for _, tc := range []struct {
+		name   string
+		params []string
+		long   model.Job
+		want   map[string]int
+	}{
+		{"grew 30 s ago: all or nothing", nil,
+			job("long", 1, 1, 8, rem(1e5), linear, running(4), restart(30), changed(2, 30)),
+			map[string]int{"short": 6}},
+		{"grew long ago: shrinks", nil,
+			job("long", 1, 1, 8, rem(1e5), linear, running(4), restart(30), changed(2, 121)),
+			map[string]int{"short": 6, "long": 2}},
+		{"settle=0: shrinks at once", []string{"settle=0"},
+			job("long", 1, 1, 8, rem(1e5), linear, running(4), restart(30), changed(2, 30)),
+			map[string]int{"short": 6, "long": 2}},
+		// Restart unknown: the default 30 s.
+		{"grew 100 s ago, restart unknown", nil,
+			job("long", 1, 1, 8, rem(1e5), linear, running(4), changed(2, 100)),
+			map[string]int{"short": 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocate(t, mustNew(t, NameGoodput, tc.params...), snapshot([]int{4, 4}, short, tc.long))
+			if d := diffGPUs(tc.want, got.GPUs); d != "" {
+				t.Errorf("GPUs (-want,+got):\n%s", d)
+			}
+		})
+	}
+	// A job that shrank is not grown while it settles, even alone.
+	for _, tc := range []struct {
+		since float64
+		want  int
+	}{{30, 3}, {200, 8}} {
+		j := job("a", 1, 1, 8, rem(1e5), linear, running(3), restart(30), changed(6, tc.since))
+		got := allocate(t, mustNew(t, NameGoodput), snapshot([]int{4, 4}, j))
+		if got.GPUs["a"] != tc.want {
+			t.Errorf("shrank %v s ago: %d GPUs, want %d", tc.since, got.GPUs["a"], tc.want)
+		}
 	}
 }

@@ -804,6 +804,7 @@ func (c *Core) record(now time.Time, a Action) {
 	}
 	st := &e.job.State
 	st.Placement = a.To.Clone()
+	st.PrevGPUs = st.GPUs
 	st.GPUs = a.To.Workers()
 	st.LastChange = now
 	if st.GPUs == 0 {
