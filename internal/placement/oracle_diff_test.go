@@ -1,0 +1,272 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/internal/model"
+)
+
+// oracleWorld is a cluster evolving over scheduling cycles for the
+// differential test: nodes join, leave and shrink, jobs arrive, finish,
+// grow and shrink, and each cycle's placement becomes the next cycle's
+// current placement.
+type oracleWorld struct {
+	rng      *rand.Rand
+	snap     *model.Snapshot
+	nodeSeq  int
+	jobSeq   int
+	sizes    []int // node sizes to draw from
+	maxes    []int // job maximum sizes to draw from
+	overfill bool  // allocations may exceed the cluster
+}
+
+func newOracleWorld(rng *rand.Rand, nodes, jobs int) *oracleWorld {
+	w := &oracleWorld{rng: rng, snap: &model.Snapshot{Now: time.Unix(1e6, 0)}}
+	switch rng.IntN(4) {
+	case 0:
+		w.sizes = []int{8}
+	case 1:
+		w.sizes = []int{1, 2, 4, 8}
+	case 2:
+		w.sizes = []int{4, 8, 8, 16}
+	default:
+		w.sizes = []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	}
+	w.maxes = [][]int{{1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 1, 2, 3, 5, 12, 32}}[rng.IntN(3)]
+	w.overfill = rng.IntN(10) == 0
+	for range nodes {
+		w.addNode()
+	}
+	for range jobs {
+		w.addJob()
+	}
+	w.scatter()
+	return w
+}
+
+func (w *oracleWorld) addNode() {
+	w.snap.Nodes = append(w.snap.Nodes, model.Node{Name: fmt.Sprintf("n%05d", w.nodeSeq),
+		GPUs: w.sizes[w.rng.IntN(len(w.sizes))], Index: w.nodeSeq})
+	w.nodeSeq++
+}
+
+func (w *oracleWorld) addJob() {
+	maxW := w.maxes[w.rng.IntN(len(w.maxes))]
+	j := model.Job{
+		Spec: model.JobSpec{Name: fmt.Sprintf("j%06d", w.jobSeq), MinWorkers: 1, MaxWorkers: maxW,
+			RequestedWorkers: 1, SubmitTime: time.Unix(int64(w.jobSeq), 0)},
+		State: model.JobState{Status: model.StatusWaiting},
+		Est:   model.Estimates{RemainingSeconds: []float64{-1, 20, 600, 7200, 1e5}[w.rng.IntN(5)]},
+	}
+	if w.rng.IntN(3) == 0 {
+		// A sublinear speedup curve, so pays divides by something else
+		// than the worker count.
+		j.Est.Speedup = []float64{0, 1}
+		for k := 2; k <= maxW; k++ {
+			j.Est.Speedup = append(j.Est.Speedup, j.Est.Speedup[k-1]+0.5+w.rng.Float64()/2)
+		}
+	}
+	w.snap.Jobs = append(w.snap.Jobs, j)
+	w.jobSeq++
+}
+
+// scatter gives some jobs a fragmented current placement: chunks of
+// workers on random nodes with room, in random rank order.
+func (w *oracleWorld) scatter() {
+	free := make([]int, len(w.snap.Nodes))
+	for i, n := range w.snap.Nodes {
+		free[i] = n.GPUs
+	}
+	left := w.snap.TotalGPUs()
+	fill := w.rng.Float64()
+	for i := range w.snap.Jobs {
+		j := &w.snap.Jobs[i]
+		g := 1 + w.rng.IntN(j.Spec.MaxWorkers)
+		if w.rng.Float64() > fill || g > left {
+			continue
+		}
+		left -= g
+		var p model.JobPlacement
+		for rest := g; rest > 0; {
+			k := w.rng.IntN(len(free))
+			if free[k] == 0 {
+				continue
+			}
+			n := 1 + w.rng.IntN(min(rest, free[k]))
+			free[k] -= n
+			rest -= n
+			// A node may repeat in a placement; placers merge it.
+			p = append(p, model.NodeWorkers{Node: w.snap.Nodes[k].Name, Workers: n})
+		}
+		j.State = model.JobState{Status: model.StatusRunning, GPUs: g, Placement: p}
+	}
+}
+
+// churn changes the cluster and the job set between cycles.
+func (w *oracleWorld) churn() {
+	r := w.rng
+	if r.IntN(3) == 0 && len(w.snap.Nodes) > 1 {
+		// Nodes leave; their workers stay in the jobs' placements for
+		// the placer to re-place.
+		for range 1 + r.IntN(1+len(w.snap.Nodes)/20) {
+			k := r.IntN(len(w.snap.Nodes))
+			w.snap.Nodes = append(w.snap.Nodes[:k], w.snap.Nodes[k+1:]...)
+		}
+	}
+	if r.IntN(4) == 0 && len(w.snap.Nodes) > 0 {
+		// A node shrinks below what it holds.
+		k := r.IntN(len(w.snap.Nodes))
+		w.snap.Nodes[k].GPUs = r.IntN(w.snap.Nodes[k].GPUs + 1)
+	}
+	if r.IntN(3) == 0 {
+		for range 1 + r.IntN(1+len(w.snap.Nodes)/20) {
+			w.addNode()
+		}
+	}
+	// Jobs finish and arrive.
+	kept := w.snap.Jobs[:0]
+	for _, j := range w.snap.Jobs {
+		if r.IntN(12) > 0 {
+			j.Est.RemainingSeconds = max(-1, j.Est.RemainingSeconds-60)
+			kept = append(kept, j)
+		}
+	}
+	w.snap.Jobs = kept
+	for range r.IntN(2 + len(w.snap.Jobs)/8) {
+		w.addJob()
+	}
+}
+
+// allocation draws this cycle's allocation: most jobs keep their count,
+// some grow, shrink, stop or start, in a priority order that is mostly
+// arrival order with some jobs moved ahead.
+func (w *oracleWorld) allocation() model.Allocation {
+	r := w.rng
+	jobs := w.snap.Jobs
+	order := make([]string, len(jobs))
+	for i := range jobs {
+		order[i] = jobs[i].Spec.Name
+	}
+	for range len(order) / 4 {
+		a, b := r.IntN(len(order)), r.IntN(len(order))
+		order[a], order[b] = order[b], order[a]
+	}
+	if r.IntN(5) == 0 && len(order) > 0 {
+		// An incomplete order: the placer completes it.
+		order = order[:r.IntN(len(order))]
+	}
+	alloc := model.Allocation{GPUs: make(map[string]int, len(jobs)), Order: order}
+	left := w.snap.TotalGPUs()
+	if w.overfill {
+		left += left/4 + 1
+	}
+	for _, i := range r.Perm(len(jobs)) {
+		j := &jobs[i]
+		g := j.State.GPUs
+		switch k := r.IntN(20); {
+		case g > 0 && k == 0:
+			g = 0
+		case g > 0 && k < 4, g == 0 && k < 8:
+			g = 1 + r.IntN(j.Spec.MaxWorkers)
+		}
+		if g > left {
+			g = 0
+		}
+		left -= g
+		if g > 0 || r.IntN(8) == 0 {
+			alloc.GPUs[j.Spec.Name] = g
+		}
+	}
+	return alloc
+}
+
+// apply makes res the jobs' current placement.
+func (w *oracleWorld) apply(res Result) {
+	for i := range w.snap.Jobs {
+		j := &w.snap.Jobs[i]
+		p := res.Placement[j.Spec.Name].Clone()
+		j.State.Placement, j.State.GPUs = p, p.Workers()
+		j.State.Status = model.StatusWaiting
+		if len(p) > 0 {
+			j.State.Status = model.StatusRunning
+		}
+	}
+}
+
+// TestPlacersMatchOracle runs every built-in placer and its implementation
+// from before issue 28 (oracle_test.go) on random clusters of 1 to about
+// 1,000 nodes over several consecutive cycles and requires the same
+// result, error and all. The current placers are reused across every case,
+// so any state they keep between calls is exercised too.
+func TestPlacersMatchOracle(t *testing.T) {
+	topo := func(o TopologyOptions) *Topology {
+		p, err := NewTopology(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	d := DefaultTopologyOptions()
+	configs := []TopologyOptions{
+		d,
+		{MigrationBudget: 4, RestartCost: d.RestartCost, NodePenalty: d.NodePenalty},
+		{MigrationBudget: 1000, RestartCost: 0, NodePenalty: d.NodePenalty},
+		{MigrationBudget: 64, RestartCost: 5, NodePenalty: 2},
+		{KeepResized: true, RestartCost: d.RestartCost, NodePenalty: d.NodePenalty},
+	}
+	type pair struct {
+		name string
+		cur  Placer
+		old  func(*model.Snapshot, model.Allocation) (Result, error)
+	}
+	var pairs []pair
+	for i, o := range configs {
+		pairs = append(pairs, pair{fmt.Sprintf("topology%d", i), topo(o), (&oldTopology{opts: o}).Place})
+	}
+	pairs = append(pairs, pair{"greedy", NewGreedy(), (&oldGreedy{}).Place})
+
+	rng := rand.New(rand.NewPCG(20261127, 28))
+	// Node counts from tiny to about 1,000; the large ones are few, as
+	// the old placers are slow there.
+	sizes := []struct{ cases, maxNodes int }{{150, 4}, {150, 40}, {40, 300}, {4, 1000}}
+	c := 0
+	for _, sz := range sizes {
+		for range sz.cases {
+			nodes := 1 + rng.IntN(sz.maxNodes)
+			if sz.maxNodes == 1000 {
+				nodes = 700 + rng.IntN(301)
+			}
+			jobs := 1 + rng.IntN(1+nodes*(1+rng.IntN(6)))
+			w := newOracleWorld(rng, nodes, jobs)
+			feed := pairs[rng.IntN(len(pairs))].name
+			for cycle := range 1 + rng.IntN(5) {
+				if cycle > 0 {
+					w.churn()
+				}
+				alloc := w.allocation()
+				var fed *Result
+				for _, pr := range pairs {
+					want, wantErr := pr.old(w.snap, alloc)
+					got, gotErr := pr.cur.Place(w.snap, alloc)
+					if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
+						t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: error %v, oracle %v", c, nodes, jobs, cycle, pr.name, gotErr, wantErr)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: placement differs from the oracle (-oracle,+current):\n%s",
+							c, nodes, jobs, cycle, pr.name, diff)
+					}
+					if pr.name == feed {
+						fed = &got
+					}
+				}
+				w.apply(*fed)
+			}
+			c++
+		}
+	}
+}
