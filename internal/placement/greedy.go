@@ -37,62 +37,82 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 		return Result{}, err
 	}
 	res := Result{Placement: make(model.Placement, len(alloc.GPUs))}
-	var pending []string
+	var pending []allocated
+	need := make([]int, len(snap.Nodes)) // scratch for fits
+	entries := 0
+	for _, a := range jobs {
+		entries += len(a.job.State.Placement)
+	}
+	// The kept placements' copies are pieces of one array (see carve).
+	kept := make([]model.NodeWorkers, entries)
 	// Pass 1: jobs whose count is unchanged stay where they are.
 	for _, a := range jobs {
-		j, g, name := a.job, a.gpus, a.job.Spec.Name
-		cur := j.State.Placement
-		if cur.Workers() == g && fits(cur, index, free) {
+		cur := a.job.State.Placement
+		if cur.Workers() == a.gpus && fits(cur, index, free, need) {
 			for _, nw := range cur {
 				free[index[nw.Node]] -= nw.Workers
 			}
-			res.Placement[name] = cur.Clone()
+			jp := model.JobPlacement(carve(&kept, len(cur)))
+			copy(jp, cur)
+			res.Placement[a.job.Spec.Name] = jp
 			continue
 		}
-		pending = append(pending, name)
+		pending = append(pending, a)
 	}
-	// Pass 2: the rest, most-free node first.
-	for _, name := range pending {
-		g := alloc.GPUs[name]
-		total := 0
-		for _, f := range free {
-			total += f
-		}
+	// Pass 2: the rest, most-free node first. The index finds that node
+	// without scanning them all; total is the plain sum of free, as a
+	// node given a negative GPU count lowers it.
+	total := 0
+	for _, f := range free {
+		total += f
+	}
+	x := newFreeIndex(free)
+	for _, a := range pending {
+		name, g := a.job.Spec.Name, a.gpus
 		if total < g {
 			res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: g,
 				Reason: fmt.Sprintf("needs %d GPUs, %d free", g, total)})
 			continue
 		}
+		total -= g
 		var p model.JobPlacement
 		for left := g; left > 0; {
-			best := 0
-			for i := 1; i < len(free); i++ {
-				if free[i] > free[best] {
-					best = i
-				}
-			}
-			n := min(free[best], left)
-			free[best] -= n
+			// Some node has free GPUs: those of the nodes with any add
+			// up to at least total, which is at least left.
+			best := x.largest()
+			n := min(x.free[best], left)
+			x.add(best, -n)
 			left -= n
 			p = append(p, model.NodeWorkers{Node: snap.Nodes[best].Name, Workers: n})
 		}
+		x.commit()
 		res.Placement[name] = p
 	}
 	return res, nil
 }
 
 // fits reports whether every node of p exists and has room for its
-// workers.
-func fits(p model.JobPlacement, index map[string]int, free []int) bool {
-	need := map[string]int{}
+// workers. need is a zeroed slice with a slot per node; fits leaves it
+// zeroed.
+func fits(p model.JobPlacement, index map[string]int, free, need []int) bool {
+	ok := true
 	for _, nw := range p {
-		need[nw.Node] += nw.Workers
-	}
-	for node, w := range need {
-		i, ok := index[node]
-		if !ok || free[i] < w {
-			return false
+		i, known := index[nw.Node]
+		if !known {
+			ok = false
+			break
 		}
+		need[i] += nw.Workers
 	}
-	return true
+	for _, nw := range p {
+		i, known := index[nw.Node]
+		if !known {
+			break
+		}
+		if need[i] > free[i] {
+			ok = false
+		}
+		need[i] = 0
+	}
+	return ok
 }

@@ -140,6 +140,13 @@ func (w *oracleWorld) churn() {
 	for range r.IntN(2 + len(w.snap.Jobs)/8) {
 		w.addJob()
 	}
+	if r.IntN(30) == 0 && len(w.snap.Jobs) > 0 {
+		// A repeated name, which the core never sends but a Placer
+		// must survive: the last job of a name stands for it.
+		j := w.snap.Jobs[r.IntN(len(w.snap.Jobs))]
+		j.State = model.JobState{Status: model.StatusWaiting}
+		w.snap.Jobs = append(w.snap.Jobs, j)
+	}
 }
 
 // allocation draws this cycle's allocation: most jobs keep their count,
@@ -180,6 +187,17 @@ func (w *oracleWorld) allocation() model.Allocation {
 		left -= g
 		if g > 0 || r.IntN(8) == 0 {
 			alloc.GPUs[j.Spec.Name] = g
+		}
+	}
+	if r.IntN(10) == 0 {
+		// Jobs missing from the snapshot: harmless without GPUs, an
+		// error with some, listed in the order or not.
+		for k := range 1 + r.IntN(3) {
+			name := fmt.Sprintf("ghost%d", r.IntN(4))
+			alloc.GPUs[name] = max(0, r.IntN(6)-4)
+			if k%2 == 0 {
+				alloc.Order = append(alloc.Order, name)
+			}
 		}
 	}
 	return alloc

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/vodascheduler/voda/internal/model"
@@ -176,22 +177,104 @@ type allocated struct {
 
 // allocatedJobs lists the jobs of alloc with GPUs in jobOrder, each with
 // its snapshot entry; a job missing from the snapshot is an error.
+//
+// It walks the order itself rather than calling jobOrder: with unique
+// job names (what the scheduler core guarantees) a slice indexed by job
+// position marks the jobs already listed, where jobOrder needs a map of
+// every name, and the names of alloc.GPUs need sorting only when some of
+// them are neither in the snapshot nor in alloc.Order.
 func allocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]allocated, error) {
-	jobs := make(map[string]*model.Job, len(snap.Jobs))
+	jobs := make(map[string]int, len(snap.Jobs))
 	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].Spec.Name] = &snap.Jobs[i]
+		jobs[snap.Jobs[i].Spec.Name] = i
 	}
+	if len(jobs) < len(snap.Jobs) {
+		// A name repeats: which entry wins is jobOrder's business.
+		return allocatedJobsByName(snap, alloc, jobs)
+	}
+	out := make([]allocated, 0, min(len(alloc.GPUs), len(snap.Jobs)))
+	listed := make([]bool, len(snap.Jobs))
+	// keys counts the names of alloc.GPUs met so far, each once; absent
+	// holds the names of alloc.Order missing from the snapshot.
+	keys := 0
+	var absent map[string]bool
+	for _, name := range alloc.Order {
+		g, in := alloc.GPUs[name]
+		i, ok := jobs[name]
+		switch {
+		case ok && !listed[i]:
+			listed[i] = true
+			if in {
+				keys++
+			}
+			if g > 0 {
+				out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+			}
+		case !ok && !absent[name]:
+			if g > 0 {
+				return nil, fmt.Errorf("place job %s: not in the snapshot", name)
+			}
+			if absent == nil {
+				absent = map[string]bool{}
+			}
+			absent[name] = true
+			if in {
+				keys++
+			}
+		}
+	}
+	for i := range snap.Jobs {
+		if listed[i] {
+			continue
+		}
+		g, in := alloc.GPUs[snap.Jobs[i].Spec.Name]
+		if in {
+			keys++
+		}
+		if g > 0 {
+			out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+		}
+	}
+	if keys == len(alloc.GPUs) {
+		return out, nil
+	}
+	// Some job of alloc is in neither; jobOrder lists those last, sorted.
+	var rest []string
+	for name, g := range alloc.GPUs {
+		if _, ok := jobs[name]; !ok && !absent[name] && g > 0 {
+			rest = append(rest, name)
+		}
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("place job %s: not in the snapshot", slices.Min(rest))
+	}
+	return out, nil
+}
+
+// allocatedJobsByName is allocatedJobs for a snapshot whose job names
+// repeat: the last job of a name stands for it.
+func allocatedJobsByName(snap *model.Snapshot, alloc model.Allocation, jobs map[string]int) ([]allocated, error) {
 	var out []allocated
 	for _, name := range jobOrder(snap, alloc) {
 		g := alloc.GPUs[name]
 		if g <= 0 {
 			continue
 		}
-		j, ok := jobs[name]
+		i, ok := jobs[name]
 		if !ok {
 			return nil, fmt.Errorf("place job %s: not in the snapshot", name)
 		}
-		out = append(out, allocated{job: j, gpus: g})
+		out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
 	}
 	return out, nil
+}
+
+// carve returns the first n elements of *slab and moves *slab past them.
+// The piece is capped at n, so an append to it copies it out rather than
+// overwriting the next piece. Placers cut their many small per-job slices
+// from one slab: one allocation instead of one per job.
+func carve[T any](slab *[]T, n int) []T {
+	piece := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return piece
 }
