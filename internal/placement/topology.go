@@ -160,6 +160,9 @@ type jobPlan struct {
 	// or -1; changed says consolidation gave it a new plan since.
 	home    int
 	changed bool
+	// key is what grow and consolidate sort by, computed once: the
+	// workers still to place, or the nodes spanned beyond the fewest.
+	key int
 }
 
 func (p *jobPlan) planned() int { return sumSlots(p.plan) }
@@ -349,12 +352,13 @@ func (r *run) grow() error {
 			}
 		}
 		if p.anyway {
+			p.key = p.g - p.planned()
 			restarting = append(restarting, p)
 		}
 	}
 	// Largest remaining need first, then largest job, then priority.
 	slices.SortFunc(restarting, func(pa, pb *jobPlan) int {
-		if na, nb := pa.g-pa.planned(), pb.g-pb.planned(); na != nb {
+		if na, nb := pa.key, pb.key; na != nb {
 			return cmp.Compare(nb, na)
 		}
 		if pa.g != pb.g {
@@ -417,14 +421,15 @@ func (r *run) consolidate() {
 	}
 	var cands []*jobPlan
 	for _, p := range r.plans {
-		if p.unplaced == "" && !p.anyway && len(p.plan) > r.bound.MinNodes(p.g) {
-			cands = append(cands, p)
+		if p.unplaced == "" && !p.anyway {
+			if p.key = len(p.plan) - r.bound.MinNodes(p.g); p.key > 0 {
+				cands = append(cands, p)
+			}
 		}
 	}
 	// The most spread first, then by priority.
 	slices.SortFunc(cands, func(ca, cb *jobPlan) int {
-		ea, eb := len(ca.plan)-r.bound.MinNodes(ca.g), len(cb.plan)-r.bound.MinNodes(cb.g)
-		if ea != eb {
+		if ea, eb := ca.key, cb.key; ea != eb {
 			return cmp.Compare(eb, ea)
 		}
 		return cmp.Compare(ca.rank, cb.rank)
