@@ -39,6 +39,7 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	res := Result{Placement: make(model.Placement, len(alloc.GPUs))}
 	var pending []allocated
 	need := make([]int, len(snap.Nodes)) // scratch for fits
+	var at []int                         // the node positions of a placement
 	entries := 0
 	for _, a := range jobs {
 		entries += len(a.job.State.Placement)
@@ -48,9 +49,13 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	// Pass 1: jobs whose count is unchanged stay where they are.
 	for _, a := range jobs {
 		cur := a.job.State.Placement
-		if cur.Workers() == a.gpus && fits(cur, index, free, need) {
-			for _, nw := range cur {
-				free[index[nw.Node]] -= nw.Workers
+		var ok bool
+		if cur.Workers() == a.gpus {
+			ok, at = fits(cur, index, free, need, at)
+		}
+		if ok {
+			for k, nw := range cur {
+				free[at[k]] -= nw.Workers
 			}
 			jp := model.JobPlacement(carve(&kept, len(cur)))
 			copy(jp, cur)
@@ -66,7 +71,7 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	for _, f := range free {
 		total += f
 	}
-	x := newFreeIndex(free)
+	x := newFreeIndex(free) // free as the "capacity": greedy never reads it
 	for _, a := range pending {
 		name, g := a.job.Spec.Name, a.gpus
 		if total < g {
@@ -92,9 +97,10 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 }
 
 // fits reports whether every node of p exists and has room for its
-// workers. need is a zeroed slice with a slot per node; fits leaves it
-// zeroed.
-func fits(p model.JobPlacement, index map[string]int, free, need []int) bool {
+// workers; if so, at[k] is the position of p[k]'s node. at is reused
+// scratch; need is a zeroed slice with a slot per node, left zeroed.
+func fits(p model.JobPlacement, index map[string]int, free, need, at []int) (bool, []int) {
+	at = at[:0]
 	ok := true
 	for _, nw := range p {
 		i, known := index[nw.Node]
@@ -103,16 +109,15 @@ func fits(p model.JobPlacement, index map[string]int, free, need []int) bool {
 			break
 		}
 		need[i] += nw.Workers
+		at = append(at, i)
 	}
-	for _, nw := range p {
-		i, known := index[nw.Node]
-		if !known {
-			break
-		}
+	for _, i := range at {
 		if need[i] > free[i] {
 			ok = false
 		}
+	}
+	for _, i := range at {
 		need[i] = 0
 	}
-	return ok
+	return ok, at
 }
