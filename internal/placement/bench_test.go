@@ -117,3 +117,24 @@ func BenchmarkPlace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheck measures what the scheduler core does with every
+// placement besides making it: Check and Spread.
+func BenchmarkCheck(b *testing.B) {
+	for _, sz := range []struct{ nodes, jobs int }{{100, 500}, {1000, 4000}, {10000, 40000}} {
+		b.Run(fmt.Sprintf("nodes=%d/jobs=%d", sz.nodes, sz.jobs), func(b *testing.B) {
+			snap, alloc := benchCase(sz.nodes, 8, sz.jobs, 42)
+			res, err := NewGreedy().Place(snap, alloc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Check(snap, alloc, res); err != nil {
+					b.Fatal(err)
+				}
+				Spread(snap.Nodes, res.Placement)
+			}
+		})
+	}
+}

@@ -323,11 +323,13 @@ func (r *run) keep() {
 				out = append(out, slot{s.node, w})
 			}
 		}
+		// Nothing here is rolled back: forget it as we go, so the undo
+		// log stays one job long.
+		r.x.commit()
 		p.plan = out
 		before := p.job.State.Placement.Workers()
 		p.anyway = before == 0 || p.g != before || p.prevTotal != before || !equalSlots(p.plan, p.prev)
 	}
-	r.x.commit()
 }
 
 // grow is step 2.
@@ -350,6 +352,7 @@ func (r *run) grow() error {
 					need -= w
 				}
 			}
+			x.commit()
 		}
 		if p.anyway {
 			p.key = p.g - p.planned()
@@ -371,6 +374,7 @@ func (r *run) grow() error {
 		if need > x.total {
 			return fmt.Errorf("place job %s: %d more GPUs needed, %d free after the capacity check", p.job.Spec.Name, need, x.total)
 		}
+		x.commit() // only this job's changes are ever rolled back
 		mark := x.mark()
 		kept := fill(x, append([]slot(nil), p.plan...), need)
 		if r.opts.KeepResized || len(p.prev) == 0 || len(kept) <= r.bound.MinNodes(p.g) {
