@@ -248,6 +248,38 @@ func TestPlacersMatchOracle(t *testing.T) {
 	}
 	pairs = append(pairs, pair{"greedy", NewGreedy(), (&oldGreedy{}).Place})
 
+	// run compares every pair over cycles of w, the first with first
+	// as the allocation if given, feeding one placer's result back.
+	run := func(c int, w *oracleWorld, cycles int, first model.Allocation) {
+		nodes, jobs := len(w.snap.Nodes), len(w.snap.Jobs)
+		feed := pairs[w.rng.IntN(len(pairs))].name
+		for cycle := range cycles {
+			alloc := first
+			if cycle > 0 {
+				w.churn()
+			}
+			if cycle > 0 || alloc.GPUs == nil {
+				alloc = w.allocation()
+			}
+			var fed *Result
+			for _, pr := range pairs {
+				want, wantErr := pr.old(w.snap, alloc)
+				got, gotErr := pr.cur.Place(w.snap, alloc)
+				if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
+					t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: error %v, oracle %v", c, nodes, jobs, cycle, pr.name, gotErr, wantErr)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: placement differs from the oracle (-oracle,+current):\n%s",
+						c, nodes, jobs, cycle, pr.name, diff)
+				}
+				if pr.name == feed {
+					fed = &got
+				}
+			}
+			w.apply(*fed)
+		}
+	}
+
 	rng := rand.New(rand.NewPCG(20261127, 28))
 	// Node counts from tiny to about 1,000; the large ones are few, as
 	// the old placers are slow there.
@@ -260,31 +292,17 @@ func TestPlacersMatchOracle(t *testing.T) {
 				nodes = 700 + rng.IntN(301)
 			}
 			jobs := 1 + rng.IntN(1+nodes*(1+rng.IntN(6)))
-			w := newOracleWorld(rng, nodes, jobs)
-			feed := pairs[rng.IntN(len(pairs))].name
-			for cycle := range 1 + rng.IntN(5) {
-				if cycle > 0 {
-					w.churn()
-				}
-				alloc := w.allocation()
-				var fed *Result
-				for _, pr := range pairs {
-					want, wantErr := pr.old(w.snap, alloc)
-					got, gotErr := pr.cur.Place(w.snap, alloc)
-					if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
-						t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: error %v, oracle %v", c, nodes, jobs, cycle, pr.name, gotErr, wantErr)
-					}
-					if diff := cmp.Diff(want, got); diff != "" {
-						t.Fatalf("case %d (%d nodes, %d jobs) cycle %d, %s: placement differs from the oracle (-oracle,+current):\n%s",
-							c, nodes, jobs, cycle, pr.name, diff)
-					}
-					if pr.name == feed {
-						fed = &got
-					}
-				}
-				w.apply(*fed)
-			}
+			run(c, newOracleWorld(rng, nodes, jobs), 1+rng.IntN(5), model.Allocation{})
 			c++
 		}
+	}
+	// The benchmark's full, fragmented clusters, where consolidation and
+	// its swaps have the most to do.
+	for _, nodes := range []int{100, 1000} {
+		snap, alloc := benchCase(nodes, 8, 4*nodes, uint64(nodes))
+		w := &oracleWorld{rng: rng, snap: snap, nodeSeq: nodes, jobSeq: len(snap.Jobs),
+			sizes: []int{8}, maxes: []int{1, 2, 4, 8, 16}}
+		run(c, w, 3, alloc)
+		c++
 	}
 }
