@@ -2,7 +2,9 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -305,4 +307,107 @@ func TestPlacersMatchOracle(t *testing.T) {
 		run(c, w, 3, alloc)
 		c++
 	}
+}
+
+// TestCheckMatchesOracle compares Check with its version from before
+// issue 28 on valid results and on results broken in every way Check
+// knows, one or several at a time, so that the job an error names (the
+// first in priority order) is compared too.
+func TestCheckMatchesOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261127, 4))
+	placers := []Placer{NewGreedy(), topology(t, DefaultTopologyOptions())}
+	breaks := []func(snap *model.Snapshot, alloc model.Allocation, res *Result){
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // a worker more or less
+			if p := pick(rng, res.Placement); len(p) > 0 {
+				p[rng.IntN(len(p))].Workers += []int{-1, 1}[rng.IntN(2)]
+			}
+		},
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // a node that is gone
+			if p := pick(rng, res.Placement); len(p) > 0 {
+				p[rng.IntN(len(p))].Node = "gone"
+			}
+		},
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // no or negative workers
+			if p := pick(rng, res.Placement); len(p) > 0 {
+				p[rng.IntN(len(p))].Workers = -rng.IntN(2)
+			}
+		},
+		func(snap *model.Snapshot, _ model.Allocation, res *Result) { // workers moved onto another node
+			if p := pick(rng, res.Placement); len(p) > 0 && len(snap.Nodes) > 0 {
+				p[rng.IntN(len(p))].Node = snap.Nodes[rng.IntN(len(snap.Nodes))].Name
+			}
+		},
+		func(snap *model.Snapshot, alloc model.Allocation, res *Result) { // a job placed without GPUs
+			if len(snap.Jobs) > 0 && len(snap.Nodes) > 0 {
+				j := snap.Jobs[rng.IntN(len(snap.Jobs))].Spec.Name
+				if alloc.GPUs[j] == 0 {
+					res.Placement[j] = model.JobPlacement{{Node: snap.Nodes[0].Name, Workers: 1}}
+				}
+			}
+		},
+		func(snap *model.Snapshot, _ model.Allocation, res *Result) { // a stranger placed, empty or not
+			res.Placement[fmt.Sprintf("stranger%d", rng.IntN(3))] = model.JobPlacement{{Node: snap.Nodes[0].Name, Workers: rng.IntN(2)}}
+		},
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // placed and reported unplaced
+			if name := pickName(rng, res.Placement); name != "" {
+				res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: res.Placement[name].Workers()})
+			}
+		},
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // a job dropped
+			delete(res.Placement, pickName(rng, res.Placement))
+		},
+		func(_ *model.Snapshot, _ model.Allocation, res *Result) { // a job dropped and reported unplaced
+			if name := pickName(rng, res.Placement); name != "" {
+				res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: res.Placement[name].Workers()})
+				delete(res.Placement, name)
+			}
+		},
+	}
+	failures := 0
+	for c := range 1500 {
+		nodes := 1 + rng.IntN([]int{4, 40, 200}[rng.IntN(3)])
+		w := newOracleWorld(rng, nodes, 1+rng.IntN(1+3*nodes))
+		alloc := w.allocation()
+		res, err := placers[rng.IntN(len(placers))].Place(w.snap, alloc)
+		if err != nil {
+			continue // an allocation naming a job the snapshot lacks
+		}
+		res = cloneResult(res)
+		for range rng.IntN(4) {
+			breaks[rng.IntN(len(breaks))](w.snap, alloc, &res)
+		}
+		want, got := oldCheck(w.snap, alloc, res), Check(w.snap, alloc, res)
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			t.Fatalf("case %d: Check() = %v, oracle %v", c, got, want)
+		}
+		if got != nil {
+			failures++
+		}
+	}
+	if failures < 500 {
+		t.Errorf("only %d of the cases fail Check: the breaks do not break enough", failures)
+	}
+}
+
+// pickName returns a job of p drawn by rng, or "" if p is empty; the
+// names are sorted first so that the seed alone decides.
+func pickName(rng *rand.Rand, p model.Placement) string {
+	if len(p) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(p))
+	return names[rng.IntN(len(names))]
+}
+
+// pick returns the placement of a job of p drawn by rng, or nil.
+func pick(rng *rand.Rand, p model.Placement) model.JobPlacement {
+	return p[pickName(rng, p)]
+}
+
+func cloneResult(r Result) Result {
+	c := Result{Placement: make(model.Placement, len(r.Placement)), Unplaced: append([]Unplaced(nil), r.Unplaced...)}
+	for name, p := range r.Placement {
+		c.Placement[name] = p.Clone()
+	}
+	return c
 }

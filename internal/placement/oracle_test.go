@@ -894,3 +894,81 @@ func oldAllocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]oldAlloca
 	}
 	return out, nil
 }
+
+// ---- placement.go (Check) at 87715a2
+// oldCheck verifies a result against the snapshot and allocation: capacity
+// never exceeded, every job with GPUs either placed with exactly its count
+// or reported unplaced, workers only on known nodes.
+func oldCheck(snap *model.Snapshot, alloc model.Allocation, res Result) error {
+	// Workers are counted per node name: index maps a name to a slot of
+	// used (the last node of that name, should a name repeat).
+	index := make(map[string]int, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		index[n.Name] = i
+	}
+	used := make([]int, len(snap.Nodes))
+	unplaced := map[string]bool{}
+	for _, u := range res.Unplaced {
+		unplaced[u.Job] = true
+	}
+	// Every job with GPUs and every job placed, not only the ordered ones:
+	// a job left out of the order must not escape the capacity check.
+	names := oldJobOrder(snap, alloc)
+	if oldPlacedListed(names, res.Placement) < len(res.Placement) {
+		listed := make(map[string]bool, len(names))
+		for _, name := range names {
+			listed[name] = true
+		}
+		var extra []string
+		for name := range res.Placement {
+			if !listed[name] {
+				extra = append(extra, name)
+			}
+		}
+		sort.Strings(extra)
+		names = append(names, extra...)
+	}
+	for _, name := range names {
+		g := alloc.GPUs[name]
+		p, placed := res.Placement[name]
+		switch {
+		case g == 0 && placed && p.Workers() > 0:
+			return fmt.Errorf("job %s: placed %d workers without an allocation", name, p.Workers())
+		case g > 0 && unplaced[name]:
+			if placed && p.Workers() > 0 {
+				return fmt.Errorf("job %s: both placed and unplaced", name)
+			}
+		case g > 0 && p.Workers() != g:
+			return fmt.Errorf("job %s: placed %d workers, allocated %d", name, p.Workers(), g)
+		}
+		for _, nw := range p {
+			i, ok := index[nw.Node]
+			if !ok {
+				return fmt.Errorf("job %s: unknown node %s", name, nw.Node)
+			}
+			if nw.Workers <= 0 {
+				return fmt.Errorf("job %s: %d workers on node %s", name, nw.Workers, nw.Node)
+			}
+			used[i] += nw.Workers
+		}
+	}
+	for _, n := range snap.Nodes {
+		if u := used[index[n.Name]]; u > n.GPUs {
+			return fmt.Errorf("node %s: %d workers on %d GPUs", n.Name, u, n.GPUs)
+		}
+	}
+	return nil
+}
+
+// oldPlacedListed counts the jobs of p that names lists; names has no
+// repeats, so p has a job names leaves out exactly when the count is
+// below len(p).
+func oldPlacedListed(names []string, p model.Placement) int {
+	n := 0
+	for _, name := range names {
+		if _, ok := p[name]; ok {
+			n++
+		}
+	}
+	return n
+}
