@@ -71,7 +71,7 @@ chart:
 ## bench: the allocation, placement and simulator speed benchmarks
 bench:
 	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
-	$(GO) test ./internal/placement -run '^$$' -bench 'BenchmarkPlace' -benchtime 50x
+	$(GO) test ./internal/placement -run '^$$' -bench 'Benchmark(Place|Check)$$' -benchtime 50x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated)$$' -benchtime 10x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulateGeneratedSizes' -benchtime 1x
 

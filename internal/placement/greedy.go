@@ -37,62 +37,87 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 		return Result{}, err
 	}
 	res := Result{Placement: make(model.Placement, len(alloc.GPUs))}
-	var pending []string
+	var pending []allocated
+	need := make([]int, len(snap.Nodes)) // scratch for fits
+	var at []int                         // the node positions of a placement
+	entries := 0
+	for _, a := range jobs {
+		entries += len(a.job.State.Placement)
+	}
+	// The kept placements' copies are pieces of one array (see carve).
+	kept := make([]model.NodeWorkers, entries)
 	// Pass 1: jobs whose count is unchanged stay where they are.
 	for _, a := range jobs {
-		j, g, name := a.job, a.gpus, a.job.Spec.Name
-		cur := j.State.Placement
-		if cur.Workers() == g && fits(cur, index, free) {
-			for _, nw := range cur {
-				free[index[nw.Node]] -= nw.Workers
+		cur := a.job.State.Placement
+		var ok bool
+		if cur.Workers() == a.gpus {
+			ok, at = fits(cur, index, free, need, at)
+		}
+		if ok {
+			for k, nw := range cur {
+				free[at[k]] -= nw.Workers
 			}
-			res.Placement[name] = cur.Clone()
+			jp := model.JobPlacement(carve(&kept, len(cur)))
+			copy(jp, cur)
+			res.Placement[a.job.Spec.Name] = jp
 			continue
 		}
-		pending = append(pending, name)
+		pending = append(pending, a)
 	}
-	// Pass 2: the rest, most-free node first.
-	for _, name := range pending {
-		g := alloc.GPUs[name]
-		total := 0
-		for _, f := range free {
-			total += f
-		}
+	// Pass 2: the rest, most-free node first. The index finds that node
+	// without scanning them all; total is the plain sum of free, as a
+	// node given a negative GPU count lowers it.
+	total := 0
+	for _, f := range free {
+		total += f
+	}
+	x := newFreeIndex(free) // free as the "capacity": greedy never reads it
+	for _, a := range pending {
+		name, g := a.job.Spec.Name, a.gpus
 		if total < g {
 			res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: g,
 				Reason: fmt.Sprintf("needs %d GPUs, %d free", g, total)})
 			continue
 		}
+		total -= g
 		var p model.JobPlacement
 		for left := g; left > 0; {
-			best := 0
-			for i := 1; i < len(free); i++ {
-				if free[i] > free[best] {
-					best = i
-				}
-			}
-			n := min(free[best], left)
-			free[best] -= n
+			// Some node has free GPUs: those of the nodes with any add
+			// up to at least total, which is at least left.
+			best := x.largest()
+			n := min(x.free[best], left)
+			x.add(best, -n)
 			left -= n
 			p = append(p, model.NodeWorkers{Node: snap.Nodes[best].Name, Workers: n})
 		}
+		x.commit()
 		res.Placement[name] = p
 	}
 	return res, nil
 }
 
 // fits reports whether every node of p exists and has room for its
-// workers.
-func fits(p model.JobPlacement, index map[string]int, free []int) bool {
-	need := map[string]int{}
+// workers; if so, at[k] is the position of p[k]'s node. at is reused
+// scratch; need is a zeroed slice with a slot per node, left zeroed.
+func fits(p model.JobPlacement, index map[string]int, free, need, at []int) (bool, []int) {
+	at = at[:0]
+	ok := true
 	for _, nw := range p {
-		need[nw.Node] += nw.Workers
+		i, known := index[nw.Node]
+		if !known {
+			ok = false
+			break
+		}
+		need[i] += nw.Workers
+		at = append(at, i)
 	}
-	for node, w := range need {
-		i, ok := index[node]
-		if !ok || free[i] < w {
-			return false
+	for _, i := range at {
+		if need[i] > free[i] {
+			ok = false
 		}
 	}
-	return true
+	for _, i := range at {
+		need[i] = 0
+	}
+	return ok, at
 }

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/vodascheduler/voda/internal/model"
@@ -62,8 +63,71 @@ func Builtin() *Registry {
 
 // Check verifies a result against the snapshot and allocation: capacity
 // never exceeded, every job with GPUs either placed with exactly its count
-// or reported unplaced, workers only on known nodes.
+// or reported unplaced, workers only on known nodes. An error names the
+// first job, in priority order, that fails.
 func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
+	// The scheduler core checks every placement it makes, and nearly all
+	// pass: holds says so with a third of the map lookups that ordering
+	// the jobs costs. Only a failure pays for the order, to name the
+	// same job whatever the maps' iteration order.
+	if holds(snap, alloc, res) {
+		return nil
+	}
+	return firstFailure(snap, alloc, res)
+}
+
+// holds reports whether res passes every check of firstFailure, visiting
+// the placed and the allocated jobs in map order.
+func holds(snap *model.Snapshot, alloc model.Allocation, res Result) bool {
+	index := make(map[string]int, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		index[n.Name] = i
+	}
+	used := make([]int, len(snap.Nodes))
+	unplaced := make(map[string]bool, len(res.Unplaced))
+	for _, u := range res.Unplaced {
+		unplaced[u.Job] = true
+	}
+	for name, p := range res.Placement {
+		g, w := alloc.GPUs[name], p.Workers()
+		switch {
+		case g == 0 && w > 0:
+			return false
+		case g > 0 && unplaced[name]:
+			if w > 0 {
+				return false
+			}
+		case g > 0 && w != g:
+			return false
+		}
+		for _, nw := range p {
+			i, ok := index[nw.Node]
+			if !ok || nw.Workers <= 0 {
+				return false
+			}
+			used[i] += nw.Workers
+		}
+	}
+	// A job with GPUs that is neither placed nor reported unplaced.
+	for name, g := range alloc.GPUs {
+		if g > 0 && !unplaced[name] {
+			if _, placed := res.Placement[name]; !placed {
+				return false
+			}
+		}
+	}
+	for _, n := range snap.Nodes {
+		if used[index[n.Name]] > n.GPUs {
+			return false
+		}
+	}
+	return true
+}
+
+// firstFailure is Check for a result that fails: it visits the jobs in
+// jobOrder, then the placed jobs that leaves out, sorted, and returns the
+// first failure.
+func firstFailure(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 	// Workers are counted per node name: index maps a name to a slot of
 	// used (the last node of that name, should a name repeat).
 	index := make(map[string]int, len(snap.Nodes))
@@ -176,22 +240,104 @@ type allocated struct {
 
 // allocatedJobs lists the jobs of alloc with GPUs in jobOrder, each with
 // its snapshot entry; a job missing from the snapshot is an error.
+//
+// It walks the order itself rather than calling jobOrder: with unique
+// job names (what the scheduler core guarantees) a slice indexed by job
+// position marks the jobs already listed, where jobOrder needs a map of
+// every name, and the names of alloc.GPUs need sorting only when some of
+// them are neither in the snapshot nor in alloc.Order.
 func allocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]allocated, error) {
-	jobs := make(map[string]*model.Job, len(snap.Jobs))
+	jobs := make(map[string]int, len(snap.Jobs))
 	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].Spec.Name] = &snap.Jobs[i]
+		jobs[snap.Jobs[i].Spec.Name] = i
 	}
+	if len(jobs) < len(snap.Jobs) {
+		// A name repeats: which entry wins is jobOrder's business.
+		return allocatedJobsByName(snap, alloc, jobs)
+	}
+	out := make([]allocated, 0, min(len(alloc.GPUs), len(snap.Jobs)))
+	listed := make([]bool, len(snap.Jobs))
+	// keys counts the names of alloc.GPUs met so far, each once; absent
+	// holds the names of alloc.Order missing from the snapshot.
+	keys := 0
+	var absent map[string]bool
+	for _, name := range alloc.Order {
+		g, in := alloc.GPUs[name]
+		i, ok := jobs[name]
+		switch {
+		case ok && !listed[i]:
+			listed[i] = true
+			if in {
+				keys++
+			}
+			if g > 0 {
+				out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+			}
+		case !ok && !absent[name]:
+			if g > 0 {
+				return nil, fmt.Errorf("place job %s: not in the snapshot", name)
+			}
+			if absent == nil {
+				absent = map[string]bool{}
+			}
+			absent[name] = true
+			if in {
+				keys++
+			}
+		}
+	}
+	for i := range snap.Jobs {
+		if listed[i] {
+			continue
+		}
+		g, in := alloc.GPUs[snap.Jobs[i].Spec.Name]
+		if in {
+			keys++
+		}
+		if g > 0 {
+			out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+		}
+	}
+	if keys == len(alloc.GPUs) {
+		return out, nil
+	}
+	// Some job of alloc is in neither; jobOrder lists those last, sorted.
+	var rest []string
+	for name, g := range alloc.GPUs {
+		if _, ok := jobs[name]; !ok && !absent[name] && g > 0 {
+			rest = append(rest, name)
+		}
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("place job %s: not in the snapshot", slices.Min(rest))
+	}
+	return out, nil
+}
+
+// allocatedJobsByName is allocatedJobs for a snapshot whose job names
+// repeat: the last job of a name stands for it.
+func allocatedJobsByName(snap *model.Snapshot, alloc model.Allocation, jobs map[string]int) ([]allocated, error) {
 	var out []allocated
 	for _, name := range jobOrder(snap, alloc) {
 		g := alloc.GPUs[name]
 		if g <= 0 {
 			continue
 		}
-		j, ok := jobs[name]
+		i, ok := jobs[name]
 		if !ok {
 			return nil, fmt.Errorf("place job %s: not in the snapshot", name)
 		}
-		out = append(out, allocated{job: j, gpus: g})
+		out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
 	}
 	return out, nil
+}
+
+// carve returns the first n elements of *slab and moves *slab past them.
+// The piece is capped at n, so an append to it copies it out rather than
+// overwriting the next piece. Placers cut their many small per-job slices
+// from one slab: one allocation instead of one per job.
+func carve[T any](slab *[]T, n int) []T {
+	piece := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return piece
 }

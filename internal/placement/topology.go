@@ -1,9 +1,10 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
@@ -155,6 +156,13 @@ type jobPlan struct {
 	anyway bool
 	// unplaced says why the job could not be placed, if it could not.
 	unplaced string
+	// home is the node the job ran only on when consolidation started,
+	// or -1; changed says consolidation gave it a new plan since.
+	home    int
+	changed bool
+	// key is what grow and consolidate sort by, computed once: the
+	// workers still to place, or the nodes spanned beyond the fewest.
+	key int
 }
 
 func (p *jobPlan) planned() int { return sumSlots(p.plan) }
@@ -171,9 +179,20 @@ func (t *Topology) Place(snap *model.Snapshot, alloc model.Allocation) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
+	// The plans and their previous slots live in two slabs: a
+	// 10,000-node cycle has tens of thousands of jobs, and one allocation
+	// each is most of the garbage a call makes.
+	slab := make([]jobPlan, len(jobs))
 	plans := make([]*jobPlan, len(jobs))
+	entries := 0
+	for _, a := range jobs {
+		entries += len(a.job.State.Placement)
+	}
+	arena := make([]slot, 0, entries)
 	for i, a := range jobs {
-		p := &jobPlan{job: a.job, rank: i, g: a.gpus, prev: mergeSlots(a.job.State.Placement, pos)}
+		p := &slab[i]
+		*p = jobPlan{job: a.job, rank: i, g: a.gpus}
+		p.prev, arena = mergeSlots(arena, a.job.State.Placement, pos)
 		p.prevTotal = sumSlots(p.prev)
 		plans[i] = p
 	}
@@ -208,13 +227,19 @@ func (t *Topology) Place(snap *model.Snapshot, alloc model.Allocation) (Result, 
 	r.consolidate()
 
 	res := Result{Placement: make(model.Placement, len(plans))}
+	entries = 0
+	for _, p := range plans {
+		entries += len(p.plan)
+	}
+	// Every job's placement is a piece of one array (see carve).
+	out := make([]model.NodeWorkers, entries)
 	for _, p := range plans {
 		name := p.job.Spec.Name
 		if p.unplaced != "" {
 			res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: p.g, Reason: p.unplaced})
 			continue
 		}
-		jp := make(model.JobPlacement, len(p.plan))
+		jp := model.JobPlacement(carve(&out, len(p.plan)))
 		for i, s := range p.plan {
 			jp[i] = model.NodeWorkers{Node: snap.Nodes[s.node].Name, Workers: s.workers}
 		}
@@ -234,6 +259,12 @@ type run struct {
 	// prevOf[node] is the workers the job being placed had on node
 	// before this cycle (see setPrev).
 	prevOf []int
+	// single, changed and evict serve evictable: the jobs on one node
+	// when consolidation started, the jobs re-placed since, and the
+	// list it returns, reused.
+	single  singles
+	changed []*jobPlan
+	evict   []*jobPlan
 }
 
 func (r *run) setPrev(p *jobPlan) {
@@ -251,11 +282,19 @@ func (r *run) clearPrev(p *jobPlan) {
 // keep is step 1: workers stay where they are, up to the job's new count
 // and each node's capacity, higher-priority jobs first.
 func (r *run) keep() {
+	// The plans start as copies of the previous slots, cut from one
+	// array; a plan that grows later is copied out of it by append.
+	n := 0
+	for _, p := range r.plans {
+		n += len(p.prev)
+	}
+	arena := make([]slot, n)
 	for _, p := range r.plans {
 		if p.unplaced != "" {
 			continue
 		}
-		kept := append([]slot(nil), p.prev...)
+		kept := carve(&arena, len(p.prev))
+		copy(kept, p.prev)
 		if excess := p.prevTotal - p.g; excess > 0 {
 			// Give back from the nodes with the fewest of the job's
 			// workers first; among equals, from the last in rank order.
@@ -263,12 +302,11 @@ func (r *run) keep() {
 			for i := range order {
 				order[i] = i
 			}
-			sort.SliceStable(order, func(a, b int) bool {
-				ka, kb := kept[order[a]], kept[order[b]]
-				if ka.workers != kb.workers {
-					return ka.workers < kb.workers
+			slices.SortFunc(order, func(a, b int) int {
+				if ka, kb := kept[a].workers, kept[b].workers; ka != kb {
+					return cmp.Compare(ka, kb)
 				}
-				return order[a] > order[b]
+				return cmp.Compare(b, a)
 			})
 			for _, i := range order {
 				w := min(kept[i].workers, excess)
@@ -285,11 +323,13 @@ func (r *run) keep() {
 				out = append(out, slot{s.node, w})
 			}
 		}
+		// Nothing here is rolled back: forget it as we go, so the undo
+		// log stays one job long.
+		r.x.commit()
 		p.plan = out
 		before := p.job.State.Placement.Workers()
 		p.anyway = before == 0 || p.g != before || p.prevTotal != before || !equalSlots(p.plan, p.prev)
 	}
-	r.x.commit()
 }
 
 // grow is step 2.
@@ -304,7 +344,7 @@ func (r *run) grow() error {
 		// takes the room there.
 		if need := p.g - p.planned(); need > 0 && len(p.plan) > 0 {
 			own := append([]slot(nil), p.plan...)
-			sort.SliceStable(own, func(a, b int) bool { return own[a].workers > own[b].workers })
+			slices.SortStableFunc(own, func(a, b slot) int { return cmp.Compare(b.workers, a.workers) })
 			for _, s := range own {
 				if w := min(x.free[s.node], need); w > 0 {
 					x.add(s.node, -w)
@@ -312,27 +352,29 @@ func (r *run) grow() error {
 					need -= w
 				}
 			}
+			x.commit()
 		}
 		if p.anyway {
+			p.key = p.g - p.planned()
 			restarting = append(restarting, p)
 		}
 	}
 	// Largest remaining need first, then largest job, then priority.
-	sort.SliceStable(restarting, func(a, b int) bool {
-		pa, pb := restarting[a], restarting[b]
-		if na, nb := pa.g-pa.planned(), pb.g-pb.planned(); na != nb {
-			return na > nb
+	slices.SortFunc(restarting, func(pa, pb *jobPlan) int {
+		if na, nb := pa.key, pb.key; na != nb {
+			return cmp.Compare(nb, na)
 		}
 		if pa.g != pb.g {
-			return pa.g > pb.g
+			return cmp.Compare(pb.g, pa.g)
 		}
-		return pa.rank < pb.rank
+		return cmp.Compare(pa.rank, pb.rank)
 	})
 	for _, p := range restarting {
 		need := p.g - p.planned()
 		if need > x.total {
 			return fmt.Errorf("place job %s: %d more GPUs needed, %d free after the capacity check", p.job.Spec.Name, need, x.total)
 		}
+		x.commit() // only this job's changes are ever rolled back
 		mark := x.mark()
 		kept := fill(x, append([]slot(nil), p.plan...), need)
 		if r.opts.KeepResized || len(p.prev) == 0 || len(kept) <= r.bound.MinNodes(p.g) {
@@ -383,19 +425,23 @@ func (r *run) consolidate() {
 	}
 	var cands []*jobPlan
 	for _, p := range r.plans {
-		if p.unplaced == "" && !p.anyway && len(p.plan) > r.bound.MinNodes(p.g) {
-			cands = append(cands, p)
+		if p.unplaced == "" && !p.anyway {
+			if p.key = len(p.plan) - r.bound.MinNodes(p.g); p.key > 0 {
+				cands = append(cands, p)
+			}
 		}
 	}
 	// The most spread first, then by priority.
-	sort.SliceStable(cands, func(a, b int) bool {
-		ca, cb := cands[a], cands[b]
-		ea, eb := len(ca.plan)-r.bound.MinNodes(ca.g), len(cb.plan)-r.bound.MinNodes(cb.g)
-		if ea != eb {
-			return ea > eb
+	slices.SortFunc(cands, func(ca, cb *jobPlan) int {
+		if ea, eb := ca.key, cb.key; ea != eb {
+			return cmp.Compare(eb, ea)
 		}
-		return ca.rank < cb.rank
+		return cmp.Compare(ca.rank, cb.rank)
 	})
+	if len(cands) == 0 {
+		return
+	}
+	r.indexSingles(len(r.prevOf))
 	for _, p := range cands {
 		if r.budget <= 0 {
 			break
@@ -422,6 +468,7 @@ func (r *run) improve(p *jobPlan) {
 		m := moves(p, out)
 		if len(out) < span && m <= r.budget && r.pays(p, span, len(out), 0) {
 			p.plan = rankOrder(out, p.prev)
+			r.replaced(p)
 			r.budget -= m
 			x.commit()
 			return
@@ -446,13 +493,12 @@ func (r *run) alone(p *jobPlan, maxBase int) []slot {
 	for i, s := range p.prev {
 		base[i] = s.node
 	}
-	sort.SliceStable(base, func(a, b int) bool {
-		na, nb := base[a], base[b]
+	slices.SortStableFunc(base, func(na, nb int) int {
 		oa, ob := min(r.prevOf[na], x.free[na]), min(r.prevOf[nb], x.free[nb])
 		if oa != ob {
-			return oa > ob
+			return cmp.Compare(ob, oa)
 		}
-		return x.free[na] > x.free[nb]
+		return cmp.Compare(x.free[nb], x.free[na])
 	})
 	bestT, bestNodes, bestOverlap := 0, math.MaxInt, -1
 	for tk := 0; tk <= min(len(base), maxBase); tk++ {
@@ -478,7 +524,7 @@ func (r *run) swap(p *jobPlan, span int) bool {
 	for _, s := range p.prev {
 		targets = append(targets, s.node)
 	}
-	sort.SliceStable(targets, func(a, b int) bool { return r.prevOf[targets[a]] > r.prevOf[targets[b]] })
+	slices.SortStableFunc(targets, func(a, b int) int { return cmp.Compare(r.prevOf[b], r.prevOf[a]) })
 	for _, tn := range targets[:min(2, len(targets))] {
 		want := min(p.g, x.cap[tn])
 		room := x.free[tn]
@@ -510,6 +556,8 @@ func (r *run) swap(p *jobPlan, span int) bool {
 			if charged <= r.budget && r.pays(p, span, len(out), cost) {
 				p.plan = rankOrder(out, p.prev)
 				q.plan = moved
+				r.replaced(p)
+				r.replaced(q)
 				r.budget -= charged
 				return true
 			}
@@ -521,25 +569,81 @@ func (r *run) swap(p *jobPlan, span int) bool {
 
 // evictable lists the jobs other than p that run only on node, with at
 // least need workers there: those that restart anyway first, then the
-// smallest, then the lowest priority.
+// smallest, then the lowest priority. The order is total (ranks are
+// unique), so it does not depend on the order candidates are found in.
 func (r *run) evictable(p *jobPlan, node, need int) []*jobPlan {
-	var out []*jobPlan
-	for _, q := range r.plans {
-		if q != p && q.unplaced == "" && len(q.plan) == 1 && q.plan[0].node == node && q.plan[0].workers >= need {
+	out := r.evict[:0]
+	ok := func(q *jobPlan) bool {
+		return q != p && q.unplaced == "" && len(q.plan) == 1 && q.plan[0].node == node && q.plan[0].workers >= need
+	}
+	for _, q := range r.single.on(node) {
+		if ok(q) {
 			out = append(out, q)
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool {
-		qa, qb := out[a], out[b]
+	// Jobs re-placed during consolidation, unless found above already.
+	for _, q := range r.changed {
+		if q.home != node && ok(q) {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(qa, qb *jobPlan) int {
 		if qa.anyway != qb.anyway {
-			return qa.anyway
+			if qa.anyway {
+				return -1
+			}
+			return 1
 		}
 		if wa, wb := qa.plan[0].workers, qb.plan[0].workers; wa != wb {
-			return wa < wb
+			return cmp.Compare(wa, wb)
 		}
-		return qa.rank > qb.rank
+		return cmp.Compare(qb.rank, qa.rank)
 	})
+	r.evict = out
 	return out
+}
+
+// singles lists, per node, the jobs that ran only on that node when
+// consolidation started, so evictable does not scan every job.
+type singles struct {
+	start []int // the jobs on node i are jobs[start[i]:start[i+1]]
+	jobs  []*jobPlan
+}
+
+// indexSingles fills r.single and sets every plan's home.
+func (r *run) indexSingles(nodes int) {
+	start := make([]int, nodes+1)
+	n := 0
+	for _, p := range r.plans {
+		p.home = -1
+		if p.unplaced == "" && len(p.plan) == 1 {
+			p.home = p.plan[0].node
+			start[p.home+1]++
+			n++
+		}
+	}
+	for i := range nodes {
+		start[i+1] += start[i]
+	}
+	jobs := make([]*jobPlan, n)
+	next := append([]int(nil), start[:nodes]...)
+	for _, p := range r.plans {
+		if p.home >= 0 {
+			jobs[next[p.home]] = p
+			next[p.home]++
+		}
+	}
+	r.single = singles{start: start, jobs: jobs}
+}
+
+func (s singles) on(node int) []*jobPlan { return s.jobs[s.start[node]:s.start[node+1]] }
+
+// replaced records that consolidation gave p a new plan.
+func (r *run) replaced(p *jobPlan) {
+	if !p.changed {
+		p.changed = true
+		r.changed = append(r.changed, p)
+	}
 }
 
 // pays reports whether moving the untouched job p from span nodes to
@@ -591,13 +695,15 @@ func moves(p *jobPlan, out []slot) int {
 	if p.prevTotal == 0 || p.g == 0 {
 		return 0
 	}
-	prev := make(map[int]int, len(p.prev))
-	for _, s := range p.prev {
-		prev[s.node] = s.workers
-	}
+	// p.prev has one slot per node, and both are a few slots long.
 	ov := 0
 	for _, s := range out {
-		ov += min(s.workers, prev[s.node])
+		for _, ps := range p.prev {
+			if ps.node == s.node {
+				ov += min(s.workers, ps.workers)
+				break
+			}
+		}
 	}
 	return min(p.g, p.prevTotal) - ov
 }
@@ -633,8 +739,10 @@ func rankOrder(out, prev []slot) []slot {
 
 // mergeSlots turns a placement into slots on known nodes, one per node,
 // in rank order; workers on unknown nodes are dropped (the node is gone).
-func mergeSlots(p model.JobPlacement, pos map[string]int) []slot {
-	var out []slot
+// The slots are appended to arena, which must have room for one per
+// entry of p; it returns them, capped, and the arena after them.
+func mergeSlots(arena []slot, p model.JobPlacement, pos map[string]int) (out, rest []slot) {
+	out = arena[len(arena):]
 	for _, nw := range p {
 		i, ok := pos[nw.Node]
 		if !ok || nw.Workers <= 0 {
@@ -642,7 +750,7 @@ func mergeSlots(p model.JobPlacement, pos map[string]int) []slot {
 		}
 		out = addSlot(out, i, nw.Workers)
 	}
-	return out
+	return slices.Clip(out), arena[:len(arena)+len(out)]
 }
 
 func addSlot(plan []slot, node, w int) []slot {
