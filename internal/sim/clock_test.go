@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/placement"
+	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/report"
 	"github.com/vodascheduler/voda/internal/sim/workload"
 )
@@ -90,6 +92,47 @@ func TestDefect_RunPastTwoToTheTwentyThreeSecondsFinishes(t *testing.T) {
 				if tt.interval > 0 && nanos(j.Start)%tt.interval != 0 {
 					t.Errorf("job %s started at %v s, off the %v grid", j.Name, j.Start, tt.interval)
 				}
+			}
+		})
+	}
+}
+
+// rateModel is a model whose rate is whatever the test says: a broken
+// model, to show what the engine does with one.
+type rateModel struct{ rate float64 }
+
+func (rateModel) Name() string                            { return "broken" }
+func (rateModel) DefaultEpochs() int                      { return 3 }
+func (rateModel) DefaultBatch() int                       { return 32 }
+func (rateModel) MaxWorkers(int) int                      { return 4 }
+func (rateModel) EpochProgress(e int) float64             { return 100 * float64(e) }
+func (m rateModel) Rate([]int, int, int) (float64, error) { return m.rate, nil }
+
+// An event loop that cannot move on reports it instead of hanging. An
+// infinite rate predicts a job's finish at the end of its restart, where
+// its first epoch has not begun: the next event is always now and nothing
+// changes. A NaN rate would order before every event.
+func TestDefect_StalledRunIsAnError(t *testing.T) {
+	tests := []struct {
+		name string
+		rate float64
+		want string
+	}{
+		{name: "infinite rate", rate: math.Inf(1), want: "stalled at 30s"},
+		{name: "NaN rate", rate: math.NaN(), want: "predicts its finish in NaN s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			models, err := perfmodel.NewSet(rateModel{rate: tt.rate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := []workload.Job{{Name: "a", App: "broken", MinWorkers: 1, MaxWorkers: 1, Requested: 1}}
+			_, err = Run(ctx, jobs, Options{Nodes: 1, GPUsPerNode: 1, Allocator: newAlloc(t, "FIFO"), Placer: placement.NewGreedy(), Models: models})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run: %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}

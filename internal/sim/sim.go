@@ -812,6 +812,10 @@ func (e *engine) nextEvent() (instant, error) {
 			if err != nil {
 				return never, fmt.Errorf("simulate: %w", err)
 			}
+			if !(d >= 0) {
+				// NaN would order before nothing and stall the run.
+				return never, fmt.Errorf("simulate: job %s: model %s predicts its finish in %g s", j.w.Name, j.m.Name(), d)
+			}
 			if !math.IsInf(d, 1) {
 				next = earlier(next, timeAt(e.now+d))
 			}
