@@ -813,7 +813,7 @@ func (e *engine) nextEvent() (instant, error) {
 				return never, fmt.Errorf("simulate: %w", err)
 			}
 			if !(d >= 0) {
-				// NaN would order before nothing and stall the run.
+				// NaN orders before nothing, and a negative time is past.
 				return never, fmt.Errorf("simulate: job %s: model %s predicts its finish in %g s", j.w.Name, j.m.Name(), d)
 			}
 			if !math.IsInf(d, 1) {
@@ -825,6 +825,10 @@ func (e *engine) nextEvent() (instant, error) {
 		d := due.Sub(epoch0)
 		next = earlier(next, instant{clock: max(d, e.clock), sec: max(d.Seconds(), e.now)})
 	}
+	// After a due time that float64 seconds fall short of, now in seconds
+	// is up to a nanosecond before clock, and an event predicted from it
+	// may round to before clock: it happens now, not in the past.
+	next.clock = max(next.clock, e.clock)
 	return next, nil
 }
 
