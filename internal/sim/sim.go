@@ -732,11 +732,12 @@ func (e *engine) runInterval(ctx context.Context, interval, maxTime time.Duratio
 	return nil
 }
 
-// maxIdleCycles is how many cycles in a row may run at one instant with
-// no arrival or completion between them: a limited cycle and the full one
-// it defers to, which the rate limit may allow at once, and one more for
-// slack. More means the core stays due whatever it does, and the run
-// would never end.
+// maxIdleCycles is how many iterations in a row of the event loop may run
+// a cycle and nothing else at one instant. One is ordinary: the run's
+// first cycle, at time zero, after the submissions there were delivered.
+// A cycle leaves the core due later (a tick, the rate limit or a failed
+// cycle's backoff on), so a few in a row mean it stays due whatever it
+// does, and the run would never end.
 const maxIdleCycles = 3
 
 func (e *engine) runEvents(ctx context.Context, maxTime time.Duration) error {
