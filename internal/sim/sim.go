@@ -27,7 +27,42 @@ const GPUType = "sim-gpu"
 // epoch0 is virtual time zero.
 var epoch0 = time.Unix(0, 0).UTC()
 
-func at(sec float64) time.Time { return epoch0.Add(time.Duration(math.Round(sec * 1e9))) }
+func at(sec float64) time.Time { return epoch0.Add(nanos(sec)) }
+
+// nanos is sec seconds in whole nanoseconds, the nearest, saturated at
+// the range of a time.Duration (292 years) rather than wrapped.
+func nanos(sec float64) time.Duration {
+	ns := math.Round(sec * 1e9)
+	switch {
+	case ns >= math.MaxInt64 || math.IsNaN(ns):
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(ns)
+}
+
+// instant is a simulated time as the engine keeps it (see engine.clock
+// and engine.now): nanoseconds since epoch0 and seconds.
+type instant struct {
+	clock time.Duration
+	sec   float64
+}
+
+// never is later than any event.
+var never = instant{clock: math.MaxInt64, sec: math.Inf(1)}
+
+// timeAt is the instant of an event at sec seconds: a submission or a
+// predicted completion.
+func timeAt(sec float64) instant { return instant{clock: nanos(sec), sec: sec} }
+
+// earlier returns the earlier of a and b in each unit. Both units rise
+// together (nanos is monotonic), so this is the earlier event but for a
+// due time within a nanosecond of another event, where it keeps the
+// exact due time and the other event's seconds.
+func earlier(a, b instant) instant {
+	return instant{clock: min(a.clock, b.clock), sec: min(a.sec, b.sec)}
+}
 
 // Options configure one simulation run.
 type Options struct {
@@ -325,9 +360,9 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 	port.placed = e.placed
 	if opts.Interval > 0 {
-		err = e.runInterval(ctx, opts.Interval.Seconds(), maxTime.Seconds())
+		err = e.runInterval(ctx, opts.Interval, maxTime)
 	} else {
-		err = e.runEvents(ctx, maxTime.Seconds())
+		err = e.runEvents(ctx, maxTime)
 	}
 	if err != nil {
 		return nil, err
@@ -452,7 +487,19 @@ type engine struct {
 	online   *estimate.Online // nil with the oracle
 	next     int              // next job to arrive
 	finished int
-	now      float64
+	// clock is the simulated time in nanoseconds since epoch0: it orders
+	// events, is what the core is told, and is compared exactly with the
+	// core's due time. A float64 of seconds resolves only 1.86 ns past
+	// 2^23 s (97 days): a due time read back from one could fall a
+	// nanosecond short of itself, and no cycle would ever run.
+	clock time.Duration
+	// now is the jobs' time in seconds, clock to within a float64's
+	// resolution (1.86 ns past 97 days): the time of the latest event as
+	// the jobs' arithmetic computes it (a completion's predicted finish, a
+	// submission time). A job advances to its predicted finish exactly,
+	// whatever nanosecond clock rounds it to, and its arithmetic needs
+	// only relative precision.
+	now float64
 	// Per-cycle placement metrics, summed over cycles.
 	cycles          int
 	spreadJobCycles int
@@ -474,11 +521,11 @@ func (e *engine) spec(j *simJob) model.JobSpec {
 }
 
 // advance moves every running job from e.now to t.
-func (e *engine) advance(t float64) error {
-	dt := t - e.now
-	if dt < 0 {
-		return fmt.Errorf("simulate: time went backwards from %g to %g", e.now, t)
+func (e *engine) advance(t instant) error {
+	if t.clock < e.clock || t.sec < e.now {
+		return fmt.Errorf("simulate: time went backwards from %v (%g s) to %v (%g s)", e.clock, e.now, t.clock, t.sec)
 	}
+	dt := t.sec - e.now
 	for _, j := range e.live {
 		if !j.done {
 			if err := j.step(e.now, dt, e.round, e.rechoose); err != nil {
@@ -486,14 +533,16 @@ func (e *engine) advance(t float64) error {
 			}
 		}
 	}
-	e.now = t
-	e.port.now = t
+	e.clock, e.now = t.clock, t.sec
+	e.port.now = t.sec
 	return nil
 }
 
-// deliver tells the core about completions and arrivals up to now.
-func (e *engine) deliver() error {
-	now := at(e.now)
+// deliver tells the core about completions and arrivals up to now, and
+// reports whether there were any.
+func (e *engine) deliver() (bool, error) {
+	now := epoch0.Add(e.clock)
+	before := e.finished + e.next
 	kept := e.live[:0]
 	for _, j := range e.live {
 		if !j.done {
@@ -502,7 +551,7 @@ func (e *engine) deliver() error {
 		}
 		e.finished++
 		if _, err := e.core.Finish(now, j.w.Name, model.StatusCompleted); err != nil {
-			return err
+			return false, err
 		}
 		e.port.changes = append(e.port.changes, report.Change{Time: j.end, Job: j.w.Name, GPUs: 0})
 		e.flush(j, true)
@@ -515,13 +564,13 @@ func (e *engine) deliver() error {
 		e.next++
 		e.live = append(e.live, j)
 		if err := e.core.Submit(now, e.spec(j)); err != nil {
-			return fmt.Errorf("simulate: %w", err)
+			return false, fmt.Errorf("simulate: %w", err)
 		}
 	}
 	if e.opts.Progress != nil {
 		e.opts.Progress(float64(e.finished) / float64(len(e.jobs)))
 	}
-	return nil
+	return e.finished+e.next != before, nil
 }
 
 // estimate hands every live job's estimates to the core, after handing
@@ -631,7 +680,7 @@ func (e *engine) cycle(ctx context.Context) error {
 	if o, ok := e.est.(*oracle); ok && o.err != nil {
 		return fmt.Errorf("simulate: %w", o.err)
 	}
-	rep, err := e.core.Cycle(ctx, at(e.now))
+	rep, err := e.core.Cycle(ctx, epoch0.Add(e.clock))
 	if err != nil {
 		return fmt.Errorf("simulate at %.0f s: %w", e.now, err)
 	}
@@ -658,18 +707,19 @@ func (e *engine) stuck() bool {
 	return !e.core.Dirty()
 }
 
-func (e *engine) runInterval(ctx context.Context, interval, maxTime float64) error {
+func (e *engine) runInterval(ctx context.Context, interval, maxTime time.Duration) error {
 	for !e.allDone() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if e.now >= maxTime {
+		if e.clock >= maxTime {
 			break
 		}
-		if err := e.advance(e.now + interval); err != nil {
+		t := e.clock + interval
+		if err := e.advance(instant{clock: t, sec: t.Seconds()}); err != nil {
 			return err
 		}
-		if err := e.deliver(); err != nil {
+		if _, err := e.deliver(); err != nil {
 			return err
 		}
 		if err := e.cycle(ctx); err != nil {
@@ -682,33 +732,31 @@ func (e *engine) runInterval(ctx context.Context, interval, maxTime float64) err
 	return nil
 }
 
-func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
-	if err := e.deliver(); err != nil {
+// maxIdleCycles is how many iterations in a row of the event loop may run
+// a cycle and nothing else at one instant. One is ordinary: the run's
+// first cycle, at time zero, after the submissions there were delivered.
+// A cycle leaves the core due later (a tick, the rate limit or a failed
+// cycle's backoff on), so a few in a row mean it stays due whatever it
+// does, and the run would never end.
+const maxIdleCycles = 3
+
+func (e *engine) runEvents(ctx context.Context, maxTime time.Duration) error {
+	if _, err := e.deliver(); err != nil {
 		return err
 	}
+	idle := 0 // iterations in a row that neither moved time nor delivered
 	for !e.allDone() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		next := math.Inf(1)
-		if e.next < len(e.jobs) {
-			next = e.jobs[e.next].w.Submit
+		next, err := e.nextEvent()
+		if err != nil {
+			return err
 		}
-		for _, j := range e.live {
-			if j.workers() > 0 {
-				d, err := j.FinishIn()
-				if err != nil {
-					return fmt.Errorf("simulate: %w", err)
-				}
-				next = math.Min(next, e.now+d)
-			}
-		}
-		if due, ok := e.core.Due(); ok {
-			next = math.Min(next, math.Max(due.Sub(epoch0).Seconds(), e.now))
-		}
-		if math.IsInf(next, 1) || next >= maxTime {
+		if next.clock >= maxTime {
 			break
 		}
+		moved := next != instant{clock: e.clock, sec: e.now}
 		if err := e.advance(next); err != nil {
 			return err
 		}
@@ -716,12 +764,25 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 		for _, j := range e.live {
 			j.Finish(e.now)
 		}
-		if err := e.deliver(); err != nil {
+		delivered, err := e.deliver()
+		if err != nil {
 			return err
 		}
-		if due, ok := e.core.Due(); ok && !due.After(at(e.now)) {
+		cycled := false
+		if due, ok := e.core.Due(); ok && due.Sub(epoch0) <= e.clock {
 			if err := e.cycle(ctx); err != nil {
 				return err
+			}
+			cycled = true
+		}
+		// Every iteration must move time or change something, or the
+		// next would repeat it forever: a stall is a defect, reported.
+		if moved || delivered {
+			idle = 0
+		} else {
+			idle++
+			if !cycled || idle > maxIdleCycles {
+				return fmt.Errorf("simulate: stalled at %v (%g s): %d iterations in a row at one time delivered nothing (cycled: %v)", e.clock, e.now, idle, cycled)
 			}
 		}
 		if e.stuck() && !e.allDone() {
@@ -736,6 +797,40 @@ func (e *engine) runEvents(ctx context.Context, maxTime float64) error {
 		}
 	}
 	return nil
+}
+
+// nextEvent returns the earliest of the next arrival, the running jobs'
+// predicted completions and the core's due time (never before now), or
+// never when there is none.
+func (e *engine) nextEvent() (instant, error) {
+	next := never
+	if e.next < len(e.jobs) {
+		next = timeAt(e.jobs[e.next].w.Submit)
+	}
+	for _, j := range e.live {
+		if j.workers() > 0 {
+			d, err := j.FinishIn()
+			if err != nil {
+				return never, fmt.Errorf("simulate: %w", err)
+			}
+			if !(d >= 0) {
+				// NaN orders before nothing, and a negative time is past.
+				return never, fmt.Errorf("simulate: job %s: model %s predicts its finish in %g s", j.w.Name, j.m.Name(), d)
+			}
+			if !math.IsInf(d, 1) {
+				next = earlier(next, timeAt(e.now+d))
+			}
+		}
+	}
+	if due, ok := e.core.Due(); ok {
+		d := due.Sub(epoch0)
+		next = earlier(next, instant{clock: max(d, e.clock), sec: max(d.Seconds(), e.now)})
+	}
+	// After a due time that float64 seconds fall short of, now in seconds
+	// is up to a nanosecond before clock, and an event predicted from it
+	// may round to before clock: it happens now, not in the past.
+	next.clock = max(next.clock, e.clock)
+	return next, nil
 }
 
 // noneCanRun reports whether every waiting job needs more GPUs than the
