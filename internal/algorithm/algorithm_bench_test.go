@@ -43,14 +43,28 @@ func benchSnapshot(jobs, gpus int, seed uint64) *model.Snapshot {
 	return s
 }
 
+// benchSizes is BenchmarkAllocate's matrix: every jobs x GPUs pair of the
+// small sizes, and 100,000 jobs (the issue-28 target: at most 8,000 of
+// them can run) at 800 and 8,000 GPUs.
+var benchSizes = func() [][2]int {
+	var sizes [][2]int
+	for _, jobs := range []int{100, 1000, 10000} {
+		for _, gpus := range []int{64, 800, 8000} {
+			sizes = append(sizes, [2]int{jobs, gpus})
+		}
+	}
+	return append(sizes, [2]int{100000, 800}, [2]int{100000, 8000})
+}()
+
 // BenchmarkAllocate/<Algorithm>/jobs=<N>/gpus=<G> times one allocation
 // decision of every built-in algorithm.
 func BenchmarkAllocate(b *testing.B) {
 	reg := Builtin()
 	for _, name := range reg.Names() {
 		b.Run(name, func(b *testing.B) {
-			for _, jobs := range []int{100, 1000, 10000} {
-				for _, gpus := range []int{64, 800, 8000} {
+			for _, size := range benchSizes {
+				{
+					jobs, gpus := size[0], size[1]
 					b.Run(fmt.Sprintf("jobs=%d/gpus=%d", jobs, gpus), func(b *testing.B) {
 						a := mustNew(b, name)
 						snap := benchSnapshot(jobs, gpus, 1)
