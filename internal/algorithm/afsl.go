@@ -48,7 +48,7 @@ import (
 const NameAFSL = "AFS-L"
 
 // AFSL is Apathetic Future Share with known lengths.
-type AFSL struct{}
+type AFSL struct{ t tracker }
 
 var _ Allocator = (*AFSL)(nil)
 
@@ -59,12 +59,14 @@ func NewAFSL(*registry.Params) (Allocator, error) { return &AFSL{}, nil }
 func (*AFSL) Name() string { return NameAFSL }
 
 // Allocate implements Allocator.
-func (*AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (a *AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	a.t.mu.Lock()
+	defer a.t.mu.Unlock()
+	in, err := a.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byRemaining)
+	order := a.t.sorted(in, keyOf(snap, byRemaining))
 	return in.allocation(order, afslTournament(snap, order, speedups(snap), in.total)), nil
 }
 

@@ -43,6 +43,7 @@ const DefaultElasticTiresiasPendingLimit = 10
 type ElasticTiresias struct {
 	las          lasQueues
 	pendingLimit int
+	t            tracker
 }
 
 var (
@@ -78,12 +79,14 @@ func (t *ElasticTiresias) Requeue(snap *model.Snapshot) []model.QueueChange {
 
 // Allocate implements Allocator.
 func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkQueuedSnapshot(snap)
+	t.t.mu.Lock()
+	defer t.t.mu.Unlock()
+	in, err := checkQueuedSnapshot(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byQueue)
-	gpus, spare := firstFit(snap, order, in.total, minimum)
+	order := t.t.sorted(in, keyOf(snap, byQueue))
+	gpus, spare := firstFit(order, in.total, in.minW)
 	if spare == 0 {
 		return in.allocation(order, gpus), nil
 	}

@@ -40,7 +40,7 @@ const NameFfDL = "FfDLOptimizer"
 const ffdlDPCellLimit = 4_000_000
 
 // FfDL maximizes the total speedup of all jobs.
-type FfDL struct{}
+type FfDL struct{ t tracker }
 
 var _ Allocator = (*FfDL)(nil)
 
@@ -51,12 +51,14 @@ func NewFfDL(*registry.Params) (Allocator, error) { return &FfDL{}, nil }
 func (*FfDL) Name() string { return NameFfDL }
 
 // Allocate implements Allocator.
-func (*FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	in, err := f.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byArrival)
+	order := f.t.arrival(in)
 	est := speedups(snap)
 	var gpus []int
 	if capacity, ok := ffdlDPSize(snap, in.total); ok {

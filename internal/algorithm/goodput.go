@@ -85,6 +85,7 @@ const (
 type Goodput struct {
 	payback float64
 	hold    float64
+	t       tracker
 }
 
 var _ Allocator = (*Goodput)(nil)
@@ -124,13 +125,15 @@ type goodputJob struct {
 
 // Allocate implements Allocator.
 func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+	g.t.mu.Lock()
+	defer g.t.mu.Unlock()
+	in, err := g.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	n := len(snap.Jobs)
 	jobs := g.jobs(snap)
-	arrival := sortedIndices(snap, byArrival)
+	arrival := g.t.arrival(in)
 	rank := make([]int32, n)
 	for r, i := range arrival {
 		rank[i] = int32(r)

@@ -12,8 +12,21 @@ import (
 	"github.com/vodascheduler/voda/internal/model"
 )
 
+// refFirstFit gives each job in order its min if that many GPUs are still
+// free, else nothing, and returns the GPUs left.
+func refFirstFit(snap *model.Snapshot, order []int, total int) ([]int, int) {
+	gpus := make([]int, len(snap.Jobs))
+	for _, i := range order {
+		if m := snap.Jobs[i].Spec.MinWorkers; m <= total {
+			gpus[i] = m
+			total -= m
+		}
+	}
+	return gpus, total
+}
+
 func refMinThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
-	gpus, spare := firstFit(snap, order, total, minimum)
+	gpus, spare := refFirstFit(snap, order, total)
 	for spare > 0 {
 		gave := false
 		for _, i := range order {
@@ -33,7 +46,7 @@ func refMinThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
 func refElasticTiresias(snap *model.Snapshot, total, pendingLimit int) []int {
 	order := sortedIndices(snap, byQueue)
 	est := speedups(snap)
-	gpus, spare := firstFit(snap, order, total, minimum)
+	gpus, spare := refFirstFit(snap, order, total)
 	pending := 0
 	for _, g := range gpus {
 		if g == 0 {

@@ -45,6 +45,7 @@ const (
 // Tiresias is two-queue discretized 2D-LAS over requested GPU counts.
 type Tiresias struct {
 	las lasQueues
+	t   tracker
 }
 
 var (
@@ -71,13 +72,15 @@ func (*Tiresias) Name() string { return NameTiresias }
 func (t *Tiresias) Requeue(snap *model.Snapshot) []model.QueueChange { return t.las.requeue(snap) }
 
 // Allocate implements Allocator.
-func (*Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkQueuedSnapshot(snap)
+func (t *Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	t.t.mu.Lock()
+	defer t.t.mu.Unlock()
+	in, err := checkQueuedSnapshot(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byQueue)
-	gpus, _ := firstFit(snap, order, in.total, requested)
+	order := t.t.sorted(in, keyOf(snap, byQueue))
+	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }
 
@@ -125,9 +128,9 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 	return changes
 }
 
-// checkQueuedSnapshot is checkSnapshot plus non-negative queues.
-func checkQueuedSnapshot(snap *model.Snapshot) (*input, error) {
-	in, err := checkSnapshot(snap)
+// checkQueuedSnapshot is the tracker's check plus non-negative queues.
+func checkQueuedSnapshot(t *tracker, snap *model.Snapshot) (*input, error) {
+	in, err := t.check(snap)
 	if err != nil {
 		return nil, err
 	}
