@@ -81,11 +81,10 @@ func (t *ElasticTiresias) Requeue(snap *model.Snapshot) []model.QueueChange {
 func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	t.t.mu.Lock()
 	defer t.t.mu.Unlock()
-	in, err := checkQueuedSnapshot(&t.t, snap)
+	in, order, err := queueOrder(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := t.t.sorted(in, keyOf(snap, byQueue))
 	gpus, spare := firstFit(order, in.total, in.minW)
 	if spare == 0 {
 		return in.allocation(order, gpus), nil
@@ -98,8 +97,8 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 	}
 	hold := pending > t.pendingLimit
 
-	est := speedups(snap)
-	next := marginalGain(snap, est, gpus)
+	est := newCurves(snap)
+	next := marginalGain(in, est, gpus)
 	h := make(gainHeap, 0, len(order))
 	for r, i := range order {
 		if hold && snap.Jobs[i].State.Queue >= 1 {
@@ -107,7 +106,7 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 		}
 		if gpus[i] == 0 {
 			if m := snap.Jobs[i].Spec.MinWorkers; m <= spare {
-				h = append(h, gainItem{gain: est[i].SpeedupAt(m) / float64(m), rank: int32(r), job: int32(i)})
+				h = append(h, gainItem{gain: est.at(i, m) / float64(m), rank: int32(r), job: int32(i)})
 			}
 			continue
 		}

@@ -1,7 +1,5 @@
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
-
 // gainItem is a job's next step in a marginal-gain auction: the gain per
 // GPU of its next step and the job's rank in the algorithm's order, which
 // breaks ties (lower first).
@@ -98,13 +96,13 @@ func growAuction(h gainHeap, gpus []int, spare int, minOf func(job int) int,
 
 // marginalGain returns the speedup a job gains from one more GPU, and
 // whether it may take one: below its max and with a positive gain.
-func marginalGain(snap *model.Snapshot, est []model.Estimates, gpus []int) func(job int) (float64, bool) {
+func marginalGain(in *input, est *curves, gpus []int) func(job int) (float64, bool) {
 	return func(j int) (float64, bool) {
 		g := gpus[j]
-		if g >= snap.Jobs[j].Spec.MaxWorkers {
+		if g >= int(in.maxW[j]) {
 			return 0, false
 		}
-		gain := est[j].SpeedupAt(g+1) - est[j].SpeedupAt(g)
+		gain := est.at(j, g+1) - est.at(j, g)
 		return gain, gain > 0
 	}
 }

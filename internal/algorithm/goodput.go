@@ -191,7 +191,6 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 // jobs reads the snapshot's jobs, with unknown remaining times replaced by
 // the smallest known one (1 if none is known), all clamped.
 func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
-	est := speedups(snap)
 	fallback := math.Inf(1)
 	for i := range snap.Jobs {
 		if r, ok := remaining(&snap.Jobs[i]); ok {
@@ -208,8 +207,12 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 		if !ok {
 			r = fallback
 		}
+		est := j.Est
+		if !usableCurve(est.Speedup) {
+			est.Speedup = nil
+		}
 		jobs[i] = goodputJob{
-			est:     est[i],
+			est:     est,
 			r:       min(max(r, goodputMinRemaining), goodputMaxRemaining),
 			minW:    j.Spec.MinWorkers,
 			current: max(j.State.GPUs, 0),

@@ -185,28 +185,55 @@ func sortByKey(snap *model.Snapshot, key func(i int) sortKey) []int {
 	return idx
 }
 
-// speedups returns every job's estimates with unusable speedup curves
-// replaced by nil, which model.Estimates.SpeedupAt reads as linear. A curve
-// is unusable when it has a single entry (SpeedupAt would read S(0) for
-// every k) or a value at k >= 1 that is not a finite positive number: one
-// bad estimate from the collector must not stall the cluster nor make a
-// job look infinitely good. Curves are shared, not copied.
-func speedups(snap *model.Snapshot) []model.Estimates {
-	est := make([]model.Estimates, len(snap.Jobs))
-	for i := range snap.Jobs {
-		e := snap.Jobs[i].Est
-		if len(e.Speedup) == 1 {
-			e.Speedup = nil
-		}
-		for k := 1; k < len(e.Speedup); k++ {
-			if v := e.Speedup[k]; !(v > 0) || math.IsInf(v, 1) {
-				e.Speedup = nil
-				break
-			}
-		}
-		est[i] = e
+// usableCurve reports whether a speedup curve can be used as it is. A
+// curve is unusable when it has a single entry (SpeedupAt would read S(0)
+// for every k) or a value at k >= 1 that is not a finite positive number:
+// one bad estimate from the collector must not stall the cluster nor make
+// a job look infinitely good. Allocators read an unusable curve as nil,
+// which model.Estimates.SpeedupAt reads as linear.
+func usableCurve(c []float64) bool {
+	if len(c) == 1 {
+		return false
 	}
-	return est
+	for k := 1; k < len(c); k++ {
+		if v := c[k]; !(v > 0) || math.IsInf(v, 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// curves reads the jobs' speedups, unusable curves taken as linear. Each
+// curve is checked when first read, so a decision reads only the curves of
+// the jobs it considers, not those of every waiting job.
+type curves struct {
+	jobs  []model.Job
+	state []uint8 // per job: curveUnchecked, curveUsable or curveLinear
+}
+
+const (
+	curveUnchecked uint8 = iota
+	curveUsable
+	curveLinear
+)
+
+func newCurves(snap *model.Snapshot) *curves {
+	return &curves{jobs: snap.Jobs, state: make([]uint8, len(snap.Jobs))}
+}
+
+// at returns job j's speedup on k GPUs.
+func (c *curves) at(j, k int) float64 {
+	e := &c.jobs[j].Est
+	if c.state[j] == curveUnchecked {
+		c.state[j] = curveLinear
+		if usableCurve(e.Speedup) {
+			c.state[j] = curveUsable
+		}
+	}
+	if c.state[j] == curveLinear {
+		return model.Estimates{}.SpeedupAt(k)
+	}
+	return e.SpeedupAt(k)
 }
 
 // firstFit walks order and gives each job want[job] GPUs if that many are

@@ -75,11 +75,10 @@ func (t *Tiresias) Requeue(snap *model.Snapshot) []model.QueueChange { return t.
 func (t *Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	t.t.mu.Lock()
 	defer t.t.mu.Unlock()
-	in, err := checkQueuedSnapshot(&t.t, snap)
+	in, order, err := queueOrder(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := t.t.sorted(in, keyOf(snap, byQueue))
 	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }
@@ -128,16 +127,26 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 	return changes
 }
 
-// checkQueuedSnapshot is the tracker's check plus non-negative queues.
-func checkQueuedSnapshot(t *tracker, snap *model.Snapshot) (*input, error) {
+// queueOrder is the tracker's check, plus non-negative queues, and the
+// jobs in queue order (Queue, QueueSince, arrival). Queues are checked
+// while the sort keys are read, so the jobs are walked once for both.
+func queueOrder(t *tracker, snap *model.Snapshot) (*input, []int, error) {
 	in, err := t.check(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for i := range snap.Jobs {
-		if q := snap.Jobs[i].State.Queue; q < 0 {
-			return nil, fmt.Errorf("job %s: negative queue %d", snap.Jobs[i].Spec.Name, q)
+	bad := -1
+	order := t.sorted(in, func(i int) sortKey {
+		j := &snap.Jobs[i]
+		if j.State.Queue < 0 && bad < 0 {
+			bad = i
 		}
+		return queueKey(j)
+	})
+	if bad >= 0 {
+		t.reset()
+		j := &snap.Jobs[bad]
+		return nil, nil, fmt.Errorf("job %s: negative queue %d", j.Spec.Name, j.State.Queue)
 	}
-	return in, nil
+	return in, order, nil
 }
