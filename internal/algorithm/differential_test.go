@@ -114,6 +114,8 @@ func (e *evolvingSnapshot) step() *model.Snapshot {
 			j.State.GPUs = 0
 		case 4:
 			j.State.GPUs = j.Spec.MinWorkers
+		case 5: // below its min, as after losing a node
+			j.State.GPUs = max(1, j.Spec.MinWorkers-1)
 		}
 		s.Jobs = append(s.Jobs, j)
 	}

@@ -115,6 +115,6 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 		}
 	}
 	h.init()
-	growAuction(h, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
+	growAuction(h, nil, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
 	return in.allocation(order, gpus), nil
 }

@@ -150,6 +150,6 @@ func ffdlGreedy(in *input, order []int, est *curves) []int {
 	}
 	h.init()
 	next := marginalGain(in, est, gpus)
-	growAuction(h, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
+	growAuction(h, nil, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
 	return gpus
 }

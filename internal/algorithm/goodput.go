@@ -47,6 +47,7 @@
 package algorithm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -133,17 +134,18 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	}
 	n := len(snap.Jobs)
 	jobs := g.jobs(snap)
-	arrival := g.t.arrival(in)
-	rank := make([]int32, n)
-	for r, i := range arrival {
-		rank[i] = int32(r)
-	}
+	rank := arrivalRanks(in)
+	// Every job's first increment, and the jobs by its value, highest
+	// first, ties by arrival: the order the greedy takes first increments
+	// in, and the answer's Order unless capping changes a value.
+	first := g.firstSteps(jobs)
+	order := g.t.sorted(in, func(i int) sortKey { return sortKey{f: -first.v[i]} })
 
 	gpus := make([]int, n)
 	// Each round caps at least one running job that was not capped before,
 	// so there are at most running+1 rounds.
 	for {
-		g.greedy(jobs, rank, gpus, in.total)
+		g.greedy(jobs, rank, order, &first, gpus, in.total)
 		capped := false
 		for i := range jobs {
 			j := &jobs[i]
@@ -156,27 +158,13 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 		if !capped {
 			break
 		}
+		first.restale(g, jobs)
 	}
 
 	// Order: first increment's value, highest first, then arrival.
-	first := make([]float64, n)
-	for i := range jobs {
-		first[i], _ = g.value(&jobs[i], 0)
-	}
-	order := slices.Clone(arrival)
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case first[a] > first[b]:
-			return -1
-		case first[a] < first[b]:
-			return 1
-		}
-		return 0
-	})
-
-	a := in.allocation(order, gpus)
-	for _, i := range arrival {
-		if k := gpus[i]; k > 0 {
+	a := in.allocation(first.reorder(order, rank), gpus)
+	for i, k := range gpus {
+		if k > 0 {
 			if b := snap.Jobs[i].Est.BatchAt(k); b > 0 {
 				if a.Batch == nil {
 					a.Batch = map[string]int{}
@@ -251,17 +239,107 @@ func (g *Goodput) paysBack(j *goodputJob, c, k int) bool {
 }
 
 // greedy runs one round of the auction from nothing, writing each job's
-// GPUs into gpus.
-func (g *Goodput) greedy(jobs []goodputJob, rank []int32, gpus []int, total int) {
+// GPUs into gpus. The first increments come from order (by first.v, as a
+// heap of them would give them), but for the stale ones, which a heap
+// holds.
+func (g *Goodput) greedy(jobs []goodputJob, rank []int32, order []int, first *goodputFirst, gpus []int, total int) {
 	clear(gpus)
-	h := make(gainHeap, 0, len(jobs))
-	for i := range jobs {
+	var h gainHeap
+	for _, i := range first.staleJobs {
 		if v, ok := g.value(&jobs[i], 0); ok {
 			h = append(h, gainItem{gain: v, rank: rank[i], job: int32(i)})
 		}
 	}
 	h.init()
-	growAuction(h, gpus, total,
+	fresh := &freshList{jobs: order, item: func(i int) (gainItem, bool) {
+		if first.stale != nil && first.stale[i] {
+			return gainItem{}, false
+		}
+		return gainItem{gain: first.v[i], rank: rank[i], job: int32(i)}, first.ok[i]
+	}}
+	growAuction(h, fresh, gpus, total,
 		func(i int) int { return jobs[i].minW },
 		func(i int) (float64, bool) { return g.value(&jobs[i], gpus[i]) })
+}
+
+// goodputFirst holds every job's first increment as the decision began:
+// its value v and whether the job may take it (ok). A round that caps jobs
+// may change the first increment of some (stale); the greedy takes those
+// from a heap and the Order places them again.
+type goodputFirst struct {
+	v         []float64
+	ok        []bool
+	stale     []bool    // nil while none is stale
+	now       []float64 // the values now, once one is stale
+	staleJobs []int
+}
+
+func (g *Goodput) firstSteps(jobs []goodputJob) goodputFirst {
+	f := goodputFirst{v: make([]float64, len(jobs)), ok: make([]bool, len(jobs))}
+	for i := range jobs {
+		f.v[i], f.ok[i] = g.value(&jobs[i], 0)
+	}
+	return f
+}
+
+// restale finds the jobs whose first increment now differs, after a round
+// capped some jobs.
+func (f *goodputFirst) restale(g *Goodput, jobs []goodputJob) {
+	f.staleJobs = f.staleJobs[:0]
+	for i := range jobs {
+		v, ok := g.value(&jobs[i], 0)
+		changed := v != f.v[i] || ok != f.ok[i]
+		if changed && f.stale == nil {
+			f.stale = make([]bool, len(jobs))
+			f.now = slices.Clone(f.v)
+		}
+		if f.stale != nil {
+			f.stale[i] = changed
+			f.now[i] = v
+		}
+		if changed {
+			f.staleJobs = append(f.staleJobs, i)
+		}
+	}
+}
+
+// reorder returns order (by the first increments' values as they were,
+// highest first, ties by arrival rank) with the stale jobs moved to where
+// their values now put them.
+func (f *goodputFirst) reorder(order []int, rank []int32) []int {
+	if len(f.staleJobs) == 0 {
+		return order
+	}
+	out := make([]int, 0, len(order))
+	for _, i := range order {
+		if !f.stale[i] {
+			out = append(out, i)
+		}
+	}
+	byValue := func(a, b int) int {
+		if va, vb := f.now[a], f.now[b]; va != vb {
+			if va > vb {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(rank[a], rank[b])
+	}
+	slices.SortFunc(f.staleJobs, byValue)
+	return mergeSorted(out, f.staleJobs, byValue)
+}
+
+// arrivalRanks returns each job's rank in arrival order.
+func arrivalRanks(in *input) []int32 {
+	rank := make([]int32, len(in.snap.Jobs))
+	if in.sorted {
+		for i := range rank {
+			rank[i] = int32(i)
+		}
+		return rank
+	}
+	for r, i := range sortedIndices(in.snap, byArrival) {
+		rank[i] = int32(r)
+	}
+	return rank
 }
