@@ -91,6 +91,58 @@ func BenchmarkAllocate(b *testing.B) {
 	}
 }
 
+// BenchmarkAllocateChanged/<Algorithm>/jobs=<N>/gpus=<G> times decisions
+// on snapshots that change between calls, as the scheduler's do: it
+// alternates between two snapshots that differ by one job finished, one
+// arrived, and the remaining times of 8,000 jobs (the running ones'
+// progress). What an allocator keeps between calls is reused only in part.
+func BenchmarkAllocateChanged(b *testing.B) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		for _, size := range [][2]int{{10000, 8000}, {100000, 8000}} {
+			jobs, gpus := size[0], size[1]
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d", name, jobs, gpus), func(b *testing.B) {
+				a := mustNew(b, name)
+				snaps := [2]*model.Snapshot{benchSnapshot(jobs, gpus, 1), nil}
+				snaps[1] = changedSnapshot(snaps[0], 8000, 2)
+				for _, s := range snaps {
+					if _, err := a.Allocate(s); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				cpu := startCPUTimer()
+				k := 0
+				for b.Loop() {
+					if _, err := a.Allocate(snaps[k]); err != nil {
+						b.Fatal(err)
+					}
+					k = 1 - k
+				}
+				cpu.report(b)
+			})
+		}
+	}
+}
+
+// changedSnapshot returns a copy of s with its first job gone, a new job
+// arrived, and the remaining times of `progressed` random jobs lowered.
+func changedSnapshot(s *model.Snapshot, progressed int, seed uint64) *model.Snapshot {
+	r := rand.New(rand.NewPCG(seed, 42))
+	c := *s
+	c.Jobs = append([]model.Job(nil), s.Jobs[1:]...)
+	j := s.Jobs[0]
+	j.Spec.Name = "job-new"
+	j.Spec.SubmitTime = at(100001)
+	c.Jobs = append(c.Jobs, j)
+	for range progressed {
+		e := &c.Jobs[r.IntN(len(c.Jobs))].Est
+		e.RemainingSeconds = max(e.RemainingSeconds-60, 0)
+	}
+	c.Sort()
+	return &c
+}
+
 // cpuTimer measures the CPU time the process spends (every thread: the
 // garbage collector's work counts), which a machine shared with other
 // work inflates much less than the wall time ns/op reports.
