@@ -117,3 +117,59 @@ func benchCycle(b *testing.B, name string, jobs int) {
 	b.ReportMetric(float64(allocNs)/float64(b.N), "alloc-ns/op")
 	b.ReportMetric(float64(placeNs)/float64(b.N), "place-ns/op")
 }
+
+// TestCoreKeepsJobsInArrivalOrder: the core's arrival order, kept up to
+// date as jobs come and go rather than sorted per snapshot, always lists
+// exactly the live jobs, sorted by model.Before (ties in submit time
+// included), in snapshots and in cycles.
+func TestCoreKeepsJobsInArrivalOrder(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 28))
+		port := &recordPort{}
+		c, err := NewCore(Config{GPUType: "v100", Allocator: &fixedAlloc{gpus: map[string]int{}}, Placer: placement.NewGreedy(), Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := map[string]bool{}
+		var names []string
+		for step := range 300 {
+			switch op := r.IntN(10); {
+			case op < 5 || len(names) == 0:
+				name := fmt.Sprintf("j%04d", r.IntN(5000))
+				if live[name] {
+					continue
+				}
+				s := spec(name, 1, 2, t0.Add(time.Duration(r.IntN(20))*time.Second))
+				if op == 0 {
+					err = c.Restore(model.Job{Spec: s, State: model.JobState{Status: model.StatusWaiting}})
+				} else {
+					err = c.Submit(t0, s)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				live[name] = true
+				names = append(names, name)
+			default:
+				k := r.IntN(len(names))
+				if _, err := c.Finish(t0, names[k], model.StatusCompleted); err != nil {
+					t.Fatal(err)
+				}
+				delete(live, names[k])
+				names = append(names[:k], names[k+1:]...)
+			}
+			snap := c.Snapshot(t0)
+			if len(snap.Jobs) != len(live) {
+				t.Fatalf("seed %d step %d: %d jobs in the snapshot, %d live", seed, step, len(snap.Jobs), len(live))
+			}
+			for i := range snap.Jobs {
+				if !live[snap.Jobs[i].Spec.Name] {
+					t.Fatalf("seed %d step %d: snapshot lists %s, which is not live", seed, step, snap.Jobs[i].Spec.Name)
+				}
+				if i > 0 && !model.Before(&snap.Jobs[i-1], &snap.Jobs[i]) {
+					t.Fatalf("seed %d step %d: %s listed before %s", seed, step, snap.Jobs[i-1].Spec.Name, snap.Jobs[i].Spec.Name)
+				}
+			}
+		}
+	}
+}
