@@ -26,7 +26,7 @@
 // compared candidates in submit order and measured length as remaining
 // time at the current share). A job whose next GPU has no positive gain is
 // not a candidate, so such GPUs stay idle. Unusable speedup curves (see
-// speedups in input.go) count as unknown, that is linear.
+// usableCurve in input.go) count as unknown, that is linear.
 //
 // The tournament is computed exactly but fast: candidates sit in a
 // max-segment-tree of challenger gains over their length rank, so the next

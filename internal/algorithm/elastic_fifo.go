@@ -10,8 +10,9 @@
 // job single GPUs, below its min).
 //
 // Deviation in how, not what: the round-robin is computed arithmetically
-// rather than by walking the jobs once per GPU (O(N log G) instead of
-// O(N*G)); the result is the same as the one-GPU-at-a-time walk.
+// rather than by walking the jobs once per GPU (O(S log G) over the S <= G
+// jobs that got their min, instead of O(N*G)); the result is the same as
+// the one-GPU-at-a-time walk.
 
 package algorithm
 

@@ -19,7 +19,7 @@
 //
 // Deviations: a GPU is handed out only for a positive gain, so spare GPUs
 // that would speed no job up stay idle instead of costing a resize;
-// unusable speedup curves (see speedups in input.go) count as unknown,
+// unusable speedup curves (see usableCurve in input.go) count as unknown,
 // that is linear. A heap makes step 3 O((N + G) log N).
 
 package algorithm

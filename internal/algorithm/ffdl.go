@@ -21,7 +21,7 @@
 // positive gains. This is optimal when every curve is concave and min = 1
 // (a test checks it against the DP) and an approximation otherwise.
 //
-// Both paths count unusable speedup curves (see speedups in input.go) as
+// Both paths count unusable speedup curves (see usableCurve in input.go) as
 // unknown, that is linear. The original ignored min; here a job gets 0 or
 // at least its min.
 

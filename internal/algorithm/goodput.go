@@ -42,7 +42,11 @@
 // holds Est.BatchAt(k) for every job given k > 0 GPUs whose estimates name
 // a batch size.
 //
-// Cost: O((N + G) log N) per greedy round, with the heap of gain.go.
+// Cost: every job's first increment is valued once per decision (O(N),
+// reading every speedup curve), and the tracker keeps the jobs ordered by
+// it (only changed values are sorted again); a greedy round then takes
+// first increments from that order and later ones from a heap of the jobs
+// it started, O(G log G), stopping when the GPUs run out.
 
 package algorithm
 
