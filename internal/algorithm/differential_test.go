@@ -143,7 +143,7 @@ func (e *evolvingSnapshot) perturbed(snap *model.Snapshot) *model.Snapshot {
 	}
 	c := *snap
 	c.Jobs = slices.Clone(snap.Jobs)
-	switch r.IntN(12) {
+	switch r.IntN(13) {
 	case 0: // shuffled
 		r.Shuffle(len(c.Jobs), func(a, b int) { c.Jobs[a], c.Jobs[b] = c.Jobs[b], c.Jobs[a] })
 	case 1: // two adjacent jobs swapped
@@ -155,6 +155,8 @@ func (e *evolvingSnapshot) perturbed(snap *model.Snapshot) *model.Snapshot {
 		c.Sort()
 	case 3: // bad workers
 		c.Jobs[r.IntN(len(c.Jobs))].Spec.MinWorkers = 0
+	case 4: // a negative queue (the Tiresias variants reject it)
+		c.Jobs[r.IntN(len(c.Jobs))].State.Queue = -1
 	default:
 		return snap
 	}
