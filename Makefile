@@ -68,10 +68,11 @@ chart:
 	$(LINTBIN)/helm lint --strict deploy/helm/voda --set image.repository=registry.example.com/voda,image.tag=v0.1.0
 	$(GO) test -count=1 ./test/chart
 
-## bench: the allocation, placement and simulator speed benchmarks; the simulator's size matrix (5,000 to 100,000
-## jobs, docs/simulator.md#cost) runs once per size, about 80 s of CPU in all
+## bench: the allocation, scheduler cycle, placement and simulator speed benchmarks; the simulator's size matrix
+## (5,000 to 100,000 jobs, docs/simulator.md#cost) runs once per size, about 80 s of CPU in all
 bench:
 	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
+	$(GO) test ./internal/scheduler -run '^$$' -bench 'BenchmarkCycle' -benchtime 5x
 	$(GO) test ./internal/placement -run '^$$' -bench 'Benchmark(Place|Check)$$' -benchtime 50x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated)$$' -benchtime 10x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulateGeneratedSizes' -benchtime 1x -timeout 30m

@@ -26,7 +26,7 @@
 // compared candidates in submit order and measured length as remaining
 // time at the current share). A job whose next GPU has no positive gain is
 // not a candidate, so such GPUs stay idle. Unusable speedup curves (see
-// speedups in input.go) count as unknown, that is linear.
+// usableCurve in input.go) count as unknown, that is linear.
 //
 // The tournament is computed exactly but fast: candidates sit in a
 // max-segment-tree of challenger gains over their length rank, so the next
@@ -48,7 +48,7 @@ import (
 const NameAFSL = "AFS-L"
 
 // AFSL is Apathetic Future Share with known lengths.
-type AFSL struct{}
+type AFSL struct{ t tracker }
 
 var _ Allocator = (*AFSL)(nil)
 
@@ -59,25 +59,27 @@ func NewAFSL(*registry.Params) (Allocator, error) { return &AFSL{}, nil }
 func (*AFSL) Name() string { return NameAFSL }
 
 // Allocate implements Allocator.
-func (*AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (a *AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	a.t.mu.Lock()
+	defer a.t.mu.Unlock()
+	in, err := a.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byRemaining)
-	return in.allocation(order, afslTournament(snap, order, speedups(snap), in.total)), nil
+	order := a.t.sorted(in, keyOf(snap, byRemaining))
+	return in.allocation(order, afslTournament(in, order, newCurves(snap))), nil
 }
 
 // afslTournament runs the per-GPU tournament. Positions p index order (the
 // length rank); asLonger[p] is the job's gain as a challenger, -Inf when it
 // is not a candidate, and asShorter[p] its gain as the incumbent.
-func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, total int) []int {
+func afslTournament(in *input, order []int, est *curves) []int {
 	n := len(order)
 	cnt := make([]int, n)
 	minW := make([]int, n)
 	asLonger := make([]float64, n)
 	asShorter := make([]float64, n)
-	free := total
+	free := in.total
 	inf := math.Inf(1)
 
 	eval := func(p int) {
@@ -89,15 +91,15 @@ func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, to
 			if minW[p] <= free {
 				asLonger[p], asShorter[p] = 1, inf
 			}
-		case c < snap.Jobs[i].Spec.MaxWorkers:
-			s0, s1 := est[i].SpeedupAt(c), est[i].SpeedupAt(c+1)
+		case c < int(in.maxW[i]):
+			s0, s1 := est.at(i, c), est.at(i, c+1)
 			if gain := s1 - s0; gain > 0 {
 				asLonger[p], asShorter[p] = gain/s1, gain/s0
 			}
 		}
 	}
 	for p, i := range order {
-		minW[p] = snap.Jobs[i].Spec.MinWorkers
+		minW[p] = int(in.minW[i])
 		eval(p)
 	}
 	tree := newMaxTree(asLonger)
@@ -146,7 +148,7 @@ func afslTournament(snap *model.Snapshot, order []int, est []model.Estimates, to
 		tree.set(w, asLonger[w])
 	}
 
-	gpus := make([]int, len(snap.Jobs))
+	gpus := make([]int, len(in.name))
 	for p, i := range order {
 		gpus[i] = cnt[p]
 	}

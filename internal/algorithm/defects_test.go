@@ -63,7 +63,7 @@ func TestDefect_FfDLRespectsMin(t *testing.T) {
 	// The greedy fallback: b's 1 per GPU beats a's 0.975; a's min of 2
 	// then no longer fits and a gets nothing, not 1.
 	order := sortedIndices(snap, byArrival)
-	greedy := ffdlGreedy(snap, order, speedups(snap), 2)
+	greedy := ffdlGreedy(mustInput(t, snap), order, newCurves(snap))
 	if d := diffGPUs(map[string]int{"b": 1}, gpusByName(snap, greedy)); d != "" {
 		t.Errorf("greedy (-want,+got):\n%s", d)
 	}

@@ -10,8 +10,9 @@
 // job single GPUs, below its min).
 //
 // Deviation in how, not what: the round-robin is computed arithmetically
-// rather than by walking the jobs once per GPU (O(N log G) instead of
-// O(N*G)); the result is the same as the one-GPU-at-a-time walk.
+// rather than by walking the jobs once per GPU (O(S log G) over the S <= G
+// jobs that got their min, instead of O(N*G)); the result is the same as
+// the one-GPU-at-a-time walk.
 
 package algorithm
 
@@ -26,7 +27,7 @@ const NameElasticFIFO = "ElasticFIFO"
 
 // ElasticFIFO gives jobs their min in arrival order, then shares the
 // spare GPUs round-robin up to each job's max.
-type ElasticFIFO struct{}
+type ElasticFIFO struct{ t tracker }
 
 var _ Allocator = (*ElasticFIFO)(nil)
 
@@ -37,13 +38,15 @@ func NewElasticFIFO(*registry.Params) (Allocator, error) { return &ElasticFIFO{}
 func (*ElasticFIFO) Name() string { return NameElasticFIFO }
 
 // Allocate implements Allocator.
-func (*ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (f *ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	in, err := f.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byArrival)
-	return in.allocation(order, minThenRoundRobin(snap, order, in.total)), nil
+	order := f.t.arrival(in)
+	return in.allocation(order, minThenRoundRobin(in, order)), nil
 }
 
 // minThenRoundRobin gives each job its min in order if it fits, then hands
@@ -56,29 +59,32 @@ func (*ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 // min(headroom, R) extra GPUs, and the spare - f(R) GPUs left go one each
 // to the first jobs in order that still have headroom above R: exactly
 // what the one-at-a-time walk would have done.
-func minThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
-	gpus, spare := firstFit(snap, order, total, minimum)
-	headroom := func(i int) int {
-		if gpus[i] == 0 {
-			return 0
-		}
-		return snap.Jobs[i].Spec.MaxWorkers - gpus[i]
-	}
-	sumHead, maxHead := 0, 0
+func minThenRoundRobin(in *input, order []int) []int {
+	gpus, spare := firstFit(order, in.total, in.minW)
+	// Only the jobs that got their min take part, in order: at most one
+	// per GPU, however many wait.
+	var started []int
 	for _, i := range order {
+		if gpus[i] > 0 {
+			started = append(started, i)
+		}
+	}
+	headroom := func(i int) int { return int(in.maxW[i]) - gpus[i] }
+	sumHead, maxHead := 0, 0
+	for _, i := range started {
 		h := min(headroom(i), spare+1) // capped: only whether it exceeds spare matters
 		sumHead += h
 		maxHead = max(maxHead, h)
 	}
 	if sumHead <= spare {
-		for _, i := range order {
+		for _, i := range started {
 			gpus[i] += headroom(i)
 		}
 		return gpus
 	}
 	cost := func(r int) int {
 		n := 0
-		for _, i := range order {
+		for _, i := range started {
 			n += min(headroom(i), r)
 		}
 		return n
@@ -96,7 +102,7 @@ func minThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
 	}
 	rounds := lo
 	spare -= cost(rounds)
-	for _, i := range order {
+	for _, i := range started {
 		h := headroom(i)
 		extra := min(h, rounds)
 		if h > rounds && spare > 0 {

@@ -24,7 +24,7 @@ const NameElasticSRJF = "ElasticSRJF"
 
 // ElasticSRJF gives jobs their min shortest first, then shares the spare
 // GPUs round-robin in the same order up to each job's max.
-type ElasticSRJF struct{}
+type ElasticSRJF struct{ t tracker }
 
 var _ Allocator = (*ElasticSRJF)(nil)
 
@@ -35,11 +35,13 @@ func NewElasticSRJF(*registry.Params) (Allocator, error) { return &ElasticSRJF{}
 func (*ElasticSRJF) Name() string { return NameElasticSRJF }
 
 // Allocate implements Allocator.
-func (*ElasticSRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (s *ElasticSRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	in, err := s.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byRemaining)
-	return in.allocation(order, minThenRoundRobin(snap, order, in.total)), nil
+	order := s.t.sorted(in, keyOf(snap, byRemaining))
+	return in.allocation(order, minThenRoundRobin(in, order)), nil
 }

@@ -19,7 +19,7 @@
 //
 // Deviations: a GPU is handed out only for a positive gain, so spare GPUs
 // that would speed no job up stay idle instead of costing a resize;
-// unusable speedup curves (see speedups in input.go) count as unknown,
+// unusable speedup curves (see usableCurve in input.go) count as unknown,
 // that is linear. A heap makes step 3 O((N + G) log N).
 
 package algorithm
@@ -43,6 +43,7 @@ const DefaultElasticTiresiasPendingLimit = 10
 type ElasticTiresias struct {
 	las          lasQueues
 	pendingLimit int
+	t            tracker
 }
 
 var (
@@ -78,12 +79,13 @@ func (t *ElasticTiresias) Requeue(snap *model.Snapshot) []model.QueueChange {
 
 // Allocate implements Allocator.
 func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkQueuedSnapshot(snap)
+	t.t.mu.Lock()
+	defer t.t.mu.Unlock()
+	in, order, err := queueOrder(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byQueue)
-	gpus, spare := firstFit(snap, order, in.total, minimum)
+	gpus, spare := firstFit(order, in.total, in.minW)
 	if spare == 0 {
 		return in.allocation(order, gpus), nil
 	}
@@ -95,8 +97,8 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 	}
 	hold := pending > t.pendingLimit
 
-	est := speedups(snap)
-	next := marginalGain(snap, est, gpus)
+	est := newCurves(snap)
+	next := marginalGain(in, est, gpus)
 	h := make(gainHeap, 0, len(order))
 	for r, i := range order {
 		if hold && snap.Jobs[i].State.Queue >= 1 {
@@ -104,7 +106,7 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 		}
 		if gpus[i] == 0 {
 			if m := snap.Jobs[i].Spec.MinWorkers; m <= spare {
-				h = append(h, gainItem{gain: est[i].SpeedupAt(m) / float64(m), rank: int32(r), job: int32(i)})
+				h = append(h, gainItem{gain: est.at(i, m) / float64(m), rank: int32(r), job: int32(i)})
 			}
 			continue
 		}
@@ -113,6 +115,6 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 		}
 	}
 	h.init()
-	growAuction(h, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
+	growAuction(h, nil, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
 	return in.allocation(order, gpus), nil
 }

@@ -21,7 +21,7 @@
 // positive gains. This is optimal when every curve is concave and min = 1
 // (a test checks it against the DP) and an approximation otherwise.
 //
-// Both paths count unusable speedup curves (see speedups in input.go) as
+// Both paths count unusable speedup curves (see usableCurve in input.go) as
 // unknown, that is linear. The original ignored min; here a job gets 0 or
 // at least its min.
 
@@ -40,7 +40,7 @@ const NameFfDL = "FfDLOptimizer"
 const ffdlDPCellLimit = 4_000_000
 
 // FfDL maximizes the total speedup of all jobs.
-type FfDL struct{}
+type FfDL struct{ t tracker }
 
 var _ Allocator = (*FfDL)(nil)
 
@@ -51,18 +51,20 @@ func NewFfDL(*registry.Params) (Allocator, error) { return &FfDL{}, nil }
 func (*FfDL) Name() string { return NameFfDL }
 
 // Allocate implements Allocator.
-func (*FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	in, err := f.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byArrival)
-	est := speedups(snap)
+	order := f.t.arrival(in)
+	est := newCurves(snap)
 	var gpus []int
 	if capacity, ok := ffdlDPSize(snap, in.total); ok {
 		gpus = ffdlDP(snap, order, est, capacity)
 	} else {
-		gpus = ffdlGreedy(snap, order, est, in.total)
+		gpus = ffdlGreedy(in, order, est)
 	}
 	return in.allocation(order, gpus), nil
 }
@@ -96,7 +98,7 @@ func ffdlDPSize(snap *model.Snapshot, total int) (int, bool) {
 // ffdlDP solves the knapsack exactly. best[c] is the largest total speedup
 // of the jobs seen so far with at most c GPUs; choice records the count
 // that reached it, for the reconstruction.
-func ffdlDP(snap *model.Snapshot, order []int, est []model.Estimates, capacity int) []int {
+func ffdlDP(snap *model.Snapshot, order []int, est *curves, capacity int) []int {
 	w := capacity + 1
 	prev := make([]float64, w)
 	cur := make([]float64, w)
@@ -107,7 +109,7 @@ func ffdlDP(snap *model.Snapshot, order []int, est []model.Estimates, capacity i
 		lo, hi := s.MinWorkers, min(s.MaxWorkers, capacity)
 		sv = sv[:0]
 		for g := lo; g <= hi; g++ {
-			sv = append(sv, est[i].SpeedupAt(g))
+			sv = append(sv, est.at(i, g))
 		}
 		// g = 0 first, then g ascending, keeping a count only when it is
 		// strictly better: each cell ends with the fewest GPUs that reach
@@ -138,16 +140,16 @@ func ffdlDP(snap *model.Snapshot, order []int, est []model.Estimates, capacity i
 }
 
 // ffdlGreedy hands GPUs out by marginal gain; see the file comment.
-func ffdlGreedy(snap *model.Snapshot, order []int, est []model.Estimates, total int) []int {
-	gpus := make([]int, len(snap.Jobs))
+func ffdlGreedy(in *input, order []int, est *curves) []int {
+	gpus := make([]int, len(in.name))
 	h := make(gainHeap, 0, len(order))
 	for r, i := range order {
-		if m := snap.Jobs[i].Spec.MinWorkers; m <= total {
-			h = append(h, gainItem{gain: est[i].SpeedupAt(m) / float64(m), rank: int32(r), job: int32(i)})
+		if m := int(in.minW[i]); m <= in.total {
+			h = append(h, gainItem{gain: est.at(i, m) / float64(m), rank: int32(r), job: int32(i)})
 		}
 	}
 	h.init()
-	next := marginalGain(snap, est, gpus)
-	growAuction(h, gpus, total, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
+	next := marginalGain(in, est, gpus)
+	growAuction(h, nil, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
 	return gpus
 }

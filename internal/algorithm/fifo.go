@@ -19,7 +19,7 @@ import (
 const NameFIFO = "FIFO"
 
 // FIFO gives jobs their requested GPUs in arrival order, with backfilling.
-type FIFO struct{}
+type FIFO struct{ t tracker }
 
 var _ Allocator = (*FIFO)(nil)
 
@@ -30,12 +30,14 @@ func NewFIFO(*registry.Params) (Allocator, error) { return &FIFO{}, nil }
 func (*FIFO) Name() string { return NameFIFO }
 
 // Allocate implements Allocator. Ties in submit time are broken by name.
-func (*FIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (f *FIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	in, err := f.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byArrival)
-	gpus, _ := firstFit(snap, order, in.total, requested)
+	order := f.t.arrival(in)
+	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }

@@ -1,7 +1,5 @@
 package algorithm
 
-import "github.com/vodascheduler/voda/internal/model"
-
 // gainItem is a job's next step in a marginal-gain auction: the gain per
 // GPU of its next step and the job's rank in the algorithm's order, which
 // breaks ties (lower first).
@@ -48,6 +46,64 @@ func (h gainHeap) down(i int) {
 	}
 }
 
+func (h gainHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+// push adds an item.
+func (h *gainHeap) push(it gainItem) {
+	*h = append(*h, it)
+	h.up(len(*h) - 1)
+}
+
+// better reports whether a goes before b: the heap's order.
+func better(a, b gainItem) bool {
+	if a.gain != b.gain {
+		return a.gain > b.gain
+	}
+	return a.rank < b.rank
+}
+
+// freshList feeds an auction the first steps of jobs still at 0 GPUs
+// already in heap order (highest gain first, ties by rank), so that they
+// need not be heapified: an auction reads them only until the GPUs run
+// out, however many jobs wait. item returns a job's step, false to skip
+// the job (not a candidate, or a step the auction gets from its heap).
+type freshList struct {
+	jobs []int
+	item func(job int) (gainItem, bool)
+	next int
+	head gainItem
+	have bool
+}
+
+// peek returns the best item left.
+func (f *freshList) peek() (gainItem, bool) {
+	if f == nil {
+		return gainItem{}, false
+	}
+	for !f.have && f.next < len(f.jobs) {
+		f.head, f.have = f.item(f.jobs[f.next])
+		if !f.have {
+			f.next++
+		}
+	}
+	return f.head, f.have
+}
+
+// pop removes the item peek returned.
+func (f *freshList) pop() {
+	f.have = false
+	f.next++
+}
+
 // replaceTop replaces the best item by it and restores the heap order.
 func (h gainHeap) replaceTop(it gainItem) {
 	h[0] = it
@@ -65,31 +121,49 @@ func (h *gainHeap) popTop() {
 
 // growAuction hands spare GPUs out by marginal gain. gpus holds each job's
 // count so far (indexed like the snapshot) and is updated in place; h holds
-// the candidate steps, already heap-ordered. A job at 0 GPUs takes its min
+// the candidate steps, already heap-ordered, and fresh (nil for none) more
+// of them in the same order: each step goes to the best of both, so the
+// answer is the one a heap of all of them would give. A job at 0 GPUs takes its min
 // in one step (its item's gain is S(min)/min per GPU) if that many are
 // free, else it drops out (free GPUs only decrease). A job above 0 takes
 // one GPU at a time. next returns a job's next step after it moved, and
 // false when it has none (at max, or no positive gain). It returns the
 // GPUs left.
-func growAuction(h gainHeap, gpus []int, spare int, minOf func(job int) int,
+func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, minOf func(job int) int,
 	next func(job int) (float64, bool)) int {
-	for spare > 0 && len(h) > 0 {
-		top := h[0]
+	for spare > 0 {
+		top, fromFresh := fresh.peek()
+		if len(h) > 0 && (!fromFresh || better(h[0], top)) {
+			top, fromFresh = h[0], false
+		} else if !fromFresh {
+			break
+		}
 		j := int(top.job)
 		step := 1
 		if gpus[j] == 0 {
 			step = minOf(j)
 		}
 		if step > spare {
-			h.popTop()
+			if fromFresh {
+				fresh.pop()
+			} else {
+				h.popTop()
+			}
 			continue
 		}
 		gpus[j] += step
 		spare -= step
-		if g, ok := next(j); ok {
-			top.gain = g
+		g, ok := next(j)
+		top.gain = g
+		switch {
+		case fromFresh:
+			fresh.pop()
+			if ok {
+				h.push(top)
+			}
+		case ok:
 			h.replaceTop(top)
-		} else {
+		default:
 			h.popTop()
 		}
 	}
@@ -98,13 +172,13 @@ func growAuction(h gainHeap, gpus []int, spare int, minOf func(job int) int,
 
 // marginalGain returns the speedup a job gains from one more GPU, and
 // whether it may take one: below its max and with a positive gain.
-func marginalGain(snap *model.Snapshot, est []model.Estimates, gpus []int) func(job int) (float64, bool) {
+func marginalGain(in *input, est *curves, gpus []int) func(job int) (float64, bool) {
 	return func(j int) (float64, bool) {
 		g := gpus[j]
-		if g >= snap.Jobs[j].Spec.MaxWorkers {
+		if g >= int(in.maxW[j]) {
 			return 0, false
 		}
-		gain := est[j].SpeedupAt(g+1) - est[j].SpeedupAt(g)
+		gain := est.at(j, g+1) - est.at(j, g)
 		return gain, gain > 0
 	}
 }

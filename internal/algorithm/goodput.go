@@ -57,14 +57,15 @@
 // holds Est.BatchAt(k) for every job given k > 0 GPUs whose estimates name
 // a batch size.
 //
-// Cost: O((N + G) log N) per greedy round, with the heap of gain.go.
+// Cost: O(N + G·L·log N) per greedy round, with the heap of gain.go and
+// curves of length L; the order's sort is kept between decisions by the
+// tracker (tracker.go), so only jobs whose first step changed are sorted.
 
 package algorithm
 
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
@@ -106,6 +107,7 @@ const (
 // Goodput hands GPUs out by marginal speedup per GPU over remaining time,
 // growing running jobs only when the saving pays back their restarts.
 type Goodput struct {
+	t       tracker
 	payback float64
 	hold    float64
 	size    float64
@@ -171,17 +173,15 @@ type goodputJob struct {
 
 // Allocate implements Allocator.
 func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+	g.t.mu.Lock()
+	defer g.t.mu.Unlock()
+	in, err := g.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
 	n := len(snap.Jobs)
 	jobs := g.jobs(snap)
-	arrival := sortedIndices(snap, byArrival)
-	rank := make([]int32, n)
-	for r, i := range arrival {
-		rank[i] = int32(r)
-	}
+	rank := arrivalRanks(in)
 
 	gpus := make([]int, n)
 	// Each round caps at least one running job that was not capped before,
@@ -202,25 +202,16 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 		}
 	}
 
-	// Order: first increment's value, highest first, then arrival.
-	first := make([]float64, n)
-	for i := range jobs {
-		first[i], _, _ = g.step(&jobs[i], 0, in.total)
-	}
-	order := slices.Clone(arrival)
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case first[a] > first[b]:
-			return -1
-		case first[a] < first[b]:
-			return 1
-		}
-		return 0
+	// Order: first step's value, highest first, then arrival; the tracker
+	// sorts again only the jobs whose value changed since the last call.
+	order := g.t.sorted(in, func(i int) sortKey {
+		v, _, _ := g.step(&jobs[i], 0, in.total)
+		return sortKey{f: -v}
 	})
 
 	a := in.allocation(order, gpus)
-	for _, i := range arrival {
-		if k := gpus[i]; k > 0 {
+	for i, k := range gpus {
+		if k > 0 {
 			if b := snap.Jobs[i].Est.BatchAt(k); b > 0 {
 				if a.Batch == nil {
 					a.Batch = map[string]int{}
@@ -235,7 +226,6 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 // jobs reads the snapshot's jobs, with unknown remaining times replaced by
 // the smallest known one (1 if none is known), all clamped.
 func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
-	est := speedups(snap)
 	fallback := math.Inf(1)
 	for i := range snap.Jobs {
 		if r, ok := remaining(&snap.Jobs[i]); ok {
@@ -252,8 +242,12 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 		if !ok {
 			r = fallback
 		}
+		est := j.Est
+		if !usableCurve(est.Speedup) {
+			est.Speedup = nil
+		}
 		jobs[i] = goodputJob{
-			est:     est[i],
+			est:     est,
 			r:       min(max(r, goodputMinRemaining), goodputMaxRemaining),
 			minW:    j.Spec.MinWorkers,
 			current: max(j.State.GPUs, 0),

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
 )
@@ -16,19 +15,23 @@ import (
 // one-GPU-at-a-time loops of the elastic algorithms.
 const maxClusterGPUs = 1 << 20
 
-// input is a snapshot that passed checkSnapshot.
+// input is a snapshot that passed check.
 type input struct {
 	snap  *model.Snapshot
 	total int // the snapshot's GPUs
-	// names holds every job name. Built once for the duplicate check, it
-	// becomes the answer's GPUs map, so a decision builds one map, not two.
-	names map[string]int
+	// sorted says snap.Jobs are strictly in arrival order (cmpArrival), as
+	// the scheduler builds them (model.Snapshot documents it): then job
+	// indices compare as arrival does, and the tracker can reuse the
+	// previous decision's work.
+	sorted bool
+	// jobColumns hold every job's name and worker counts, indexed like
+	// snap.Jobs.
+	*jobColumns
 }
 
-// checkSnapshot rejects input no allocator can answer sensibly. It checks
-// only what allocators rely on: node GPU counts, unique non-empty job
-// names and 1 <= min <= requested <= max.
-func checkSnapshot(snap *model.Snapshot) (*input, error) {
+// checkNodes sums the snapshot's GPUs, rejecting negative counts and
+// overflow.
+func checkNodes(snap *model.Snapshot) (*input, error) {
 	if snap == nil {
 		return nil, errors.New("nil snapshot")
 	}
@@ -42,37 +45,56 @@ func checkSnapshot(snap *model.Snapshot) (*input, error) {
 		}
 		total += nd.GPUs
 	}
-	names := make(map[string]int, len(snap.Jobs))
-	for i := range snap.Jobs {
-		s := &snap.Jobs[i].Spec
-		if s.Name == "" {
-			return nil, fmt.Errorf("job #%d: empty name", i)
-		}
-		if _, dup := names[s.Name]; dup {
-			return nil, fmt.Errorf("job %s: name appears twice in the snapshot", s.Name)
-		}
-		names[s.Name] = 0
-		if s.MinWorkers < 1 || s.MinWorkers > s.MaxWorkers ||
-			s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers {
-			return nil, fmt.Errorf("job %s: workers min %d, requested %d, max %d: want 1 <= min <= requested <= max",
-				s.Name, s.MinWorkers, s.RequestedWorkers, s.MaxWorkers)
-		}
+	return &input{snap: snap, total: total}, nil
+}
+
+// checkSpec rejects a job no allocator can answer sensibly: an empty name
+// or workers outside 1 <= min <= requested <= max.
+func checkSpec(i int, s *model.JobSpec) error {
+	if s.Name == "" {
+		return fmt.Errorf("job #%d: empty name", i)
 	}
-	return &input{snap: snap, total: total, names: names}, nil
+	if s.MinWorkers < 1 || s.MinWorkers > s.MaxWorkers ||
+		s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers {
+		return fmt.Errorf("job %s: workers min %d, requested %d, max %d: want 1 <= min <= requested <= max",
+			s.Name, s.MinWorkers, s.RequestedWorkers, s.MaxWorkers)
+	}
+	return nil
+}
+
+// uniqueNames is the stateless duplicate check.
+func uniqueNames(snap *model.Snapshot) error {
+	names := make(map[string]struct{}, len(snap.Jobs))
+	for i := range snap.Jobs {
+		name := snap.Jobs[i].Spec.Name
+		if _, dup := names[name]; dup {
+			return dupError(name)
+		}
+		names[name] = struct{}{}
+	}
+	return nil
+}
+
+func dupError(name string) error {
+	return fmt.Errorf("job %s: name appears twice in the snapshot", name)
 }
 
 // allocation turns per-job GPU counts (indexed like snap.Jobs) and a
-// priority order of job indices into the answer. It consumes in.names.
+// priority order of job indices into the answer. GPUs lists only the jobs
+// given GPUs, so it costs what runs, not what waits.
 func (in *input) allocation(order []int, gpus []int) model.Allocation {
-	a := model.Allocation{GPUs: in.names, Order: make([]string, 0, len(order))}
-	in.names = nil
-	for _, i := range order {
-		name := in.snap.Jobs[i].Spec.Name
-		a.Order = append(a.Order, name)
+	running := 0
+	for _, g := range gpus {
+		if g > 0 {
+			running++
+		}
+	}
+	a := model.Allocation{GPUs: make(map[string]int, running), Order: make([]string, len(order))}
+	for k, i := range order {
+		name := in.name[i]
+		a.Order[k] = name
 		if gpus[i] > 0 {
 			a.GPUs[name] = gpus[i]
-		} else {
-			delete(a.GPUs, name)
 		}
 	}
 	return a
@@ -90,24 +112,6 @@ const (
 	// byQueue is State.Queue ascending, then State.QueueSince, then arrival.
 	byQueue
 )
-
-// sortItem is what the sort moves: a job index and a float that decides
-// most comparisons on its own. The float never contradicts the ordering (a
-// smaller float means an earlier job); equal floats fall back to the full
-// comparison.
-type sortItem struct {
-	fast float64
-	idx  int32
-}
-
-// queueKey holds what byQueue compares after the queue, copied out of the
-// snapshot: queue ties are common, and comparing compact keys beats
-// reading whole jobs at random.
-type queueKey struct {
-	since  time.Time
-	submit time.Time
-	name   string
-}
 
 // cmpArrival orders jobs as model.Before does: submit time, then name.
 // time.Time.Compare agrees with Before and Equal, monotonic readings
@@ -129,98 +133,121 @@ func remaining(j *model.Job) (float64, bool) {
 	return r, true
 }
 
+// keyOf returns the sort key of job i for an ordering (zero for
+// byArrival: arrival alone decides).
+func keyOf(snap *model.Snapshot, by ordering) func(i int) sortKey {
+	switch by {
+	case byRemaining:
+		return func(i int) sortKey { return remainingKey(&snap.Jobs[i]) }
+	case byQueue:
+		return func(i int) sortKey { return queueKey(&snap.Jobs[i]) }
+	}
+	return func(int) sortKey { return sortKey{} }
+}
+
+// remainingKey orders by Est.RemainingSeconds ascending, a known +Inf
+// before an unknown one.
+func remainingKey(j *model.Job) sortKey {
+	if r, ok := remaining(j); ok {
+		return sortKey{f: r}
+	}
+	return sortKey{f: math.Inf(1), unknown: true}
+}
+
+// queueKey orders by State.Queue, then State.QueueSince.
+func queueKey(j *model.Job) sortKey {
+	return sortKey{f: float64(j.State.Queue), t: j.State.QueueSince}
+}
+
 // sortedIndices returns the indices of snap.Jobs in the given order,
-// leaving snap.Jobs untouched. Names are unique (checkSnapshot), so the
+// leaving snap.Jobs untouched, with a full sort (the tracker avoids it for
+// snapshots in arrival order). Names are unique (tracker.check), so the
 // order is total and does not depend on how the snapshot lists its jobs.
 func sortedIndices(snap *model.Snapshot, by ordering) []int {
-	items := make([]sortItem, len(snap.Jobs))
-	var keys []queueKey
-	if by == byQueue {
-		keys = make([]queueKey, len(snap.Jobs))
+	return sortByKey(snap, keyOf(snap, by))
+}
+
+// sortByKey sorts the job indices by key, ties by arrival.
+func sortByKey(snap *model.Snapshot, key func(i int) sortKey) []int {
+	n := len(snap.Jobs)
+	keys := make([]sortKey, n)
+	idx := make([]int, n)
+	for i := range n {
+		keys[i] = key(i)
+		idx[i] = i
 	}
-	for i := range snap.Jobs {
-		j := &snap.Jobs[i]
-		fast := 0.0
-		switch by {
-		case byRemaining:
-			fast = math.Inf(1)
-			if r, ok := remaining(j); ok {
-				fast = r
-			}
-		case byQueue:
-			fast = float64(j.State.Queue)
-			keys[i] = queueKey{since: j.State.QueueSince, submit: j.Spec.SubmitTime, name: j.Spec.Name}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmpKey(&keys[a], &keys[b]); c != 0 {
+			return c
 		}
-		items[i] = sortItem{fast: fast, idx: int32(i)}
-	}
-	slices.SortFunc(items, func(a, b sortItem) int {
-		if a.fast < b.fast { // never NaN
-			return -1
-		}
-		if a.fast > b.fast {
-			return 1
-		}
-		switch by {
-		case byQueue:
-			ka, kb := &keys[a.idx], &keys[b.idx]
-			if c := ka.since.Compare(kb.since); c != 0 {
-				return c
-			}
-			if c := ka.submit.Compare(kb.submit); c != 0 {
-				return c
-			}
-			return strings.Compare(ka.name, kb.name)
-		case byRemaining: // a known +Inf goes before an unknown
-			_, ka := remaining(&snap.Jobs[a.idx])
-			_, kb := remaining(&snap.Jobs[b.idx])
-			if ka != kb {
-				if ka {
-					return -1
-				}
-				return 1
-			}
-		}
-		return cmpArrival(&snap.Jobs[a.idx], &snap.Jobs[b.idx])
+		return cmpArrival(&snap.Jobs[a], &snap.Jobs[b])
 	})
-	idx := make([]int, len(items))
-	for i, it := range items {
-		idx[i] = int(it.idx)
-	}
 	return idx
 }
 
-// speedups returns every job's estimates with unusable speedup curves
-// replaced by nil, which model.Estimates.SpeedupAt reads as linear. A curve
-// is unusable when it has a single entry (SpeedupAt would read S(0) for
-// every k) or a value at k >= 1 that is not a finite positive number: one
-// bad estimate from the collector must not stall the cluster nor make a
-// job look infinitely good. Curves are shared, not copied.
-func speedups(snap *model.Snapshot) []model.Estimates {
-	est := make([]model.Estimates, len(snap.Jobs))
-	for i := range snap.Jobs {
-		e := snap.Jobs[i].Est
-		if len(e.Speedup) == 1 {
-			e.Speedup = nil
-		}
-		for k := 1; k < len(e.Speedup); k++ {
-			if v := e.Speedup[k]; !(v > 0) || math.IsInf(v, 1) {
-				e.Speedup = nil
-				break
-			}
-		}
-		est[i] = e
+// usableCurve reports whether a speedup curve can be used as it is. A
+// curve is unusable when it has a single entry (SpeedupAt would read S(0)
+// for every k) or a value at k >= 1 that is not a finite positive number:
+// one bad estimate from the collector must not stall the cluster nor make
+// a job look infinitely good. Allocators read an unusable curve as nil,
+// which model.Estimates.SpeedupAt reads as linear.
+func usableCurve(c []float64) bool {
+	if len(c) == 1 {
+		return false
 	}
-	return est
+	for k := 1; k < len(c); k++ {
+		if v := c[k]; !(v > 0) || math.IsInf(v, 1) {
+			return false
+		}
+	}
+	return true
 }
 
-// firstFit walks order and gives each job want(job) GPUs if that many are
+// curves reads the jobs' speedups, unusable curves taken as linear. Each
+// curve is checked when first read, so a decision reads only the curves of
+// the jobs it considers, not those of every waiting job.
+type curves struct {
+	jobs  []model.Job
+	state []uint8 // per job: curveUnchecked, curveUsable or curveLinear
+}
+
+const (
+	curveUnchecked uint8 = iota
+	curveUsable
+	curveLinear
+)
+
+func newCurves(snap *model.Snapshot) *curves {
+	return &curves{jobs: snap.Jobs, state: make([]uint8, len(snap.Jobs))}
+}
+
+// at returns job j's speedup on k GPUs.
+func (c *curves) at(j, k int) float64 {
+	e := &c.jobs[j].Est
+	if c.state[j] == curveUnchecked {
+		c.state[j] = curveLinear
+		if usableCurve(e.Speedup) {
+			c.state[j] = curveUsable
+		}
+	}
+	if c.state[j] == curveLinear {
+		return model.Estimates{}.SpeedupAt(k)
+	}
+	return e.SpeedupAt(k)
+}
+
+// firstFit walks order and gives each job want[job] GPUs if that many are
 // still free, else nothing (later, smaller jobs may still fit: backfill).
+// Every job wants at least one GPU, so the walk stops when none is left.
 // It returns the counts indexed like snap.Jobs and the GPUs left.
-func firstFit(snap *model.Snapshot, order []int, total int, want func(*model.Job) int) ([]int, int) {
-	gpus := make([]int, len(snap.Jobs))
+func firstFit(order []int, total int, want []int32) ([]int, int) {
+	gpus := make([]int, len(want))
 	left := total
 	for _, i := range order {
-		if w := want(&snap.Jobs[i]); w <= left {
+		if left == 0 {
+			break
+		}
+		if w := int(want[i]); w <= left {
 			gpus[i] = w
 			left -= w
 		}
@@ -228,6 +255,17 @@ func firstFit(snap *model.Snapshot, order []int, total int, want func(*model.Job
 	return gpus, left
 }
 
-func requested(j *model.Job) int { return j.Spec.RequestedWorkers }
-
-func minimum(j *model.Job) int { return j.Spec.MinWorkers }
+// arrivalRanks returns each job's rank in arrival order.
+func arrivalRanks(in *input) []int32 {
+	rank := make([]int32, len(in.snap.Jobs))
+	if in.sorted {
+		for i := range rank {
+			rank[i] = int32(i)
+		}
+		return rank
+	}
+	for r, i := range sortedIndices(in.snap, byArrival) {
+		rank[i] = int32(r)
+	}
+	return rank
+}

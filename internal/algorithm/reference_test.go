@@ -12,8 +12,21 @@ import (
 	"github.com/vodascheduler/voda/internal/model"
 )
 
+// refFirstFit gives each job in order its min if that many GPUs are still
+// free, else nothing, and returns the GPUs left.
+func refFirstFit(snap *model.Snapshot, order []int, total int) ([]int, int) {
+	gpus := make([]int, len(snap.Jobs))
+	for _, i := range order {
+		if m := snap.Jobs[i].Spec.MinWorkers; m <= total {
+			gpus[i] = m
+			total -= m
+		}
+	}
+	return gpus, total
+}
+
 func refMinThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
-	gpus, spare := firstFit(snap, order, total, minimum)
+	gpus, spare := refFirstFit(snap, order, total)
 	for spare > 0 {
 		gave := false
 		for _, i := range order {
@@ -33,7 +46,7 @@ func refMinThenRoundRobin(snap *model.Snapshot, order []int, total int) []int {
 func refElasticTiresias(snap *model.Snapshot, total, pendingLimit int) []int {
 	order := sortedIndices(snap, byQueue)
 	est := speedups(snap)
-	gpus, spare := firstFit(snap, order, total, minimum)
+	gpus, spare := refFirstFit(snap, order, total)
 	pending := 0
 	for _, g := range gpus {
 		if g == 0 {
@@ -120,6 +133,37 @@ func refAFSL(snap *model.Snapshot, total int) []int {
 		free -= step
 	}
 	return gpus
+}
+
+// speedups returns every job's estimates with unusable speedup curves
+// (one entry, or a value at k >= 1 that is not finite and positive)
+// replaced by nil: the definition the allocators' curves follow.
+func speedups(snap *model.Snapshot) []model.Estimates {
+	est := make([]model.Estimates, len(snap.Jobs))
+	for i := range snap.Jobs {
+		e := snap.Jobs[i].Est
+		if len(e.Speedup) == 1 {
+			e.Speedup = nil
+		}
+		for k := 1; k < len(e.Speedup); k++ {
+			if v := e.Speedup[k]; !(v > 0) || math.IsInf(v, 1) {
+				e.Speedup = nil
+				break
+			}
+		}
+		est[i] = e
+	}
+	return est
+}
+
+// mustInput checks snap as an allocator does.
+func mustInput(t testing.TB, snap *model.Snapshot) *input {
+	t.Helper()
+	in, err := new(tracker).check(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 func gpusByName(snap *model.Snapshot, gpus []int) map[string]int {
@@ -217,7 +261,7 @@ func TestFfDLDPIsOptimal(t *testing.T) {
 		if !ok {
 			t.Fatal("tiny snapshot too big for the DP")
 		}
-		gpus := ffdlDP(snap, sortedIndices(snap, byArrival), est, capacity)
+		gpus := ffdlDP(snap, sortedIndices(snap, byArrival), newCurves(snap), capacity)
 		validCounts(t, snap, gpus, total)
 		if got, want := objective(snap, est, gpus), bruteForceFfDL(snap, est, total); math.Abs(got-want) > 1e-9*max(1, want) {
 			t.Fatalf("snapshot %d: DP objective %v, optimum %v", n, got, want)
@@ -246,8 +290,8 @@ func TestFfDLGreedyMatchesDPOnConcave(t *testing.T) {
 		if !ok {
 			t.Fatal("snapshot too big for the DP")
 		}
-		dp := ffdlDP(snap, order, est, capacity)
-		greedy := ffdlGreedy(snap, order, est, total)
+		dp := ffdlDP(snap, order, newCurves(snap), capacity)
+		greedy := ffdlGreedy(mustInput(t, snap), order, newCurves(snap))
 		validCounts(t, snap, greedy, total)
 		if a, b := objective(snap, est, dp), objective(snap, est, greedy); math.Abs(a-b) > 1e-9*max(1, a) {
 			t.Fatalf("snapshot %d: DP objective %v, greedy %v", n, a, b)
@@ -264,10 +308,10 @@ func TestFfDLGreedyValid(t *testing.T) {
 		total := snap.TotalGPUs()
 		est := speedups(snap)
 		order := sortedIndices(snap, byArrival)
-		greedy := ffdlGreedy(snap, order, est, total)
+		greedy := ffdlGreedy(mustInput(t, snap), order, newCurves(snap))
 		validCounts(t, snap, greedy, total)
 		if capacity, ok := ffdlDPSize(snap, total); ok {
-			dp := ffdlDP(snap, order, est, capacity)
+			dp := ffdlDP(snap, order, newCurves(snap), capacity)
 			if a, b := objective(snap, est, dp), objective(snap, est, greedy); b > a+1e-9*max(1, a) {
 				t.Fatalf("greedy %v beats the DP %v", b, a)
 			}

@@ -22,7 +22,7 @@ import (
 const NameSRJF = "SRJF"
 
 // SRJF gives jobs their requested GPUs, shortest remaining time first.
-type SRJF struct{}
+type SRJF struct{ t tracker }
 
 var _ Allocator = (*SRJF)(nil)
 
@@ -33,12 +33,14 @@ func NewSRJF(*registry.Params) (Allocator, error) { return &SRJF{}, nil }
 func (*SRJF) Name() string { return NameSRJF }
 
 // Allocate implements Allocator.
-func (*SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkSnapshot(snap)
+func (s *SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	in, err := s.t.check(snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byRemaining)
-	gpus, _ := firstFit(snap, order, in.total, requested)
+	order := s.t.sorted(in, keyOf(snap, byRemaining))
+	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }

@@ -45,6 +45,7 @@ const (
 // Tiresias is two-queue discretized 2D-LAS over requested GPU counts.
 type Tiresias struct {
 	las lasQueues
+	t   tracker
 }
 
 var (
@@ -71,13 +72,14 @@ func (*Tiresias) Name() string { return NameTiresias }
 func (t *Tiresias) Requeue(snap *model.Snapshot) []model.QueueChange { return t.las.requeue(snap) }
 
 // Allocate implements Allocator.
-func (*Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	in, err := checkQueuedSnapshot(snap)
+func (t *Tiresias) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	t.t.mu.Lock()
+	defer t.t.mu.Unlock()
+	in, order, err := queueOrder(&t.t, snap)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := sortedIndices(snap, byQueue)
-	gpus, _ := firstFit(snap, order, in.total, requested)
+	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }
 
@@ -125,16 +127,26 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 	return changes
 }
 
-// checkQueuedSnapshot is checkSnapshot plus non-negative queues.
-func checkQueuedSnapshot(snap *model.Snapshot) (*input, error) {
-	in, err := checkSnapshot(snap)
+// queueOrder is the tracker's check, plus non-negative queues, and the
+// jobs in queue order (Queue, QueueSince, arrival). Queues are checked
+// while the sort keys are read, so the jobs are walked once for both.
+func queueOrder(t *tracker, snap *model.Snapshot) (*input, []int, error) {
+	in, err := t.check(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for i := range snap.Jobs {
-		if q := snap.Jobs[i].State.Queue; q < 0 {
-			return nil, fmt.Errorf("job %s: negative queue %d", snap.Jobs[i].Spec.Name, q)
+	bad := -1
+	order := t.sorted(in, func(i int) sortKey {
+		j := &snap.Jobs[i]
+		if j.State.Queue < 0 && bad < 0 {
+			bad = i
 		}
+		return queueKey(j)
+	})
+	if bad >= 0 {
+		t.reset()
+		j := &snap.Jobs[bad]
+		return nil, nil, fmt.Errorf("job %s: negative queue %d", j.Spec.Name, j.State.Queue)
 	}
-	return in, nil
+	return in, order, nil
 }

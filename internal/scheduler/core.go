@@ -166,9 +166,13 @@ type jobEntry struct {
 // Core is one GPU type's scheduler state and cycle. It is not safe for
 // concurrent use; Loop serialises access for the live system.
 type Core struct {
-	cfg   Config
-	log   *slog.Logger
-	jobs  map[string]*jobEntry
+	cfg  Config
+	log  *slog.Logger
+	jobs map[string]*jobEntry
+	// order holds the entries of jobs sorted by model.Before, kept so by
+	// Submit, Restore and Finish (a job's submit time and name never
+	// change): a cycle at 100,000 jobs does not sort them again.
+	order []*jobEntry
 	nodes map[string]model.Node
 	// byIndex is nodes sorted by index, built on demand and dropped on
 	// every change of nodes: a cycle copies it instead of sorting again.
@@ -399,7 +403,7 @@ func (c *Core) Submit(now time.Time, spec model.JobSpec) error {
 	if spec.SubmitTime.IsZero() {
 		spec.SubmitTime = now
 	}
-	c.jobs[spec.Name] = &jobEntry{job: model.Job{
+	c.add(&jobEntry{job: model.Job{
 		Spec: spec,
 		State: model.JobState{
 			Status:       model.StatusWaiting,
@@ -407,7 +411,7 @@ func (c *Core) Submit(now time.Time, spec model.JobSpec) error {
 			WaitingSince: now,
 		},
 		Est: model.Estimates{RemainingSeconds: -1},
-	}}
+	}})
 	c.markDirty()
 	return nil
 }
@@ -421,7 +425,7 @@ func (c *Core) Restore(job model.Job) error {
 		return fmt.Errorf("restore job %s: %w", job.Spec.Name, ErrDuplicateJob)
 	}
 	job.State.Placement = job.State.Placement.Clone()
-	c.jobs[job.Spec.Name] = &jobEntry{job: job}
+	c.add(&jobEntry{job: job})
 	c.markDirty()
 	return nil
 }
@@ -435,6 +439,9 @@ func (c *Core) Finish(now time.Time, name string, status model.Status) (model.Jo
 		return model.Job{}, fmt.Errorf("finish job %s: %w", name, ErrUnknownJob)
 	}
 	delete(c.jobs, name)
+	if k, found := slices.BinarySearchFunc(c.order, e, cmpEntries); found {
+		c.order = slices.Delete(c.order, k, k+1)
+	}
 	delete(c.deferredStarts, name)
 	e.job.State.Status = status
 	c.markDirty()
@@ -534,27 +541,39 @@ func (c *Core) Job(name string) (model.Job, bool) {
 // Len returns the number of live jobs.
 func (c *Core) Len() int { return len(c.jobs) }
 
-func (c *Core) sortedJobs() []*jobEntry {
-	out := make([]*jobEntry, 0, len(c.jobs))
-	for _, e := range c.jobs {
-		out = append(out, e)
-	}
-	// Names are unique, so Before is a total order and any sort gives the
-	// same result.
-	slices.SortFunc(out, func(a, b *jobEntry) int {
-		switch {
-		case model.Before(&a.job, &b.job):
-			return -1
-		case model.Before(&b.job, &a.job):
-			return 1
-		}
-		return 0
-	})
-	return out
+// sortedJobs returns the live jobs in model.Before order. The slice is
+// the core's: callers must not keep or modify it.
+func (c *Core) sortedJobs() []*jobEntry { return c.order }
+
+// add adds a new job (its name is not in c.jobs).
+func (c *Core) add(e *jobEntry) {
+	c.jobs[e.job.Spec.Name] = e
+	k, _ := slices.BinarySearchFunc(c.order, e, cmpEntries)
+	c.order = slices.Insert(c.order, k, e)
 }
 
-// Snapshot returns the cycle input as of now (after Advance).
-func (c *Core) Snapshot(now time.Time) *model.Snapshot {
+// cmpEntries orders jobs by model.Before. Names are unique, so it is a
+// total order.
+func cmpEntries(a, b *jobEntry) int {
+	switch {
+	case model.Before(&a.job, &b.job):
+		return -1
+	case model.Before(&b.job, &a.job):
+		return 1
+	}
+	return 0
+}
+
+// Snapshot returns the cycle input as of now (after Advance). It shares
+// no memory with the core.
+func (c *Core) Snapshot(now time.Time) *model.Snapshot { return c.snapshot(now, false) }
+
+// snapshot is Snapshot; with share, the jobs' placements and speedup
+// curves are the core's own, not copies. The core never modifies those in
+// place (record, RemoveNode and SetEstimates replace them), so a cycle,
+// whose allocator and placer must not modify the snapshot, can share them
+// and save two allocations per job.
+func (c *Core) snapshot(now time.Time, share bool) *model.Snapshot {
 	c.Advance(now)
 	snap := &model.Snapshot{Now: now, GPUType: c.cfg.GPUType}
 	snap.Nodes = c.Nodes()
@@ -562,10 +581,12 @@ func (c *Core) Snapshot(now time.Time) *model.Snapshot {
 	cordonedCapacity(snap.Nodes, entries)
 	snap.Jobs = make([]model.Job, len(entries))
 	for i, e := range entries {
-		j := e.job
-		j.State.Placement = j.State.Placement.Clone()
-		j.Est.Speedup = append([]float64(nil), j.Est.Speedup...)
-		snap.Jobs[i] = j
+		snap.Jobs[i] = e.job
+		if !share {
+			j := &snap.Jobs[i]
+			j.State.Placement = j.State.Placement.Clone()
+			j.Est.Speedup = append([]float64(nil), j.Est.Speedup...)
+		}
 	}
 	return snap
 }
@@ -588,7 +609,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		}
 	}()
 	// 1. Snapshot.
-	snap := c.Snapshot(now)
+	snap := c.snapshot(now, true)
 	rep = CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
 	rep.Limited = now.Before(c.NextFull())
 	c.dirty = false
@@ -619,7 +640,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		}
 		if len(changes) > 0 {
 			rep.QueueChanges = len(changes)
-			snap = c.Snapshot(now)
+			snap = c.snapshot(now, true)
 		}
 	}
 

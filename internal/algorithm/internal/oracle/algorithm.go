@@ -1,0 +1,38 @@
+package oracle
+
+import (
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
+)
+
+// Allocator decides job -> #GPUs for one snapshot.
+type Allocator interface {
+	// Name returns the algorithm's registered name.
+	Name() string
+	// Allocate returns the GPUs of every job of the snapshot. It must not
+	// modify snap.
+	Allocate(snap *model.Snapshot) (model.Allocation, error)
+}
+
+// Prioritizer is implemented by allocators with priority queues. The
+// scheduler calls Requeue at the start of every cycle and applies the
+// changes before calling Allocate on the updated snapshot. A change is a
+// priority-change event.
+type Prioritizer interface {
+	Requeue(snap *model.Snapshot) []model.QueueChange
+}
+
+// Registry is a registry of allocators: Builtin returns Voda's nine.
+type Registry = registry.Registry[Allocator]
+
+// Entry describes one registered algorithm. Its Name is the canonical
+// name, as the original Voda spells it; an algorithm that resizes jobs
+// within [min, max] carries the tag TagElastic.
+type Entry = registry.Entry[Allocator]
+
+// TagElastic marks the entries of elastic algorithms.
+const TagElastic = "elastic"
+
+// DefaultName is the algorithm of a GPU type with no stored setting, and
+// the simulator's, as in the original.
+const DefaultName = NameElasticFIFO

@@ -1,0 +1,389 @@
+// Goodput: a goodput-aware, restart-aware elastic allocator, meant for jobs
+// whose estimates come from the goodput model (internal/goodput): a speedup
+// curve already taken at the best batch size of each worker count, and the
+// batch sizes themselves (Est.Batch).
+//
+// GPUs are handed out greedily, one step at a time, to the job whose next
+// step has the highest value per GPU. A job at 0 GPUs steps to
+// MinWorkers; a job at k > 0 GPUs steps to whichever k' in (k, limit]
+// has the most value per GPU,
+//
+//	(S(k') - S(k)) / (k' - k) / R^size
+//
+// with R the job's remaining time on one GPU. Looking past k+1 matters:
+// measured curves are not concave (a fifth GPU on a second node is worth
+// less than nothing to bert or yolov3, eight more are worth much), and a
+// greedy that looked one GPU ahead stopped in front of every such valley,
+// leaving those jobs on one node of an idle cluster. size (default 0.5)
+// weighs a job's length: at 1 the value is the fraction of the job done
+// per second gained, which favours short jobs the most (mean JCT); at 0
+// it is the speedup gained, which favours the cluster's throughput (the
+// makespan, the tail); between, both. Only positive values count; no job
+// goes above its MaxWorkers nor the cluster's GPUs; ties go by
+// model.Before. A job at 0 GPUs whose first step no longer fits drops out.
+//
+// Remaining times: an unknown R (negative or NaN) is taken as the smallest
+// known R of the snapshot, optimistically, so that new jobs start and get
+// measured; with no known R every job has R = 1. R is clamped to
+// [goodputMinRemaining, goodputMaxRemaining] so that a job about to finish
+// does not get an infinite value nor an endless one a zero value.
+//
+// Restarts: a running job (State.GPUs = c > 0) whose target k differs from
+// c pays a restart (Est.RestartSeconds, or DefaultGoodputRestartSeconds
+// when unknown). Growth is worth it only if the time saved pays back
+// `payback` restarts:
+//
+//	R/S(c) - R/S(k) >= payback * restart
+//
+// After each greedy round every running job that grew without paying back
+// is capped at c, all at once, and the greedy runs again; a capped job
+// cannot violate again, so this ends after at most one round per running
+// job, typically one or two. Shrinking is damped by hysteresis: a running
+// job's speedup up to its current c counts `hold` times, so another job
+// must be worth hold times more per GPU to take those GPUs. Preempting
+// (down to 0) stays possible: short jobs first is what wins mean JCT.
+//
+// Settling: a job whose GPUs changed less than (1 + settle) restarts ago
+// may go on changing in the same direction (a new job ramps up) or be
+// halted, but not turn back: after a growth it keeps all its GPUs or none
+// (its first step is to its current count), after a shrink it is not
+// grown. Its estimates were taken at the batch size its last placement
+// chose, and a new placement changes them; without this a job whose
+// restart cost is about the interval could flip between two sizes every
+// cycle, each flip a restart, and never progress.
+//
+// Order (the placer's priority) is by the value of each job's first
+// step (hold included), highest first, ties by model.Before. Batch
+// holds Est.BatchAt(k) for every job given k > 0 GPUs whose estimates name
+// a batch size.
+//
+// Cost: O((N + G) log N) per greedy round, with the heap of gain.go.
+
+package oracle
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/registry"
+)
+
+// NameGoodput is Goodput's registered name.
+const NameGoodput = "Goodput"
+
+// Goodput's defaults.
+const (
+	// DefaultGoodputPayback is how many restarts the time a running job
+	// saves by growing must pay back.
+	DefaultGoodputPayback = 10.0
+	// DefaultGoodputHold multiplies the value of a running job's increments
+	// up to its current GPUs, so it is not shrunk for a small gain
+	// elsewhere.
+	DefaultGoodputHold = 2.0
+	// DefaultGoodputSize is the exponent on a job's remaining time in the
+	// value of its GPUs: 1 favours short jobs the most (mean JCT), 0
+	// ignores their size (the cluster's throughput, which shortens the
+	// makespan and the tail).
+	DefaultGoodputSize = 0.5
+	// DefaultGoodputSettle is how many restarts' worth of progress a job
+	// makes after a change of its GPUs before they may change again.
+	DefaultGoodputSettle = 3.0
+	// DefaultGoodputRestartSeconds is a job's restart cost when its
+	// estimates do not give one.
+	DefaultGoodputRestartSeconds = 30.0
+)
+
+// goodputMinRemaining and goodputMaxRemaining bound the remaining times
+// Goodput divides by: a second (so a finishing job's value stays finite) and
+// about 30,000 years (so a known infinite one stays positive).
+const (
+	goodputMinRemaining = 1.0
+	goodputMaxRemaining = 1e12
+)
+
+// Goodput hands GPUs out by marginal speedup per GPU over remaining time,
+// growing running jobs only when the saving pays back their restarts.
+type Goodput struct {
+	payback float64
+	hold    float64
+	size    float64
+	settle  float64
+}
+
+var _ Allocator = (*Goodput)(nil)
+
+// NewGoodput is Goodput's factory. Parameters: payback (default 10), the
+// restarts a running job's growth must pay back, >= 0; hold (default 2),
+// the factor on the value of a running job's current GPUs, >= 1; size
+// (default 0.5), the exponent on the remaining time, in [0, 1]; settle
+// (default 3), the restarts' worth of progress a job makes after a change
+// before it may turn back, >= 0 (0: never settles).
+func NewGoodput(p *registry.Params) (Allocator, error) {
+	payback, err := p.Float("payback", DefaultGoodputPayback)
+	if err != nil {
+		return nil, err
+	}
+	if !(payback >= 0) || math.IsInf(payback, 1) {
+		return nil, fmt.Errorf("param payback: %v must be a finite number >= 0", payback)
+	}
+	hold, err := p.Float("hold", DefaultGoodputHold)
+	if err != nil {
+		return nil, err
+	}
+	if !(hold >= 1) || math.IsInf(hold, 1) {
+		return nil, fmt.Errorf("param hold: %v must be a finite number >= 1", hold)
+	}
+	size, err := p.Float("size", DefaultGoodputSize)
+	if err != nil {
+		return nil, err
+	}
+	if !(size >= 0 && size <= 1) {
+		return nil, fmt.Errorf("param size: %v must be a number in [0, 1]", size)
+	}
+	settle, err := p.Float("settle", DefaultGoodputSettle)
+	if err != nil {
+		return nil, err
+	}
+	if !(settle >= 0) || math.IsInf(settle, 1) {
+		return nil, fmt.Errorf("param settle: %v must be a finite number >= 0", settle)
+	}
+	return &Goodput{payback: payback, hold: hold, size: size, settle: settle}, nil
+}
+
+// Name returns NameGoodput.
+func (*Goodput) Name() string { return NameGoodput }
+
+// goodputJob is what the greedy reads of one job.
+type goodputJob struct {
+	est     model.Estimates // speedup curve sanitized
+	r       float64         // remaining seconds on one GPU, clamped
+	rs      float64         // r^size, what increments are divided by
+	minW    int
+	current int // State.GPUs, 0 if negative
+	limit   int // max GPUs this round: MaxWorkers, or current once capped
+	// first is the job's first step from 0: MinWorkers, or its current
+	// GPUs while it settles after a growth, so that it keeps them all or
+	// loses them all.
+	first int
+}
+
+// Allocate implements Allocator.
+func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
+	in, err := checkSnapshot(snap)
+	if err != nil {
+		return model.Allocation{}, err
+	}
+	n := len(snap.Jobs)
+	jobs := g.jobs(snap)
+	arrival := sortedIndices(snap, byArrival)
+	rank := make([]int32, n)
+	for r, i := range arrival {
+		rank[i] = int32(r)
+	}
+
+	gpus := make([]int, n)
+	// Each round caps at least one running job that was not capped before,
+	// so there are at most running+1 rounds.
+	for {
+		g.greedy(jobs, rank, gpus, in.total)
+		capped := false
+		for i := range jobs {
+			j := &jobs[i]
+			c, k := j.current, gpus[i]
+			if c > 0 && k > c && j.limit > c && !g.paysBack(j, c, k) {
+				j.limit = c
+				capped = true
+			}
+		}
+		if !capped {
+			break
+		}
+	}
+
+	// Order: first increment's value, highest first, then arrival.
+	first := make([]float64, n)
+	for i := range jobs {
+		first[i], _, _ = g.step(&jobs[i], 0, in.total)
+	}
+	order := slices.Clone(arrival)
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case first[a] > first[b]:
+			return -1
+		case first[a] < first[b]:
+			return 1
+		}
+		return 0
+	})
+
+	a := in.allocation(order, gpus)
+	for _, i := range arrival {
+		if k := gpus[i]; k > 0 {
+			if b := snap.Jobs[i].Est.BatchAt(k); b > 0 {
+				if a.Batch == nil {
+					a.Batch = map[string]int{}
+				}
+				a.Batch[snap.Jobs[i].Spec.Name] = b
+			}
+		}
+	}
+	return a, nil
+}
+
+// jobs reads the snapshot's jobs, with unknown remaining times replaced by
+// the smallest known one (1 if none is known), all clamped.
+func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
+	est := speedups(snap)
+	fallback := math.Inf(1)
+	for i := range snap.Jobs {
+		if r, ok := remaining(&snap.Jobs[i]); ok {
+			fallback = min(fallback, r)
+		}
+	}
+	if math.IsInf(fallback, 1) {
+		fallback = 1 // none known, or only infinite ones: all alike
+	}
+	jobs := make([]goodputJob, len(snap.Jobs))
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		r, ok := remaining(j)
+		if !ok {
+			r = fallback
+		}
+		jobs[i] = goodputJob{
+			est:     est[i],
+			r:       min(max(r, goodputMinRemaining), goodputMaxRemaining),
+			minW:    j.Spec.MinWorkers,
+			current: max(j.State.GPUs, 0),
+			limit:   j.Spec.MaxWorkers,
+		}
+		jobs[i].rs = math.Pow(jobs[i].r, g.size)
+		jobs[i].first = jobs[i].minW
+		if c := jobs[i].current; g.settling(snap, j) {
+			// It may go on in the direction it last changed, or stop.
+			if c >= j.State.PrevGPUs {
+				jobs[i].first = c // not shrunk, all or nothing
+			}
+			if c <= j.State.PrevGPUs {
+				jobs[i].limit = c // not grown
+			}
+		}
+	}
+	return jobs
+}
+
+// step returns a running or waiting job's best next step from k GPUs: the
+// target to and its value per GPU, and whether it may take it: within its
+// limit, at most spare GPUs more and with a positive value. From 0 the
+// only step is to MinWorkers. From k > 0 every target up to the limit is
+// considered and the one with the highest value per GPU wins (the
+// smallest on ties): a speedup curve need not be concave (one more GPU
+// that spills onto a second node is worth less than nothing, eight more
+// are worth much), and a greedy that looked only one GPU ahead would stop
+// in front of every such valley.
+//
+// The value of going from k to to is (U(to) - U(k)) / (to - k) / R with
+// U(x) = S(x) + (hold - 1) S(min(x, current)): a running job's GPUs up to
+// its current count are worth hold times their speedup.
+func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool) {
+	if k == 0 {
+		to = j.first
+		if to > j.limit || to > spare {
+			return 0, 0, false
+		}
+		v = g.held(j, to) / float64(to) / j.rs
+		return v, to, v > 0
+	}
+	last := min(j.limit, k+spare)
+	base := g.held(j, k)
+	for x := k + 1; x <= last; x++ {
+		if w := (g.held(j, x) - base) / float64(x-k) / j.rs; w > v {
+			v, to = w, x
+		}
+	}
+	return v, to, to > 0
+}
+
+// held is U(x): the speedup on x GPUs with the job's current GPUs counted
+// hold times.
+func (g *Goodput) held(j *goodputJob, x int) float64 {
+	s := j.est.SpeedupAt(x)
+	if j.current > 0 && g.hold != 1 {
+		s += (g.hold - 1) * j.est.SpeedupAt(min(x, j.current))
+	}
+	return s
+}
+
+// restartSeconds is the job's restart cost, or the default when its
+// estimates do not give one.
+func restartSeconds(e *model.Estimates) float64 {
+	if r := e.RestartSeconds; r > 0 && !math.IsInf(r, 1) {
+		return r
+	}
+	return DefaultGoodputRestartSeconds
+}
+
+// settling reports whether a running job changed its GPUs so recently
+// that it has not yet made settle restarts' worth of progress since the
+// restart the change cost it. A settling job may keep changing in the
+// direction of its last change (a new job ramps up), or be halted, but
+// not turn back: a job that grew is not shrunk, a job that shrank is not
+// grown, so that no job flips between two sizes faster than once per
+// (1 + settle) restarts' time, whatever the interval.
+func (g *Goodput) settling(snap *model.Snapshot, j *model.Job) bool {
+	if g.settle == 0 || j.State.GPUs <= 0 || j.State.LastChange.IsZero() {
+		return false
+	}
+	since := snap.Now.Sub(j.State.LastChange).Seconds()
+	return since < (1+g.settle)*restartSeconds(&j.Est)
+}
+
+// paysBack reports whether growing a running job from c to k GPUs saves
+// payback restarts' worth of time.
+func (g *Goodput) paysBack(j *goodputJob, c, k int) bool {
+	restart := restartSeconds(&j.est)
+	saved := j.r/j.est.SpeedupAt(c) - j.r/j.est.SpeedupAt(k)
+	return saved >= g.payback*restart
+}
+
+// greedy runs one round of the auction from nothing, writing each job's
+// GPUs into gpus. The heap holds each job's best next step; a step that
+// no longer fits in the GPUs left is taken again within them.
+func (g *Goodput) greedy(jobs []goodputJob, rank []int32, gpus []int, total int) {
+	clear(gpus)
+	h := make(gainHeap, 0, len(jobs))
+	for i := range jobs {
+		if v, _, ok := g.step(&jobs[i], 0, total); ok {
+			h = append(h, gainItem{gain: v, rank: rank[i], job: int32(i)})
+		}
+	}
+	h.init()
+	spare := total
+	for spare > 0 && len(h) > 0 {
+		top := h[0]
+		i := int(top.job)
+		// The step the item was valued for may have been larger than what
+		// is left: value it again within spare. A step from 0 that does
+		// not fit never will (spare only shrinks).
+		v, to, ok := g.step(&jobs[i], gpus[i], spare)
+		if !ok {
+			h.popTop()
+			continue
+		}
+		if v < top.gain {
+			top.gain = v
+			h.replaceTop(top)
+			continue
+		}
+		spare -= to - gpus[i]
+		gpus[i] = to
+		if v, _, ok := g.step(&jobs[i], to, spare); ok {
+			top.gain = v
+			h.replaceTop(top)
+		} else {
+			h.popTop()
+		}
+	}
+}
