@@ -32,12 +32,23 @@ type Online struct {
 
 var _ Estimator = (*Online)(nil)
 
-// curve is a job's goodput curve, kept until what it depends on changes.
+// curve is a job's goodput curve, kept until what it depends on changes:
+// the job's model, bounds and reach and the GPUs of a node, which change
+// when it is fitted again or ramps up, and its gradient statistics, which
+// change at every epoch. Its table (goodput.Table) makes a curve for new
+// statistics a pass over the candidates' step times; it is kept for jobs
+// that report statistics, not for the jobs that never ran, which a long
+// queue holds by the thousand.
 type curve struct {
-	params  goodput.Params
+	params      goodput.Params
+	bounds      goodput.Bounds
+	limit       int
+	gpusPerNode int
+	table       *goodput.Table // nil: not kept
+
+	// taken: speedup, batch and rate1 are the curve for stats.
+	taken   bool
 	stats   goodput.GradStats
-	bounds  goodput.Bounds
-	limit   int
 	speedup []float64
 	batch   []int
 	rate1   float64
@@ -283,13 +294,24 @@ func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
 		return model.Estimates{}, false
 	}
 	c := o.curves[j.Name]
-	if c == nil || c.params != p || c.stats != j.Grad || c.bounds != j.Bounds || c.limit != limit {
-		if c == nil {
-			c = &curve{}
-			o.curves[j.Name] = c
+	if c == nil {
+		c = &curve{}
+		o.curves[j.Name] = c
+	}
+	if !c.taken || c.params != p || c.bounds != j.Bounds || c.limit != limit || c.gpusPerNode != o.gpusPerNode {
+		c.params, c.bounds, c.limit, c.gpusPerNode = p, j.Bounds, limit, o.gpusPerNode
+		c.table, c.taken = nil, false
+	}
+	if !c.taken || c.stats != j.Grad {
+		t := c.table
+		if t == nil {
+			t = goodput.NewTable(p, j.Bounds, o.gpusPerNode, limit)
 		}
-		c.speedup, c.batch, c.rate1 = goodput.Curve(p, j.Grad, j.Bounds, o.gpusPerNode, limit)
-		c.params, c.stats, c.bounds, c.limit = p, j.Grad, j.Bounds, limit
+		c.speedup, c.batch, c.rate1 = t.Curve(j.Grad)
+		c.stats, c.taken = j.Grad, true
+		if j.Grad.Known() {
+			c.table = t
+		}
 	}
 	if c.speedup == nil {
 		return model.Estimates{}, false

@@ -49,18 +49,61 @@ func (p Params) Sync(nodes, replicas int) float64 {
 
 // Step is the time of one optimizer step without accumulation.
 func (p Params) Step(nodes, replicas, atomic int) float64 {
-	c, s := p.Compute(atomic), p.Sync(nodes, replicas)
+	step, _, _ := p.overlap(p.Compute(atomic), p.Sync(nodes, replicas))
+	return step
+}
+
+// overlap is the time of a step of c seconds of compute and s of
+// synchronisation, with c^Gamma and s^Gamma (0 without synchronisation),
+// which the fit's derivatives reuse: every caller computes the step time
+// with the same operations, so that the fit, the curves and the
+// predictions agree to the last bit.
+func (p Params) overlap(c, s float64) (step, cg, sg float64) {
 	if s <= 0 {
-		return c
+		return c, 0, 0
 	}
-	g := p.Gamma
-	return math.Pow(math.Pow(c, g)+math.Pow(s, g), 1/g)
+	sg = math.Pow(s, p.Gamma)
+	step, cg = p.overlapWith(c, sg)
+	return step, cg, sg
+}
+
+// overlapWith is overlap with s^Gamma given, for callers that try many
+// compute times against one synchronisation time.
+func (p Params) overlapWith(c, sg float64) (step, cg float64) {
+	cg = math.Pow(c, p.Gamma)
+	return math.Pow(cg+sg, 1/p.Gamma), cg
 }
 
 // Iteration is the time of one optimizer step that accumulates accum
 // extra micro-steps before synchronising.
 func (p Params) Iteration(nodes, replicas, atomic, accum int) float64 {
-	return float64(accum)*p.Compute(atomic) + p.Step(nodes, replicas, atomic)
+	return p.placed(nodes, replicas).iteration(atomic, accum)
+}
+
+// placement is the model on one placement, for callers that predict many
+// batches there: the synchronisation time and its power are computed
+// once.
+type placement struct {
+	p     Params
+	s, sg float64 // Sync and Sync^Gamma (0 without synchronisation)
+}
+
+func (p Params) placed(nodes, replicas int) placement {
+	pl := placement{p: p, s: p.Sync(nodes, replicas)}
+	if pl.s > 0 {
+		pl.sg = math.Pow(pl.s, p.Gamma)
+	}
+	return pl
+}
+
+// iteration is Params.Iteration on the placement.
+func (pl placement) iteration(atomic, accum int) float64 {
+	c := pl.p.Compute(atomic)
+	step := c
+	if pl.s > 0 {
+		step, _ = pl.p.overlapWith(c, pl.sg)
+	}
+	return float64(accum)*c + step
 }
 
 // GradStats are a job's gradient statistics at its initial batch size:
