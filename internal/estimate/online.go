@@ -245,6 +245,12 @@ func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, 
 	if !ok {
 		return goodput.Choice{}, false
 	}
+	// The job's curve tried the same batches on packed placements.
+	if c := o.curves[job]; c != nil && c.table != nil && c.params == p && c.bounds == b {
+		if choice, ok := c.table.Best(g, nodes, workers); ok {
+			return choice, true
+		}
+	}
 	return goodput.Best(p, g, b, nodes, workers), true
 }
 

@@ -206,18 +206,19 @@ func Curve(p Params, g GradStats, b Bounds, gpusPerNode, maxReplicas int) (speed
 // choices to the last bit. It holds up to Candidates entries of 16 bytes
 // per worker count.
 type Table struct {
-	init int
+	bounds      Bounds
+	gpusPerNode int
 	// entries[start[k]:start[k+1]] are the candidates for k workers, in
 	// the order Best tries them; k = 0 has none.
 	entries []entry
 	start   []int
 }
 
-// entry is one candidate batch: its effective size and predicted
-// seconds per step.
+// entry is one candidate batch: the size tried, the size it runs
+// (Choice.Batch) and its predicted seconds per step.
 type entry struct {
-	batch int
-	iter  float64
+	tried, batch int
+	iter         float64
 }
 
 // NewTable returns the table of Curve for model p, bounds b, and k =
@@ -225,7 +226,7 @@ type entry struct {
 func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 	maxReplicas = min(max(maxReplicas, 1), MaxReplicas)
 	gpusPerNode = max(gpusPerNode, 1)
-	t := &Table{init: b.InitBatch, start: make([]int, maxReplicas+2)}
+	t := &Table{bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
 	var batches []int // Best's candidates for the lower bound batchesLo
 	batchesLo := -1
 	for k := 1; k <= maxReplicas; k++ {
@@ -241,8 +242,8 @@ func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 		}
 		for _, batch := range batches {
 			atomic, accum := b.split(batch, k)
-			e := entry{batch: k * (accum + 1) * atomic, iter: pl.iteration(atomic, accum)}
-			if n := len(t.entries); n > t.start[k] && t.entries[n-1] == e {
+			e := entry{tried: batch, batch: k * (accum + 1) * atomic, iter: pl.iteration(atomic, accum)}
+			if n := len(t.entries); n > t.start[k] && t.entries[n-1].batch == e.batch && t.entries[n-1].iter == e.iter {
 				continue // the same batch again cannot do better
 			}
 			t.entries = append(t.entries, e)
@@ -254,7 +255,7 @@ func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 
 // Curve is Curve for gradient statistics g.
 func (t *Table) Curve(g GradStats) (speedup []float64, batch []int, rate1 float64) {
-	one := t.best(g, 1)
+	one, _ := t.best(g, 1)
 	if !(one.Rate > 0) || math.IsInf(one.Rate, 1) {
 		return nil, nil, 0
 	}
@@ -263,24 +264,37 @@ func (t *Table) Curve(g GradStats) (speedup []float64, batch []int, rate1 float6
 	batch = make([]int, n+1)
 	speedup[1], batch[1] = 1, one.Batch
 	for k := 2; k <= n; k++ {
-		c := t.best(g, k)
+		c, _ := t.best(g, k)
 		speedup[k], batch[k] = c.Rate/one.Rate, c.Batch
 	}
 	return speedup, batch, one.Rate
 }
 
-// best is Best's choice on k workers: the first candidate with the most
+// Best is Best for the table's model and bounds, from the table, when it
+// holds the placement: replicas workers packed onto nodes nodes, as the
+// table packs them. ok is false otherwise.
+func (t *Table) Best(g GradStats, nodes, replicas int) (c Choice, ok bool) {
+	replicas = max(replicas, 1)
+	if replicas >= len(t.start)-1 || max(nodes, 1) != ceilDiv(replicas, t.gpusPerNode) {
+		return Choice{}, false
+	}
+	c, tried := t.best(g, replicas)
+	c.Atomic, c.Accum = t.bounds.split(tried, replicas)
+	return c, true
+}
+
+// best is Best's choice on k workers, without Atomic and Accum, and the
+// batch size tried that gave it: the first candidate with the most
 // goodput, scored as Evaluate scores it.
-func (t *Table) best(g GradStats, k int) Choice {
-	var best Choice
+func (t *Table) best(g GradStats, k int) (best Choice, tried int) {
 	for i, e := range t.entries[t.start[k]:t.start[k+1]] {
-		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, t.init), Iteration: e.iter}
+		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, t.bounds.InitBatch), Iteration: e.iter}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration
 		}
 		if i == 0 || c.Rate > best.Rate {
-			best = c
+			best, tried = c, e.tried
 		}
 	}
-	return best
+	return best, tried
 }

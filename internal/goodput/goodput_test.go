@@ -2,6 +2,7 @@ package goodput
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -320,5 +321,66 @@ func TestClamp(t *testing.T) {
 	}
 	if got := (Bounds{InitBatch: 128, MaxBatch: 4096, Fixed: 256}).Clamp(1000, 4); got != 256 {
 		t.Errorf("a fixed batch clamps to %d, want 256", got)
+	}
+}
+
+// A Table gives Best's choices to the last bit, for any gradient
+// statistics (unknown, no noise, no signal, anything between), bounds
+// (adaptive, fixed, pinned, too narrow to choose) and packing: its curve
+// is Best's on each worker count, and its Best is Best's on a packed
+// placement and declines any other.
+func TestTableAgreesWithBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 4))
+	stats := []GradStats{{}, {Sqr: 1}, {Var: 3}, {Sqr: 1, Var: 50}, {Sqr: 1e-9, Var: 1e9}, {Sqr: -1, Var: 2}}
+	for i := range 300 {
+		p := Params{AlphaC: r.Float64() * 0.1, BetaC: r.Float64() * 0.01, AlphaR: r.Float64() * 0.05, BetaR: r.Float64() * 0.002,
+			AlphaN: r.Float64() * 0.3, BetaN: r.Float64() * 0.01, Gamma: 1 + r.Float64()*(MaxGamma-1)}
+		b := Bounds{InitBatch: 1 + r.IntN(256), MaxBatch: r.IntN(8192), MinLocal: r.IntN(64), MaxLocal: r.IntN(512)}
+		if i%10 == 0 {
+			b.Fixed = 1 + r.IntN(1024)
+		}
+		g := stats[i%len(stats)]
+		if i%len(stats) == 0 {
+			g = GradStats{Sqr: r.Float64(), Var: r.Float64() * 100}
+		}
+		perNode, limit := 1+r.IntN(8), 1+r.IntN(64)
+		table := NewTable(p, b, perNode, limit)
+		speedup, batch, rate1 := table.Curve(g)
+		one := Best(p, g, b, 1, 1)
+		if !(one.Rate > 0) || math.IsInf(one.Rate, 1) {
+			if speedup != nil || batch != nil || rate1 != 0 {
+				t.Fatalf("case %d: no progress on one GPU, curve %v", i, speedup)
+			}
+			continue
+		}
+		if len(speedup) != limit+1 || len(batch) != limit+1 || rate1 != one.Rate {
+			t.Fatalf("case %d: curve to %d, rate1 %v; want to %d and %v", i, len(speedup)-1, rate1, limit, one.Rate)
+		}
+		for k := 1; k <= limit; k++ {
+			nodes := (k + perNode - 1) / perNode
+			want := Best(p, g, b, nodes, k)
+			if speedup[k] != want.Rate/one.Rate || batch[k] != want.Batch {
+				t.Fatalf("case %d, %d workers: speedup %v batch %d; Best gives %v and %d", i, k, speedup[k], batch[k], want.Rate/one.Rate, want.Batch)
+			}
+			if got, ok := table.Best(g, nodes, k); !ok || got != want {
+				t.Fatalf("case %d, %d workers on %d nodes: table %+v (%v), Best %+v", i, k, nodes, got, ok, want)
+			}
+			if _, ok := table.Best(g, nodes+1, k); ok {
+				t.Fatalf("case %d: the table answered for %d workers spread over %d nodes", i, k, nodes+1)
+			}
+		}
+		if _, ok := table.Best(g, limit, limit+1); ok {
+			t.Fatalf("case %d: the table answered beyond its %d workers", i, limit)
+		}
+	}
+}
+
+// BenchmarkTableCurve64 is a job's curve for new gradient statistics
+// (each epoch) from its table, against BenchmarkCurve64's from nothing.
+func BenchmarkTableCurve64(b *testing.B) {
+	table := NewTable(truth, Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}, 4, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		table.Curve(GradStats{Sqr: 1, Var: 50})
 	}
 }

@@ -77,7 +77,33 @@ func (p Params) overlapWith(c, sg float64) (step, cg float64) {
 // Iteration is the time of one optimizer step that accumulates accum
 // extra micro-steps before synchronising.
 func (p Params) Iteration(nodes, replicas, atomic, accum int) float64 {
-	return float64(accum)*p.Compute(atomic) + p.Step(nodes, replicas, atomic)
+	return p.placed(nodes, replicas).iteration(atomic, accum)
+}
+
+// placement is the model on one placement, for callers that predict many
+// batches there: the synchronisation time and its power are computed
+// once.
+type placement struct {
+	p     Params
+	s, sg float64 // Sync and Sync^Gamma (0 without synchronisation)
+}
+
+func (p Params) placed(nodes, replicas int) placement {
+	pl := placement{p: p, s: p.Sync(nodes, replicas)}
+	if pl.s > 0 {
+		pl.sg = math.Pow(pl.s, p.Gamma)
+	}
+	return pl
+}
+
+// iteration is Params.Iteration on the placement.
+func (pl placement) iteration(atomic, accum int) float64 {
+	c := pl.p.Compute(atomic)
+	step := c
+	if pl.s > 0 {
+		step, _ = pl.p.overlapWith(c, pl.sg)
+	}
+	return float64(accum)*c + step
 }
 
 // GradStats are a job's gradient statistics at its initial batch size:
