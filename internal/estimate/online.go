@@ -245,11 +245,10 @@ func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, 
 	if !ok {
 		return goodput.Choice{}, false
 	}
-	// The job's curve tried the same batches on packed placements.
+	// The job's curve tried the same batches with the same model: on its
+	// placement if it is packed, else on the one it chose for before.
 	if c := o.curves[job]; c != nil && c.table != nil && c.params == p && c.bounds == b {
-		if choice, ok := c.table.Best(g, nodes, workers); ok {
-			return choice, true
-		}
+		return c.table.Best(g, nodes, workers), true
 	}
 	return goodput.Best(p, g, b, nodes, workers), true
 }

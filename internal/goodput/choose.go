@@ -202,16 +202,23 @@ func Curve(p Params, g GradStats, b Bounds, gpusPerNode, maxReplicas int) (speed
 // their predicted step times. A job's statistics change at every epoch
 // and its model only when it is fitted again, so a job's curve for new
 // statistics costs a division or two per candidate instead of a
-// step-time prediction (three powers). Curves from a Table are Best's
-// choices to the last bit. It holds up to Candidates entries of 16 bytes
-// per worker count.
+// step-time prediction (three powers). Its Best does the same for the
+// placement a job runs on, which it keeps besides the packed ones. Curves
+// and choices from a Table are Best's to the last bit. It holds up to
+// Candidates entries of 24 bytes per worker count. It is not safe for
+// concurrent use.
 type Table struct {
+	p           Params
 	bounds      Bounds
 	gpusPerNode int
 	// entries[start[k]:start[k+1]] are the candidates for k workers, in
 	// the order Best tries them; k = 0 has none.
 	entries []entry
 	start   []int
+	// spare are the candidates on a placement that is not packed: replicas
+	// workers over nodes nodes (0: none).
+	spare                     []entry
+	spareNodes, spareReplicas int
 }
 
 // entry is one candidate batch: the size tried, the size it runs
@@ -226,7 +233,7 @@ type entry struct {
 func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 	maxReplicas = min(max(maxReplicas, 1), MaxReplicas)
 	gpusPerNode = max(gpusPerNode, 1)
-	t := &Table{bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
+	t := &Table{p: p, bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
 	var batches []int // Best's candidates for the lower bound batchesLo
 	batchesLo := -1
 	for k := 1; k <= maxReplicas; k++ {
@@ -235,22 +242,30 @@ func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 			batches = slices.AppendSeq(batches[:0], b.candidates(k))
 			batchesLo = lo
 		}
-		pl := p.placed(ceilDiv(k, gpusPerNode), k)
 		if k == 1 {
 			// Most rows have as many candidates as the first.
 			t.entries = make([]entry, 0, maxReplicas*len(batches))
 		}
-		for _, batch := range batches {
-			atomic, accum := b.split(batch, k)
-			e := entry{tried: batch, batch: k * (accum + 1) * atomic, iter: pl.iteration(atomic, accum)}
-			if n := len(t.entries); n > t.start[k] && t.entries[n-1].batch == e.batch && t.entries[n-1].iter == e.iter {
-				continue // the same batch again cannot do better
-			}
-			t.entries = append(t.entries, e)
-		}
+		t.entries = t.appendRow(t.entries, batches, ceilDiv(k, gpusPerNode), k)
 	}
 	t.start[maxReplicas+1] = len(t.entries)
 	return t
+}
+
+// appendRow appends to dst the candidates batches on replicas workers
+// over nodes nodes, predicted as Evaluate predicts them.
+func (t *Table) appendRow(dst []entry, batches []int, nodes, replicas int) []entry {
+	pl := t.p.placed(nodes, replicas)
+	first := len(dst)
+	for _, batch := range batches {
+		atomic, accum := t.bounds.split(batch, replicas)
+		e := entry{tried: batch, batch: replicas * (accum + 1) * atomic, iter: pl.iteration(atomic, accum)}
+		if n := len(dst); n > first && dst[n-1].batch == e.batch && dst[n-1].iter == e.iter {
+			continue // the same batch again cannot do better
+		}
+		dst = append(dst, e)
+	}
+	return dst
 }
 
 // Curve is Curve for gradient statistics g.
@@ -270,25 +285,35 @@ func (t *Table) Curve(g GradStats) (speedup []float64, batch []int, rate1 float6
 	return speedup, batch, one.Rate
 }
 
-// Best is Best for the table's model and bounds, from the table, when it
-// holds the placement: replicas workers packed onto nodes nodes, as the
-// table packs them. ok is false otherwise.
-func (t *Table) Best(g GradStats, nodes, replicas int) (c Choice, ok bool) {
-	replicas = max(replicas, 1)
-	if replicas >= len(t.start)-1 || max(nodes, 1) != ceilDiv(replicas, t.gpusPerNode) {
-		return Choice{}, false
+// Best is Best for the table's model and bounds: from the table when it
+// holds the placement (replicas workers packed as the table packs them),
+// else from the placement last asked for, which it keeps in place of the
+// one before.
+func (t *Table) Best(g GradStats, nodes, replicas int) Choice {
+	replicas, nodes = max(replicas, 1), max(nodes, 1)
+	row := t.spare
+	if replicas < len(t.start)-1 && nodes == ceilDiv(replicas, t.gpusPerNode) {
+		row = t.entries[t.start[replicas]:t.start[replicas+1]]
+	} else if nodes != t.spareNodes || replicas != t.spareReplicas {
+		t.spare = t.appendRow(t.spare[:0], slices.Collect(t.bounds.candidates(replicas)), nodes, replicas)
+		t.spareNodes, t.spareReplicas, row = nodes, replicas, t.spare
 	}
-	c, tried := t.best(g, replicas)
+	c, tried := best(g, t.bounds.InitBatch, row)
 	c.Atomic, c.Accum = t.bounds.split(tried, replicas)
-	return c, true
+	return c
 }
 
 // best is Best's choice on k workers, without Atomic and Accum, and the
-// batch size tried that gave it: the first candidate with the most
-// goodput, scored as Evaluate scores it.
-func (t *Table) best(g GradStats, k int) (best Choice, tried int) {
-	for i, e := range t.entries[t.start[k]:t.start[k+1]] {
-		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, t.bounds.InitBatch), Iteration: e.iter}
+// batch size tried that gave it.
+func (t *Table) best(g GradStats, k int) (Choice, int) {
+	return best(g, t.bounds.InitBatch, t.entries[t.start[k]:t.start[k+1]])
+}
+
+// best is Best's choice among the candidates in row: the first with the
+// most goodput, scored as Evaluate scores it.
+func best(g GradStats, init int, row []entry) (best Choice, tried int) {
+	for i, e := range row {
+		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, init), Iteration: e.iter}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration
 		}

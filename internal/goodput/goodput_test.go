@@ -327,8 +327,8 @@ func TestClamp(t *testing.T) {
 // A Table gives Best's choices to the last bit, for any gradient
 // statistics (unknown, no noise, no signal, anything between), bounds
 // (adaptive, fixed, pinned, too narrow to choose) and packing: its curve
-// is Best's on each worker count, and its Best is Best's on a packed
-// placement and declines any other.
+// is Best's on each worker count, and its Best is Best's on any
+// placement, packed, spread or beyond its curve.
 func TestTableAgreesWithBest(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 4))
 	stats := []GradStats{{}, {Sqr: 1}, {Var: 3}, {Sqr: 1, Var: 50}, {Sqr: 1e-9, Var: 1e9}, {Sqr: -1, Var: 2}}
@@ -362,15 +362,18 @@ func TestTableAgreesWithBest(t *testing.T) {
 			if speedup[k] != want.Rate/one.Rate || batch[k] != want.Batch {
 				t.Fatalf("case %d, %d workers: speedup %v batch %d; Best gives %v and %d", i, k, speedup[k], batch[k], want.Rate/one.Rate, want.Batch)
 			}
-			if got, ok := table.Best(g, nodes, k); !ok || got != want {
-				t.Fatalf("case %d, %d workers on %d nodes: table %+v (%v), Best %+v", i, k, nodes, got, ok, want)
-			}
-			if _, ok := table.Best(g, nodes+1, k); ok {
-				t.Fatalf("case %d: the table answered for %d workers spread over %d nodes", i, k, nodes+1)
+			// Packed, spread (twice: the second from the spare row), and
+			// packed again.
+			for _, n := range []int{nodes, min(nodes+1, k), min(nodes+1, k), nodes} {
+				if got, want := table.Best(g, n, k), Best(p, g, b, n, k); got != want {
+					t.Fatalf("case %d, %d workers on %d nodes: table %+v, Best %+v", i, k, n, got, want)
+				}
 			}
 		}
-		if _, ok := table.Best(g, limit, limit+1); ok {
-			t.Fatalf("case %d: the table answered beyond its %d workers", i, limit)
+		for _, pl := range [][2]int{{limit, limit + 1}, {0, 0}, {1, 3 * limit}} {
+			if got, want := table.Best(g, pl[0], pl[1]), Best(p, g, b, pl[0], pl[1]); got != want {
+				t.Fatalf("case %d, %d workers on %d nodes, beyond the table: %+v, Best %+v", i, pl[1], pl[0], got, want)
+			}
 		}
 	}
 }
