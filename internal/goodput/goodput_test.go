@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // truth is a model with every part visible: compute that grows with the
@@ -385,5 +387,51 @@ func BenchmarkTableCurve64(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		table.Curve(GradStats{Sqr: 1, Var: 50})
+	}
+}
+
+// solveDamped skips mat.Cholesky's condition estimate only where it
+// cannot matter: its steps are mat.Cholesky's to the last bit, whatever
+// the scale of the system and the damping, systems whose data say nothing
+// of a parameter included.
+func TestSolveDampedAgreesWithCholesky(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 5))
+	f := &fitter{m: mat.NewSymDense(nParams, nil)}
+	for i := range 500 {
+		var jtj [nParams * nParams]float64
+		var g [nParams]float64
+		scale := math.Pow(10, float64(r.IntN(12)-4))
+		for range 1 + r.IntN(20) {
+			var d [nParams]float64
+			for a := range d {
+				d[a] = r.NormFloat64() * scale
+			}
+			if i%7 == 0 {
+				d[6] = 0 // a parameter the data say nothing about
+			}
+			for a := range nParams {
+				g[a] += d[a] * r.NormFloat64()
+				for b := range nParams {
+					jtj[a*nParams+b] += d[a] * d[b]
+				}
+			}
+		}
+		for a := range nParams { // the prior's term, as normal adds it
+			jtj[a*nParams+a] += PriorWeight
+		}
+		lambda := math.Pow(10, float64(r.IntN(14)-9))
+		var fast, checked [nParams]float64
+		var u [nParams * nParams]float64 // the damped matrix's upper triangle
+		for a := range nParams {
+			for b := a; b < nParams; b++ {
+				u[a*nParams+b] = jtj[a*nParams+b]
+			}
+			u[a*nParams+a] *= 1 + lambda
+		}
+		okFast := f.solveDamped(&jtj, &g, lambda, &fast)
+		okChecked := f.solveChecked(&u, &g, &checked)
+		if okFast != okChecked || (okFast && fast != checked) {
+			t.Fatalf("case %d (scale %g, λ %g): fast %v %v, mat.Cholesky %v %v", i, scale, lambda, okFast, fast, okChecked, checked)
+		}
 	}
 }
