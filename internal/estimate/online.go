@@ -26,6 +26,7 @@ type Online struct {
 	gp          *goodput.Estimator
 	gpusPerNode int
 	curves      map[string]*curve
+	shared      map[shape]sharedCurve
 	// declared is what each application's jobs last declared.
 	declared map[string]Declared
 }
@@ -33,18 +34,16 @@ type Online struct {
 var _ Estimator = (*Online)(nil)
 
 // curve is a job's goodput curve, kept until what it depends on changes:
-// the job's model, bounds and reach and the GPUs of a node, which change
-// when it is fitted again or ramps up, and its gradient statistics, which
-// change at every epoch. Its table (goodput.Table) makes a curve for new
-// statistics a pass over the candidates' step times; it is kept for jobs
-// that report statistics, not for the jobs that never ran, which a long
-// queue holds by the thousand.
+// its shape, which changes when the job is fitted again or ramps up, and
+// its gradient statistics, which change at every epoch. Its table
+// (goodput.Table) makes a curve for new statistics a pass over the
+// candidates' step times; it is kept for jobs that report statistics. A
+// job that does not (one that never ran) takes the curve of the same
+// shape another such job took (Online.shared): the jobs of an application
+// queue with its model and bounds, by the thousand on a busy server.
 type curve struct {
-	params      goodput.Params
-	bounds      goodput.Bounds
-	limit       int
-	gpusPerNode int
-	table       *goodput.Table // nil: not kept
+	shape
+	table *goodput.Table // nil: not kept
 
 	// taken: speedup, batch and rate1 are the curve for stats.
 	taken   bool
@@ -54,9 +53,30 @@ type curve struct {
 	rate1   float64
 }
 
+// shape is what a goodput curve depends on besides the gradient
+// statistics.
+type shape struct {
+	params      goodput.Params
+	bounds      goodput.Bounds
+	limit       int
+	gpusPerNode int
+}
+
+// sharedCurve is a curve for unknown gradient statistics.
+type sharedCurve struct {
+	speedup []float64
+	batch   []int
+	rate1   float64
+}
+
+// maxShared bounds Online.shared: it is emptied when full. Each entry is
+// a curve (16 bytes a worker count); the shapes in use are about one per
+// application and reach.
+const maxShared = 1024
+
 // NewOnline returns an estimator that knows nothing yet.
 func NewOnline(opts Options) *Online {
-	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, declared: map[string]Declared{}}
+	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, shared: map[shape]sharedCurve{}, declared: map[string]Declared{}}
 }
 
 // SetGPUsPerNode sets the GPUs of one node: curves are for k workers on
@@ -291,6 +311,32 @@ func (o *Online) Estimate(j Job) model.Estimates {
 	return o.col.Estimate(j.Name, j.App, j.Remaining, maxWorkers)
 }
 
+// take returns the curve of c's shape for statistics g: from c's table,
+// else from the curve another job took for unknown statistics (all give
+// the same curve: every batch gains 1), else from a new table, which c
+// keeps when g is known.
+func (o *Online) take(c *curve, g goodput.GradStats) ([]float64, []int, float64) {
+	if c.table != nil {
+		return c.table.Curve(g)
+	}
+	if !g.Known() {
+		if sc, ok := o.shared[c.shape]; ok {
+			return sc.speedup, sc.batch, sc.rate1
+		}
+	}
+	t := goodput.NewTable(c.params, c.bounds, c.gpusPerNode, c.limit)
+	speedup, batch, rate1 := t.Curve(g)
+	if g.Known() {
+		c.table = t
+	} else {
+		if len(o.shared) >= maxShared {
+			clear(o.shared)
+		}
+		o.shared[c.shape] = sharedCurve{speedup, batch, rate1}
+	}
+	return speedup, batch, rate1
+}
+
 // goodput is a job's goodput curve up to limit workers, from its model;
 // false when there is none.
 func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
@@ -303,20 +349,12 @@ func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
 		c = &curve{}
 		o.curves[j.Name] = c
 	}
-	if !c.taken || c.params != p || c.bounds != j.Bounds || c.limit != limit || c.gpusPerNode != o.gpusPerNode {
-		c.params, c.bounds, c.limit, c.gpusPerNode = p, j.Bounds, limit, o.gpusPerNode
-		c.table, c.taken = nil, false
+	if sh := (shape{params: p, bounds: j.Bounds, limit: limit, gpusPerNode: o.gpusPerNode}); !c.taken || c.shape != sh {
+		c.shape, c.table, c.taken = sh, nil, false
 	}
 	if !c.taken || c.stats != j.Grad {
-		t := c.table
-		if t == nil {
-			t = goodput.NewTable(p, j.Bounds, o.gpusPerNode, limit)
-		}
-		c.speedup, c.batch, c.rate1 = t.Curve(j.Grad)
+		c.speedup, c.batch, c.rate1 = o.take(c, j.Grad)
 		c.stats, c.taken = j.Grad, true
-		if j.Grad.Known() {
-			c.table = t
-		}
 	}
 	if c.speedup == nil {
 		return model.Estimates{}, false

@@ -383,3 +383,43 @@ func TestChooseAgreesWithBest(t *testing.T) {
 		}
 	}
 }
+
+// Jobs that report no gradient statistics (queued, never ran) share the
+// curve of their shape: the second of an application's queued jobs takes
+// the first's, which is what goodput.Curve gives from scratch; a new model
+// of the application gives them a new one.
+func TestQueuedJobsShareCurves(t *testing.T) {
+	o := NewOnline(Options{StepModels: true})
+	o.SetGPUsPerNode(4)
+	for _, w := range []int{1, 2, 4} {
+		o.ObserveStep("old", "app", step(w, 1, 128*w))
+	}
+	queued := func(name string) Job {
+		j := adaptiveJob(name, 16)
+		j.Grad = goodput.GradStats{}
+		return j
+	}
+	check := func(when string) model.Estimates {
+		t.Helper()
+		a, b := o.Estimate(queued("a")), o.Estimate(queued("b"))
+		if &a.Speedup[0] != &b.Speedup[0] || &a.Batch[0] != &b.Batch[0] {
+			t.Errorf("%s: two queued jobs of one application took two curves", when)
+		}
+		p, _ := o.gp.AppParams("app")
+		speedup, batch, _ := goodput.Curve(p, goodput.GradStats{}, bounds, 4, min(16, o.Ramp(queued("a"))))
+		if !slices.Equal(a.Speedup, speedup) || !slices.Equal(a.Batch, batch) {
+			t.Errorf("%s: shared curve %v / %v; from scratch %v / %v", when, a.Speedup, a.Batch, speedup, batch)
+		}
+		if o.curves["a"].table != nil {
+			t.Errorf("%s: a queued job keeps a table", when)
+		}
+		return a
+	}
+	before := check("first")
+	bad := step(8, 2, 1024)
+	bad.Iteration *= 1.5 // the application's model is fitted again
+	o.ObserveStep("old", "app", bad)
+	if after := check("after a refit"); &after.Speedup[0] == &before.Speedup[0] {
+		t.Error("the curve of the old model was kept")
+	}
+}
