@@ -72,7 +72,7 @@ chart:
 bench:
 	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
 	$(GO) test ./internal/placement -run '^$$' -bench 'BenchmarkPlace' -benchtime 50x
-	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated)$$' -benchtime 10x
+	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated|GoodputAdaptive|ElasticFIFOWorkload6)$$' -benchtime 10x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulateGeneratedSizes' -benchtime 1x
 
 ## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments,

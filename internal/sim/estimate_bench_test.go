@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 	"github.com/vodascheduler/voda/internal/sim/workload"
 )
 
@@ -16,16 +17,23 @@ import (
 // BenchmarkSimulateElasticFIFOWorkload6, the default algorithm with fixed
 // batches on the same workload. Profile it with -cpuprofile.
 func BenchmarkSimulateGoodputAdaptive(b *testing.B) {
-	benchPolluxWorkload6(b, "Goodput", true)
+	benchPolluxWorkload6(b, func(models *perfmodel.Set) Options {
+		return Options{Allocator: newAlloc(b, "Goodput"), Placer: topologyPlacer(b), Models: models, AdaptiveBatch: true}
+	})
 }
 
 // BenchmarkSimulateElasticFIFOWorkload6 is the default algorithm's
 // figure that BenchmarkSimulateGoodputAdaptive is compared with.
 func BenchmarkSimulateElasticFIFOWorkload6(b *testing.B) {
-	benchPolluxWorkload6(b, "ElasticFIFO", false)
+	benchPolluxWorkload6(b, func(models *perfmodel.Set) Options {
+		return Options{Allocator: newAlloc(b, "ElasticFIFO"), Placer: topologyPlacer(b), Models: models}
+	})
 }
 
-func benchPolluxWorkload6(b *testing.B, alloc string, adaptive bool) {
+// benchPolluxWorkload6 runs Pollux workload 6 on the artifact's cluster
+// (16 x 4 GPUs, a cycle a minute) with the options opts gives for each
+// run, whose cluster and mode it sets.
+func benchPolluxWorkload6(b *testing.B, opts func(*perfmodel.Set) Options) {
 	dir := polluxDir(b)
 	models := polluxModels(b, dir)
 	jobs, err := workload.Read(filepath.Join(dir, "workloads", "workload-6.csv"), workload.FormatPollux, workload.Options{})
@@ -34,11 +42,9 @@ func benchPolluxWorkload6(b *testing.B, alloc string, adaptive bool) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(context.Background(), jobs, Options{
-			Nodes: 16, GPUsPerNode: 4, Interval: 60 * time.Second,
-			Allocator: newAlloc(b, alloc), Placer: topologyPlacer(b), Models: models,
-			AdaptiveBatch: adaptive,
-		}); err != nil {
+		o := opts(models)
+		o.Nodes, o.GPUsPerNode, o.Interval = 16, 4, 60*time.Second
+		if _, err := Run(context.Background(), jobs, o); err != nil {
 			b.Fatal(err)
 		}
 	}
