@@ -1,6 +1,7 @@
 package goodput
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"math"
@@ -228,6 +229,10 @@ type entry struct {
 	iter         float64
 }
 
+// maxPowMemo bounds the local batches whose powers NewTable keeps (8
+// bytes each).
+const maxPowMemo = 1 << 12
+
 // NewTable returns the table of Curve for model p, bounds b, and k =
 // 1..maxReplicas workers packed gpusPerNode to a node.
 func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
@@ -236,6 +241,12 @@ func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 	t := &Table{p: p, bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
 	var batches []int // Best's candidates for the lower bound batchesLo
 	batchesLo := -1
+	// Compute(atomic)^Gamma, which the rows share: a local batch is at
+	// most MaxLocal, else the largest batch (then the rows share less).
+	var pow []float64
+	if n := cmp.Or(b.MaxLocal, max(b.MaxBatch, b.InitBatch, b.Fixed)); n <= maxPowMemo {
+		pow = make([]float64, n+1)
+	}
 	for k := 1; k <= maxReplicas; k++ {
 		t.start[k] = len(t.entries)
 		if lo := max(b.InitBatch, max(b.MinLocal, 1)*k); lo != batchesLo {
@@ -246,20 +257,21 @@ func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 			// Most rows have as many candidates as the first.
 			t.entries = make([]entry, 0, maxReplicas*len(batches))
 		}
-		t.entries = t.appendRow(t.entries, batches, ceilDiv(k, gpusPerNode), k)
+		t.entries = t.appendRow(t.entries, batches, ceilDiv(k, gpusPerNode), k, pow)
 	}
 	t.start[maxReplicas+1] = len(t.entries)
 	return t
 }
 
 // appendRow appends to dst the candidates batches on replicas workers
-// over nodes nodes, predicted as Evaluate predicts them.
-func (t *Table) appendRow(dst []entry, batches []int, nodes, replicas int) []entry {
+// over nodes nodes, predicted as Evaluate predicts them (pow: see
+// placement.iterationPow).
+func (t *Table) appendRow(dst []entry, batches []int, nodes, replicas int, pow []float64) []entry {
 	pl := t.p.placed(nodes, replicas)
 	first := len(dst)
 	for _, batch := range batches {
 		atomic, accum := t.bounds.split(batch, replicas)
-		e := entry{tried: batch, batch: replicas * (accum + 1) * atomic, iter: pl.iteration(atomic, accum)}
+		e := entry{tried: batch, batch: replicas * (accum + 1) * atomic, iter: pl.iterationPow(atomic, accum, pow)}
 		if n := len(dst); n > first && dst[n-1].batch == e.batch && dst[n-1].iter == e.iter {
 			continue // the same batch again cannot do better
 		}
@@ -295,7 +307,7 @@ func (t *Table) Best(g GradStats, nodes, replicas int) Choice {
 	if replicas < len(t.start)-1 && nodes == ceilDiv(replicas, t.gpusPerNode) {
 		row = t.entries[t.start[replicas]:t.start[replicas+1]]
 	} else if nodes != t.spareNodes || replicas != t.spareReplicas {
-		t.spare = t.appendRow(t.spare[:0], slices.Collect(t.bounds.candidates(replicas)), nodes, replicas)
+		t.spare = t.appendRow(t.spare[:0], slices.Collect(t.bounds.candidates(replicas)), nodes, replicas, nil)
 		t.spareNodes, t.spareReplicas, row = nodes, replicas, t.spare
 	}
 	c, tried := best(g, t.bounds.InitBatch, row)

@@ -71,8 +71,11 @@ func (p Params) overlap(c, s float64) (step, cg, sg float64) {
 // compute times against one synchronisation time.
 func (p Params) overlapWith(c, sg float64) (step, cg float64) {
 	cg = math.Pow(c, p.Gamma)
-	return math.Pow(cg+sg, 1/p.Gamma), cg
+	return p.overlapPowers(cg, sg), cg
 }
+
+// overlapPowers is the step time from c^Gamma and s^Gamma.
+func (p Params) overlapPowers(cg, sg float64) float64 { return math.Pow(cg+sg, 1/p.Gamma) }
 
 // Iteration is the time of one optimizer step that accumulates accum
 // extra micro-steps before synchronising.
@@ -98,10 +101,27 @@ func (p Params) placed(nodes, replicas int) placement {
 
 // iteration is Params.Iteration on the placement.
 func (pl placement) iteration(atomic, accum int) float64 {
+	return pl.iterationPow(atomic, accum, nil)
+}
+
+// iterationPow is iteration with Compute(atomic)^Gamma taken from, or
+// stored in, pow[atomic] when atomic indexes pow (0: not computed yet): a
+// table predicts each local batch on many placements.
+func (pl placement) iterationPow(atomic, accum int, pow []float64) float64 {
 	c := pl.p.Compute(atomic)
 	step := c
 	if pl.s > 0 {
-		step, _ = pl.p.overlapWith(c, pl.sg)
+		var cg float64
+		if atomic < len(pow) {
+			cg = pow[atomic]
+		}
+		if cg == 0 {
+			cg = math.Pow(c, pl.p.Gamma)
+			if atomic < len(pow) {
+				pow[atomic] = cg
+			}
+		}
+		step = pl.p.overlapPowers(cg, pl.sg)
 	}
 	return float64(accum)*c + step
 }
