@@ -74,7 +74,7 @@ bench:
 	$(GO) test ./internal/algorithm -run '^$$' -bench 'BenchmarkAllocate' -benchtime 20x
 	$(GO) test ./internal/scheduler -run '^$$' -bench 'BenchmarkCycle' -benchtime 5x
 	$(GO) test ./internal/placement -run '^$$' -bench 'Benchmark(Place|Check)$$' -benchtime 50x
-	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated)$$' -benchtime 10x
+	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulate(TiresiasWorkload6|Generated|GoodputAdaptive|ElasticFIFOWorkload6)$$' -benchtime 10x
 	$(GO) test ./internal/sim -run '^$$' -bench 'BenchmarkSimulateGeneratedSizes' -benchtime 1x -timeout 30m
 
 ## load: 1,000 concurrent submissions against the embedded and the MongoDB+RabbitMQ deployments,

@@ -26,26 +26,57 @@ type Online struct {
 	gp          *goodput.Estimator
 	gpusPerNode int
 	curves      map[string]*curve
+	shared      map[shape]sharedCurve
 	// declared is what each application's jobs last declared.
 	declared map[string]Declared
 }
 
 var _ Estimator = (*Online)(nil)
 
-// curve is a job's goodput curve, kept until what it depends on changes.
+// curve is a job's goodput curve, kept until what it depends on changes:
+// its shape, which changes when the job is fitted again or ramps up, and
+// its gradient statistics, which change at every epoch. Its table
+// (goodput.Table) makes a curve for new statistics a pass over the
+// candidates' step times; it is kept for jobs that report statistics. A
+// job that does not (one that never ran) takes the curve of the same
+// shape another such job took (Online.shared): the jobs of an application
+// queue with its model and bounds, by the thousand on a busy server.
 type curve struct {
-	params  goodput.Params
+	shape
+	table *goodput.Table // nil: not kept
+
+	// taken: speedup, batch and rate1 are the curve for stats.
+	taken   bool
 	stats   goodput.GradStats
-	bounds  goodput.Bounds
-	limit   int
 	speedup []float64
 	batch   []int
 	rate1   float64
 }
 
+// shape is what a goodput curve depends on besides the gradient
+// statistics.
+type shape struct {
+	params      goodput.Params
+	bounds      goodput.Bounds
+	limit       int
+	gpusPerNode int
+}
+
+// sharedCurve is a curve for unknown gradient statistics.
+type sharedCurve struct {
+	speedup []float64
+	batch   []int
+	rate1   float64
+}
+
+// maxShared bounds Online.shared: it is emptied when full. Each entry is
+// a curve (16 bytes a worker count); the shapes in use are about one per
+// application and reach.
+const maxShared = 1024
+
 // NewOnline returns an estimator that knows nothing yet.
 func NewOnline(opts Options) *Online {
-	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, declared: map[string]Declared{}}
+	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, shared: map[shape]sharedCurve{}, declared: map[string]Declared{}}
 }
 
 // SetGPUsPerNode sets the GPUs of one node: curves are for k workers on
@@ -234,6 +265,11 @@ func (o *Online) Choose(job, app string, g goodput.GradStats, b goodput.Bounds, 
 	if !ok {
 		return goodput.Choice{}, false
 	}
+	// The job's curve tried the same batches with the same model: on its
+	// placement if it is packed, else on the one it chose for before.
+	if c := o.curves[job]; c != nil && c.table != nil && c.params == p && c.bounds == b {
+		return c.table.Best(g, nodes, workers), true
+	}
 	return goodput.Best(p, g, b, nodes, workers), true
 }
 
@@ -275,6 +311,32 @@ func (o *Online) Estimate(j Job) model.Estimates {
 	return o.col.Estimate(j.Name, j.App, j.Remaining, maxWorkers)
 }
 
+// take returns the curve of c's shape for statistics g: from c's table,
+// else from the curve another job took for unknown statistics (all give
+// the same curve: every batch gains 1), else from a new table, which c
+// keeps when g is known.
+func (o *Online) take(c *curve, g goodput.GradStats) ([]float64, []int, float64) {
+	if c.table != nil {
+		return c.table.Curve(g)
+	}
+	if !g.Known() {
+		if sc, ok := o.shared[c.shape]; ok {
+			return sc.speedup, sc.batch, sc.rate1
+		}
+	}
+	t := goodput.NewTable(c.params, c.bounds, c.gpusPerNode, c.limit)
+	speedup, batch, rate1 := t.Curve(g)
+	if g.Known() {
+		c.table = t
+	} else {
+		if len(o.shared) >= maxShared {
+			clear(o.shared)
+		}
+		o.shared[c.shape] = sharedCurve{speedup, batch, rate1}
+	}
+	return speedup, batch, rate1
+}
+
 // goodput is a job's goodput curve up to limit workers, from its model;
 // false when there is none.
 func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
@@ -283,13 +345,16 @@ func (o *Online) goodput(j Job, limit int) (model.Estimates, bool) {
 		return model.Estimates{}, false
 	}
 	c := o.curves[j.Name]
-	if c == nil || c.params != p || c.stats != j.Grad || c.bounds != j.Bounds || c.limit != limit {
-		if c == nil {
-			c = &curve{}
-			o.curves[j.Name] = c
-		}
-		c.speedup, c.batch, c.rate1 = goodput.Curve(p, j.Grad, j.Bounds, o.gpusPerNode, limit)
-		c.params, c.stats, c.bounds, c.limit = p, j.Grad, j.Bounds, limit
+	if c == nil {
+		c = &curve{}
+		o.curves[j.Name] = c
+	}
+	if sh := (shape{params: p, bounds: j.Bounds, limit: limit, gpusPerNode: o.gpusPerNode}); !c.taken || c.shape != sh {
+		c.shape, c.table, c.taken = sh, nil, false
+	}
+	if !c.taken || c.stats != j.Grad {
+		c.speedup, c.batch, c.rate1 = o.take(c, j.Grad)
+		c.stats, c.taken = j.Grad, true
 	}
 	if c.speedup == nil {
 		return model.Estimates{}, false

@@ -292,3 +292,134 @@ func TestUnreported(t *testing.T) {
 		t.Errorf("bounds without step models: %+v", j3)
 	}
 }
+
+// A job's goodput curve is taken again only when what it depends on
+// changed, and is then what goodput.Curve gives from scratch: new
+// gradient statistics (every epoch) reuse the job's table; a refit, a
+// shorter reach or another node size build a new one; a job that reports
+// no statistics keeps its curve but no table. Each step changes one thing
+// from the step before.
+func TestCurveCache(t *testing.T) {
+	o := NewOnline(Options{StepModels: true})
+	o.SetGPUsPerNode(4)
+	for _, w := range []int{1, 2, 4} {
+		o.ObserveStep("j", "app", step(w, 1, 128*w))
+	}
+	j := adaptiveJob("j", 16)
+	var last model.Estimates
+	var lastTable *goodput.Table
+	for i, c := range []struct {
+		name                 string
+		change               func(j *Job)
+		sameCurve, sameTable bool // sameTable: when one is kept
+		tableKept            bool
+	}{
+		{"first estimate", func(*Job) {}, false, false, true},
+		{"nothing changed", func(*Job) {}, true, true, true},
+		{"new gradient statistics", func(j *Job) { j.Grad = goodput.GradStats{Sqr: 1, Var: 80} }, false, true, true},
+		{"less work left", func(j *Job) { j.RemainingSteps = 1000 }, true, true, true},
+		{"a refit", func(*Job) {
+			bad := step(8, 2, 1024)
+			bad.Iteration *= 1.5 // mispredicted: the model is fitted again
+			o.ObserveStep("j", "app", bad)
+		}, false, false, true},
+		{"a shorter reach", func(j *Job) { j.MaxWorkers = 12 }, false, false, true},
+		{"larger nodes", func(*Job) { o.SetGPUsPerNode(8) }, false, false, true},
+		{"statistics unknown", func(j *Job) { j.Grad = goodput.GradStats{} }, false, true, true},
+		{"a refit without statistics", func(*Job) {
+			bad := step(16, 4, 2048)
+			bad.Iteration *= 1.5
+			o.ObserveStep("j", "app", bad)
+		}, false, false, false},
+		{"nothing changed without statistics", func(*Job) {}, true, false, false},
+	} {
+		c.change(&j)
+		e := o.Estimate(j)
+		p, ok := o.Fit("j", "app")
+		if !ok {
+			t.Fatalf("%s: no model", c.name)
+		}
+		limit := min(j.MaxWorkers, o.Ramp(j))
+		speedup, batch, rate1 := goodput.Curve(p, j.Grad, j.Bounds, o.gpusPerNode, limit)
+		if !slices.Equal(e.Speedup, speedup) || !slices.Equal(e.Batch, batch) || e.RemainingSeconds != j.RemainingSteps/rate1 {
+			t.Fatalf("%s: estimates %+v; from scratch speedup %v batch %v and %v s", c.name, e, speedup, batch, j.RemainingSteps/rate1)
+		}
+		table := o.curves["j"].table
+		if i > 0 {
+			if same := &e.Speedup[0] == &last.Speedup[0]; same != c.sameCurve {
+				t.Errorf("%s: curve reused %v, want %v", c.name, same, c.sameCurve)
+			}
+			if same := table == lastTable; table != nil && same != c.sameTable {
+				t.Errorf("%s: table reused %v, want %v", c.name, same, c.sameTable)
+			}
+		}
+		if (table != nil) != c.tableKept {
+			t.Errorf("%s: table kept %v, want %v", c.name, table != nil, c.tableKept)
+		}
+		if table != nil {
+			lastTable = table
+		}
+		last = e
+	}
+}
+
+// The batch a job chooses on a placement is goodput.Best's, from the
+// job's table when the placement is packed as the table's are and from
+// scratch otherwise.
+func TestChooseAgreesWithBest(t *testing.T) {
+	o := NewOnline(Options{StepModels: true})
+	o.SetGPUsPerNode(4)
+	for _, w := range []int{1, 2, 4, 8} {
+		o.ObserveStep("j", "app", step(w, (w+3)/4, 128*w))
+	}
+	o.Estimate(adaptiveJob("j", 16))
+	p, _ := o.Fit("j", "app")
+	for _, g := range []goodput.GradStats{grad, {Sqr: 1, Var: 5}, {}} {
+		for _, pl := range []struct{ nodes, workers int }{{1, 1}, {1, 4}, {2, 4}, {2, 8}, {4, 16}, {8, 32}} {
+			got, ok := o.Choose("j", "app", g, bounds, pl.nodes, pl.workers)
+			if want := goodput.Best(p, g, bounds, pl.nodes, pl.workers); !ok || got != want {
+				t.Errorf("%+v on %d workers over %d nodes: chose %+v (%v), want %+v", g, pl.workers, pl.nodes, got, ok, want)
+			}
+		}
+	}
+}
+
+// Jobs that report no gradient statistics (queued, never ran) share the
+// curve of their shape: the second of an application's queued jobs takes
+// the first's, which is what goodput.Curve gives from scratch; a new model
+// of the application gives them a new one.
+func TestQueuedJobsShareCurves(t *testing.T) {
+	o := NewOnline(Options{StepModels: true})
+	o.SetGPUsPerNode(4)
+	for _, w := range []int{1, 2, 4} {
+		o.ObserveStep("old", "app", step(w, 1, 128*w))
+	}
+	queued := func(name string) Job {
+		j := adaptiveJob(name, 16)
+		j.Grad = goodput.GradStats{}
+		return j
+	}
+	check := func(when string) model.Estimates {
+		t.Helper()
+		a, b := o.Estimate(queued("a")), o.Estimate(queued("b"))
+		if &a.Speedup[0] != &b.Speedup[0] || &a.Batch[0] != &b.Batch[0] {
+			t.Errorf("%s: two queued jobs of one application took two curves", when)
+		}
+		p, _ := o.gp.AppParams("app")
+		speedup, batch, _ := goodput.Curve(p, goodput.GradStats{}, bounds, 4, min(16, o.Ramp(queued("a"))))
+		if !slices.Equal(a.Speedup, speedup) || !slices.Equal(a.Batch, batch) {
+			t.Errorf("%s: shared curve %v / %v; from scratch %v / %v", when, a.Speedup, a.Batch, speedup, batch)
+		}
+		if o.curves["a"].table != nil {
+			t.Errorf("%s: a queued job keeps a table", when)
+		}
+		return a
+	}
+	before := check("first")
+	bad := step(8, 2, 1024)
+	bad.Iteration *= 1.5 // the application's model is fitted again
+	o.ObserveStep("old", "app", bad)
+	if after := check("after a refit"); &after.Speedup[0] == &before.Speedup[0] {
+		t.Error("the curve of the old model was kept")
+	}
+}

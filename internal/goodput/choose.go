@@ -1,8 +1,11 @@
 package goodput
 
 import (
+	"cmp"
 	"fmt"
+	"iter"
 	"math"
+	"slices"
 )
 
 // Candidates is how many batch sizes Best tries between a job's bounds,
@@ -115,10 +118,14 @@ type Choice struct {
 
 // Evaluate predicts the goodput of running batch on the placement.
 func Evaluate(p Params, g GradStats, b Bounds, nodes, replicas, batch int) Choice {
+	return evaluate(p.placed(nodes, replicas), g, b, replicas, batch)
+}
+
+func evaluate(pl placement, g GradStats, b Bounds, replicas, batch int) Choice {
 	atomic, accum := b.split(batch, replicas)
 	eff := replicas * (accum + 1) * atomic
 	c := Choice{Batch: eff, Atomic: atomic, Accum: accum, Gain: g.Gain(eff, b.InitBatch)}
-	c.Iteration = p.Iteration(nodes, replicas, atomic, accum)
+	c.Iteration = pl.iteration(atomic, accum)
 	if c.Iteration > 0 {
 		c.Rate = c.Gain / c.Iteration
 	}
@@ -133,53 +140,198 @@ func Evaluate(p Params, g GradStats, b Bounds, nodes, replicas, batch int) Choic
 // too wide for MaxBatch runs MaxBatch.
 func Best(p Params, g GradStats, b Bounds, nodes, replicas int) Choice {
 	replicas = max(replicas, 1)
-	nodes = max(nodes, 1)
-	if b.Fixed > 0 {
-		return Evaluate(p, g, b, nodes, replicas, b.Fixed)
-	}
-	if !b.Adaptive() {
-		return Evaluate(p, g, b, nodes, replicas, b.InitBatch)
-	}
-	lo := max(b.InitBatch, max(b.MinLocal, 1)*replicas)
-	hi := b.MaxBatch
-	if lo >= hi {
-		return Evaluate(p, g, b, nodes, replicas, hi)
-	}
-	best := Evaluate(p, g, b, nodes, replicas, lo)
-	ratio := math.Log(float64(hi) / float64(lo))
-	prev := lo
-	for i := 1; i < Candidates; i++ {
-		batch := int(math.Round(float64(lo) * math.Exp(ratio*float64(i)/float64(Candidates-1))))
-		batch = min(max(batch, lo), hi)
-		if batch == prev {
-			continue
-		}
-		prev = batch
-		if c := Evaluate(p, g, b, nodes, replicas, batch); c.Rate > best.Rate {
-			best = c
+	pl := p.placed(max(nodes, 1), replicas)
+	var best Choice
+	first := true
+	for batch := range b.candidates(replicas) {
+		if c := evaluate(pl, g, b, replicas, batch); first || c.Rate > best.Rate {
+			best, first = c, false
 		}
 	}
 	return best
+}
+
+// candidates yields the batch sizes Best tries on replicas replicas, in
+// the order it tries them (at least one).
+func (b Bounds) candidates(replicas int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if b.Fixed > 0 {
+			yield(b.Fixed)
+			return
+		}
+		if !b.Adaptive() {
+			yield(b.InitBatch)
+			return
+		}
+		lo := max(b.InitBatch, max(b.MinLocal, 1)*replicas)
+		hi := b.MaxBatch
+		if lo >= hi {
+			yield(hi)
+			return
+		}
+		if !yield(lo) {
+			return
+		}
+		ratio := math.Log(float64(hi) / float64(lo))
+		prev := lo
+		for i := 1; i < Candidates; i++ {
+			batch := int(math.Round(float64(lo) * math.Exp(ratio*float64(i)/float64(Candidates-1))))
+			batch = min(max(batch, lo), hi)
+			if batch == prev {
+				continue
+			}
+			prev = batch
+			if !yield(batch) {
+				return
+			}
+		}
+	}
 }
 
 // Curve returns, for k = 0..maxReplicas workers packed gpusPerNode to a
 // node, the speedup of the best batch on k workers over the best batch on
 // one (speedup[0] = 0, speedup[1] = 1), the batch size chosen for each
 // (batch[0] = 0) and the goodput on one worker. A model that predicts no
-// progress on one worker gives nil curves.
+// progress on one worker gives nil curves. It is NewTable(...).Curve(g):
+// a caller that asks again with other gradient statistics keeps the table.
 func Curve(p Params, g GradStats, b Bounds, gpusPerNode, maxReplicas int) (speedup []float64, batch []int, rate1 float64) {
+	return NewTable(p, b, gpusPerNode, maxReplicas).Curve(g)
+}
+
+// Table is what Curve computes that does not depend on the gradient
+// statistics: for each worker count, the batch sizes Best would try and
+// their predicted step times. A job's statistics change at every epoch
+// and its model only when it is fitted again, so a job's curve for new
+// statistics costs a division or two per candidate instead of a
+// step-time prediction (three powers). Its Best does the same for the
+// placement a job runs on, which it keeps besides the packed ones. Curves
+// and choices from a Table are Best's to the last bit. It holds up to
+// Candidates entries of 24 bytes per worker count. It is not safe for
+// concurrent use.
+type Table struct {
+	p           Params
+	bounds      Bounds
+	gpusPerNode int
+	// entries[start[k]:start[k+1]] are the candidates for k workers, in
+	// the order Best tries them; k = 0 has none.
+	entries []entry
+	start   []int
+	// spare are the candidates on a placement that is not packed: replicas
+	// workers over nodes nodes (0: none).
+	spare                     []entry
+	spareNodes, spareReplicas int
+}
+
+// entry is one candidate batch: the size tried, the size it runs
+// (Choice.Batch) and its predicted seconds per step.
+type entry struct {
+	tried, batch int
+	iter         float64
+}
+
+// maxPowMemo bounds the local batches whose powers NewTable keeps (8
+// bytes each).
+const maxPowMemo = 1 << 12
+
+// NewTable returns the table of Curve for model p, bounds b, and k =
+// 1..maxReplicas workers packed gpusPerNode to a node.
+func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 	maxReplicas = min(max(maxReplicas, 1), MaxReplicas)
 	gpusPerNode = max(gpusPerNode, 1)
-	one := Best(p, g, b, 1, 1)
+	t := &Table{p: p, bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
+	var batches []int // Best's candidates for the lower bound batchesLo
+	batchesLo := -1
+	// Compute(atomic)^Gamma, which the rows share: a local batch is at
+	// most MaxLocal, else the largest batch (then the rows share less).
+	var pow []float64
+	if n := cmp.Or(b.MaxLocal, max(b.MaxBatch, b.InitBatch, b.Fixed)); n <= maxPowMemo {
+		pow = make([]float64, n+1)
+	}
+	for k := 1; k <= maxReplicas; k++ {
+		t.start[k] = len(t.entries)
+		if lo := max(b.InitBatch, max(b.MinLocal, 1)*k); lo != batchesLo {
+			batches = slices.AppendSeq(batches[:0], b.candidates(k))
+			batchesLo = lo
+		}
+		if k == 1 {
+			// Most rows have as many candidates as the first.
+			t.entries = make([]entry, 0, maxReplicas*len(batches))
+		}
+		t.entries = t.appendRow(t.entries, batches, ceilDiv(k, gpusPerNode), k, pow)
+	}
+	t.start[maxReplicas+1] = len(t.entries)
+	return t
+}
+
+// appendRow appends to dst the candidates batches on replicas workers
+// over nodes nodes, predicted as Evaluate predicts them (pow: see
+// placement.iterationPow).
+func (t *Table) appendRow(dst []entry, batches []int, nodes, replicas int, pow []float64) []entry {
+	pl := t.p.placed(nodes, replicas)
+	first := len(dst)
+	for _, batch := range batches {
+		atomic, accum := t.bounds.split(batch, replicas)
+		e := entry{tried: batch, batch: replicas * (accum + 1) * atomic, iter: pl.iterationPow(atomic, accum, pow)}
+		if n := len(dst); n > first && dst[n-1].batch == e.batch && dst[n-1].iter == e.iter {
+			continue // the same batch again cannot do better
+		}
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// Curve is Curve for gradient statistics g.
+func (t *Table) Curve(g GradStats) (speedup []float64, batch []int, rate1 float64) {
+	one, _ := t.best(g, 1)
 	if !(one.Rate > 0) || math.IsInf(one.Rate, 1) {
 		return nil, nil, 0
 	}
-	speedup = make([]float64, maxReplicas+1)
-	batch = make([]int, maxReplicas+1)
+	n := len(t.start) - 2
+	speedup = make([]float64, n+1)
+	batch = make([]int, n+1)
 	speedup[1], batch[1] = 1, one.Batch
-	for k := 2; k <= maxReplicas; k++ {
-		c := Best(p, g, b, ceilDiv(k, gpusPerNode), k)
+	for k := 2; k <= n; k++ {
+		c, _ := t.best(g, k)
 		speedup[k], batch[k] = c.Rate/one.Rate, c.Batch
 	}
 	return speedup, batch, one.Rate
+}
+
+// Best is Best for the table's model and bounds: from the table when it
+// holds the placement (replicas workers packed as the table packs them),
+// else from the placement last asked for, which it keeps in place of the
+// one before.
+func (t *Table) Best(g GradStats, nodes, replicas int) Choice {
+	replicas, nodes = max(replicas, 1), max(nodes, 1)
+	row := t.spare
+	if replicas < len(t.start)-1 && nodes == ceilDiv(replicas, t.gpusPerNode) {
+		row = t.entries[t.start[replicas]:t.start[replicas+1]]
+	} else if nodes != t.spareNodes || replicas != t.spareReplicas {
+		t.spare = t.appendRow(t.spare[:0], slices.Collect(t.bounds.candidates(replicas)), nodes, replicas, nil)
+		t.spareNodes, t.spareReplicas, row = nodes, replicas, t.spare
+	}
+	c, tried := best(g, t.bounds.InitBatch, row)
+	c.Atomic, c.Accum = t.bounds.split(tried, replicas)
+	return c
+}
+
+// best is Best's choice on k workers, without Atomic and Accum, and the
+// batch size tried that gave it.
+func (t *Table) best(g GradStats, k int) (Choice, int) {
+	return best(g, t.bounds.InitBatch, t.entries[t.start[k]:t.start[k+1]])
+}
+
+// best is Best's choice among the candidates in row: the first with the
+// most goodput, scored as Evaluate scores it.
+func best(g GradStats, init int, row []entry) (best Choice, tried int) {
+	for i, e := range row {
+		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, init), Iteration: e.iter}
+		if c.Iteration > 0 {
+			c.Rate = c.Gain / c.Iteration
+		}
+		if i == 0 || c.Rate > best.Rate {
+			best, tried = c, e.tried
+		}
+	}
+	return best, tried
 }

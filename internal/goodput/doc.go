@@ -26,10 +26,14 @@
 // the progress per step. Best picks, for a placement, the batch among
 // about fifty geometric candidates between the job's bounds that makes
 // progress fastest; Curve turns that into the speedup curve allocators
-// read, with the batch size that goes with each worker count.
+// read, with the batch size that goes with each worker count. A Table
+// keeps the candidates' predicted step times, which do not depend on the
+// gradient statistics, so that a job's curve and batch for its next
+// epoch's statistics cost a division per candidate.
 //
 // Estimator keeps the measurements of live jobs and of applications,
-// refits only when a new measurement disagrees with the model, and
+// refits only when a new measurement disagrees with the model
+// (RefitTolerance, AppRefitTolerance), and
 // records how well the model predicted each placement before the job ran
 // on it. Nothing here reads a clock or iterates a map in an order that
 // shows: the simulator and the live system get the same answers.

@@ -2,8 +2,10 @@ package goodput
 
 import (
 	"math"
-	"slices"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -56,11 +58,11 @@ func Generic(o Obs) Params {
 	}
 }
 
-func toX(p Params) []float64 {
+func toX(p Params) [nParams]float64 {
 	lg := func(v float64) float64 { return math.Log(math.Max(v, floor)) }
 	g := (min(max(p.Gamma, 1), MaxGamma) - 1) / (MaxGamma - 1)
 	g = min(max(g, 1e-6), 1-1e-6)
-	return []float64{lg(p.AlphaC), lg(p.BetaC), lg(p.AlphaR), lg(p.BetaR), lg(p.AlphaN), lg(p.BetaN), math.Log(g / (1 - g))}
+	return [nParams]float64{lg(p.AlphaC), lg(p.BetaC), lg(p.AlphaR), lg(p.BetaR), lg(p.AlphaN), lg(p.BetaN), math.Log(g / (1 - g))}
 }
 
 func fromX(x []float64) Params {
@@ -74,6 +76,14 @@ func fromX(x []float64) Params {
 
 // FitIterations bounds the work of one fit.
 const FitIterations = 100
+
+// FitTolerance ends a fit: the search stops at the first step that lowers
+// the cost by less than this fraction of it. Step times are predicted to
+// a few percent, so a millionth of the squared log error is far below
+// what a fit can tell apart; at 1e-12 the fits of Pollux workload 6 took
+// 17.5 iterations each instead of 4.8 (docs/simulator.md, "Estimator
+// cost").
+const FitTolerance = 1e-6
 
 // Fit returns the parameters that best explain obs (least squares on the
 // logarithm of the iteration time, each observation weighted equally),
@@ -90,27 +100,32 @@ func Fit(obs []Obs, prior Params) Params {
 	if len(use) == 0 || !prior.Valid() {
 		return prior
 	}
-	f := &fitter{obs: use, x0: toX(prior)}
-	x := slices.Clone(f.x0)
-	cost := f.cost(x)
+	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil)}
+	for i, o := range use {
+		f.logIter[i] = math.Log(o.Iteration)
+	}
+	f.at, f.try = make([]predicted, len(use)), make([]predicted, len(use))
+	x := f.x0
+	cost := f.cost(&x, f.at)
 	lambda := 1e-3
 	var jtj [nParams * nParams]float64
 	var g, step [nParams]float64
 	for it := 0; it < FitIterations; it++ {
-		f.normal(x, &jtj, &g)
+		f.normal(&x, &jtj, &g)
 		improved := false
 		for try := 0; try < 20; try++ {
-			if !solveDamped(&jtj, &g, lambda, &step) {
+			if !f.solveDamped(&jtj, &g, lambda, &step) {
 				lambda *= 10
 				continue
 			}
-			next := make([]float64, nParams)
+			var next [nParams]float64
 			for k := range next {
 				next[k] = x[k] - step[k]
 			}
-			if c := f.cost(next); c < cost {
-				improved = cost-c > 1e-12*(1+cost)
+			if c := f.cost(&next, f.try); c < cost {
+				improved = cost-c > FitTolerance*(1+cost)
 				x, cost = next, c
+				f.at, f.try = f.try, f.at
 				lambda = math.Max(lambda/10, 1e-9)
 				break
 			}
@@ -120,7 +135,7 @@ func Fit(obs []Obs, prior Params) Params {
 			break
 		}
 	}
-	p := fromX(x)
+	p := fromX(x[:])
 	if !p.Valid() {
 		return prior
 	}
@@ -131,15 +146,38 @@ const nParams = 7
 
 type fitter struct {
 	obs []Obs
-	x0  []float64
+	// logIter are the observations' log iteration times, which every
+	// step of the search compares with.
+	logIter []float64
+	x0      [nParams]float64
+	// at are the predictions at the search's current point, which the
+	// next step's derivatives start from; try those at a point tried.
+	at, try []predicted
+	// u, m and ch are solveDamped's, reused from step to step.
+	u  [nParams * nParams]float64
+	m  *mat.SymDense
+	ch mat.Cholesky
 }
 
-func (f *fitter) cost(x []float64) float64 {
-	p := fromX(x)
+// predicted is one observation's prediction at a point of the search,
+// with the parts of it the derivatives reuse.
+type predicted struct {
+	c, s, step, cg, sg float64 // Compute, Sync and Params.overlap's results
+	pred, r            float64 // the iteration time and its log residual
+}
+
+// cost is the objective at x; it fills out with the predictions there.
+func (f *fitter) cost(x *[nParams]float64, out []predicted) float64 {
+	p := fromX(x[:])
 	s := 0.0
-	for _, o := range f.obs {
-		d := math.Log(p.Predict(o)) - math.Log(o.Iteration)
-		s += d * d
+	for i, o := range f.obs {
+		// Params.Iteration, in parts.
+		e := &out[i]
+		e.c, e.s = p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
+		e.step, e.cg, e.sg = p.overlap(e.c, e.s)
+		e.pred = float64(o.Accum)*e.c + e.step
+		e.r = math.Log(e.pred) - f.logIter[i]
+		s += e.r * e.r
 	}
 	for k := range x {
 		d := x[k] - f.x0[k]
@@ -151,27 +189,26 @@ func (f *fitter) cost(x []float64) float64 {
 	return s
 }
 
-// normal fills the Gauss-Newton system at x: jtj = JᵀJ + w·I and
-// g = Jᵀr + w·(x−x0), J being the residuals' derivatives in x.
-func (f *fitter) normal(x []float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+// normal fills the Gauss-Newton system at x, the search's current point
+// (whose predictions are f.at): jtj = JᵀJ + w·I and g = Jᵀr + w·(x−x0),
+// J being the residuals' derivatives in x.
+func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
 	*jtj = [nParams * nParams]float64{}
 	*g = [nParams]float64{}
-	p := fromX(x)
+	p := fromX(x[:])
 	sig := (p.Gamma - 1) / (MaxGamma - 1)
 	var d [nParams]float64
-	for _, o := range f.obs {
-		pred := p.Predict(o)
-		r := math.Log(pred) - math.Log(o.Iteration)
+	for i, o := range f.obs {
+		e := &f.at[i]
+		c, s, step, cg, sg, pred, r := e.c, e.s, e.step, e.cg, e.sg, e.pred, e.r
 		// Derivatives of pred in the parameters, then in x.
-		c, s := p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
 		dC, dS, dG := 1.0, 0.0, 0.0
 		if s > 0 {
 			gm := p.Gamma
-			u := math.Pow(c, gm) + math.Pow(s, gm)
-			step := math.Pow(u, 1/gm)
+			u := cg + sg
 			dC = step / u * math.Pow(c, gm-1)
 			dS = step / u * math.Pow(s, gm-1)
-			dG = step * (-math.Log(u)/(gm*gm) + (math.Pow(c, gm)*math.Log(c)+math.Pow(s, gm)*math.Log(s))/(gm*u))
+			dG = step * (-math.Log(u)/(gm*gm) + (cg*math.Log(c)+sg*math.Log(s))/(gm*u))
 		}
 		dC += float64(o.Accum)
 		d = [nParams]float64{}
@@ -204,19 +241,71 @@ func (f *fitter) normal(x []float64, jtj *[nParams * nParams]float64, g *[nParam
 }
 
 // solveDamped solves (A + λ·diag(A))·s = g by Cholesky; false when the
-// damped matrix is not positive definite.
-func solveDamped(a *[nParams * nParams]float64, g *[nParams]float64, lambda float64, s *[nParams]float64) bool {
-	m := mat.NewSymDense(nParams, nil)
+// damped matrix is not positive definite or too ill-conditioned
+// (mat.ConditionTolerance).
+//
+// Gonum's mat.Cholesky estimates the condition number of every
+// factorization, which took a fifth of a fit. The damped matrix's
+// smallest eigenvalue is at least PriorWeight (the prior's term on the
+// diagonal, never damped below it), so its 1-norm condition number is at
+// most nParams·‖A‖₁/PriorWeight: while ‖A‖₁ ≤ fastNorm that bound is a
+// thousandth of the tolerance, the estimate cannot reach it, and the
+// factorization and solve are mat.Cholesky's own LAPACK calls without
+// it, to the last bit. Beyond, mat.Cholesky decides.
+func (f *fitter) solveDamped(a *[nParams * nParams]float64, g *[nParams]float64, lambda float64, s *[nParams]float64) bool {
+	u := &f.u
 	for i := range nParams {
 		for j := i; j < nParams; j++ {
 			v := a[i*nParams+j]
 			if i == j {
 				v *= 1 + lambda
 			}
-			m.SetSym(i, j, v)
+			u[i*nParams+j] = v
 		}
 	}
-	var ch mat.Cholesky
+	if norm1(u) > fastNorm {
+		return f.solveChecked(u, g, s)
+	}
+	if _, ok := lapack64.Potrf(blas64.Symmetric{N: nParams, Stride: nParams, Data: u[:], Uplo: blas.Upper}); !ok {
+		return false
+	}
+	*s = *g
+	lapack64.Potrs(blas64.Triangular{N: nParams, Stride: nParams, Data: u[:], Uplo: blas.Upper, Diag: blas.NonUnit},
+		blas64.General{Rows: nParams, Cols: 1, Stride: 1, Data: s[:]})
+	return finite(s)
+}
+
+// fastNorm bounds the 1-norm of a damped matrix that solveDamped solves
+// without estimating its condition number: nParams·fastNorm/PriorWeight
+// is 7e12, against mat.ConditionTolerance's 1e16, with room for the
+// rounding in JᵀJ.
+const fastNorm = 1e8
+
+// norm1 is the 1-norm (largest column sum of magnitudes) of the symmetric
+// matrix whose upper triangle is u.
+func norm1(u *[nParams * nParams]float64) float64 {
+	norm := 0.0
+	for j := range nParams {
+		sum := 0.0
+		for i := range nParams {
+			sum += math.Abs(u[min(i, j)*nParams+max(i, j)])
+		}
+		if !(sum <= norm) { // NaN too
+			norm = sum
+		}
+	}
+	return norm
+}
+
+// solveChecked is solveDamped through mat.Cholesky, which estimates the
+// condition number.
+func (f *fitter) solveChecked(u *[nParams * nParams]float64, g *[nParams]float64, s *[nParams]float64) bool {
+	m, ch := f.m, &f.ch
+	for i := range nParams {
+		for j := i; j < nParams; j++ {
+			m.SetSym(i, j, u[i*nParams+j])
+		}
+	}
 	if !ch.Factorize(m) {
 		return false
 	}
@@ -224,6 +313,10 @@ func solveDamped(a *[nParams * nParams]float64, g *[nParams]float64, lambda floa
 	if err := ch.SolveVecTo(out, mat.NewVecDense(nParams, g[:])); err != nil {
 		return false
 	}
+	return finite(s)
+}
+
+func finite(s *[nParams]float64) bool {
 	for i := range nParams {
 		if math.IsNaN(s[i]) || math.IsInf(s[i], 0) {
 			return false

@@ -2,7 +2,10 @@ package goodput
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // truth is a model with every part visible: compute that grows with the
@@ -320,5 +323,115 @@ func TestClamp(t *testing.T) {
 	}
 	if got := (Bounds{InitBatch: 128, MaxBatch: 4096, Fixed: 256}).Clamp(1000, 4); got != 256 {
 		t.Errorf("a fixed batch clamps to %d, want 256", got)
+	}
+}
+
+// A Table gives Best's choices to the last bit, for any gradient
+// statistics (unknown, no noise, no signal, anything between), bounds
+// (adaptive, fixed, pinned, too narrow to choose) and packing: its curve
+// is Best's on each worker count, and its Best is Best's on any
+// placement, packed, spread or beyond its curve.
+func TestTableAgreesWithBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 4))
+	stats := []GradStats{{}, {Sqr: 1}, {Var: 3}, {Sqr: 1, Var: 50}, {Sqr: 1e-9, Var: 1e9}, {Sqr: -1, Var: 2}}
+	for i := range 300 {
+		p := Params{AlphaC: r.Float64() * 0.1, BetaC: r.Float64() * 0.01, AlphaR: r.Float64() * 0.05, BetaR: r.Float64() * 0.002,
+			AlphaN: r.Float64() * 0.3, BetaN: r.Float64() * 0.01, Gamma: 1 + r.Float64()*(MaxGamma-1)}
+		b := Bounds{InitBatch: 1 + r.IntN(256), MaxBatch: r.IntN(8192), MinLocal: r.IntN(64), MaxLocal: r.IntN(512)}
+		if i%10 == 0 {
+			b.Fixed = 1 + r.IntN(1024)
+		}
+		g := stats[i%len(stats)]
+		if i%len(stats) == 0 {
+			g = GradStats{Sqr: r.Float64(), Var: r.Float64() * 100}
+		}
+		perNode, limit := 1+r.IntN(8), 1+r.IntN(64)
+		table := NewTable(p, b, perNode, limit)
+		speedup, batch, rate1 := table.Curve(g)
+		one := Best(p, g, b, 1, 1)
+		if !(one.Rate > 0) || math.IsInf(one.Rate, 1) {
+			if speedup != nil || batch != nil || rate1 != 0 {
+				t.Fatalf("case %d: no progress on one GPU, curve %v", i, speedup)
+			}
+			continue
+		}
+		if len(speedup) != limit+1 || len(batch) != limit+1 || rate1 != one.Rate {
+			t.Fatalf("case %d: curve to %d, rate1 %v; want to %d and %v", i, len(speedup)-1, rate1, limit, one.Rate)
+		}
+		for k := 1; k <= limit; k++ {
+			nodes := (k + perNode - 1) / perNode
+			want := Best(p, g, b, nodes, k)
+			if speedup[k] != want.Rate/one.Rate || batch[k] != want.Batch {
+				t.Fatalf("case %d, %d workers: speedup %v batch %d; Best gives %v and %d", i, k, speedup[k], batch[k], want.Rate/one.Rate, want.Batch)
+			}
+			// Packed, spread (twice: the second from the spare row), and
+			// packed again.
+			for _, n := range []int{nodes, min(nodes+1, k), min(nodes+1, k), nodes} {
+				if got, want := table.Best(g, n, k), Best(p, g, b, n, k); got != want {
+					t.Fatalf("case %d, %d workers on %d nodes: table %+v, Best %+v", i, k, n, got, want)
+				}
+			}
+		}
+		for _, pl := range [][2]int{{limit, limit + 1}, {0, 0}, {1, 3 * limit}} {
+			if got, want := table.Best(g, pl[0], pl[1]), Best(p, g, b, pl[0], pl[1]); got != want {
+				t.Fatalf("case %d, %d workers on %d nodes, beyond the table: %+v, Best %+v", i, pl[1], pl[0], got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkTableCurve64 is a job's curve for new gradient statistics
+// (each epoch) from its table, against BenchmarkCurve64's from nothing.
+func BenchmarkTableCurve64(b *testing.B) {
+	table := NewTable(truth, Bounds{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256}, 4, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		table.Curve(GradStats{Sqr: 1, Var: 50})
+	}
+}
+
+// solveDamped skips mat.Cholesky's condition estimate only where it
+// cannot matter: its steps are mat.Cholesky's to the last bit, whatever
+// the scale of the system and the damping, systems whose data say nothing
+// of a parameter included.
+func TestSolveDampedAgreesWithCholesky(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 5))
+	f := &fitter{m: mat.NewSymDense(nParams, nil)}
+	for i := range 500 {
+		var jtj [nParams * nParams]float64
+		var g [nParams]float64
+		scale := math.Pow(10, float64(r.IntN(12)-4))
+		for range 1 + r.IntN(20) {
+			var d [nParams]float64
+			for a := range d {
+				d[a] = r.NormFloat64() * scale
+			}
+			if i%7 == 0 {
+				d[6] = 0 // a parameter the data say nothing about
+			}
+			for a := range nParams {
+				g[a] += d[a] * r.NormFloat64()
+				for b := range nParams {
+					jtj[a*nParams+b] += d[a] * d[b]
+				}
+			}
+		}
+		for a := range nParams { // the prior's term, as normal adds it
+			jtj[a*nParams+a] += PriorWeight
+		}
+		lambda := math.Pow(10, float64(r.IntN(14)-9))
+		var fast, checked [nParams]float64
+		var u [nParams * nParams]float64 // the damped matrix's upper triangle
+		for a := range nParams {
+			for b := a; b < nParams; b++ {
+				u[a*nParams+b] = jtj[a*nParams+b]
+			}
+			u[a*nParams+a] *= 1 + lambda
+		}
+		okFast := f.solveDamped(&jtj, &g, lambda, &fast)
+		okChecked := f.solveChecked(&u, &g, &checked)
+		if okFast != okChecked || (okFast && fast != checked) {
+			t.Fatalf("case %d (scale %g, λ %g): fast %v %v, mat.Cholesky %v %v", i, scale, lambda, okFast, fast, okChecked, checked)
+		}
 	}
 }

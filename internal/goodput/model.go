@@ -49,18 +49,81 @@ func (p Params) Sync(nodes, replicas int) float64 {
 
 // Step is the time of one optimizer step without accumulation.
 func (p Params) Step(nodes, replicas, atomic int) float64 {
-	c, s := p.Compute(atomic), p.Sync(nodes, replicas)
-	if s <= 0 {
-		return c
-	}
-	g := p.Gamma
-	return math.Pow(math.Pow(c, g)+math.Pow(s, g), 1/g)
+	step, _, _ := p.overlap(p.Compute(atomic), p.Sync(nodes, replicas))
+	return step
 }
+
+// overlap is the time of a step of c seconds of compute and s of
+// synchronisation, with c^Gamma and s^Gamma (0 without synchronisation),
+// which the fit's derivatives reuse: every caller computes the step time
+// with the same operations, so that the fit, the curves and the
+// predictions agree to the last bit.
+func (p Params) overlap(c, s float64) (step, cg, sg float64) {
+	if s <= 0 {
+		return c, 0, 0
+	}
+	sg = math.Pow(s, p.Gamma)
+	step, cg = p.overlapWith(c, sg)
+	return step, cg, sg
+}
+
+// overlapWith is overlap with s^Gamma given, for callers that try many
+// compute times against one synchronisation time.
+func (p Params) overlapWith(c, sg float64) (step, cg float64) {
+	cg = math.Pow(c, p.Gamma)
+	return p.overlapPowers(cg, sg), cg
+}
+
+// overlapPowers is the step time from c^Gamma and s^Gamma.
+func (p Params) overlapPowers(cg, sg float64) float64 { return math.Pow(cg+sg, 1/p.Gamma) }
 
 // Iteration is the time of one optimizer step that accumulates accum
 // extra micro-steps before synchronising.
 func (p Params) Iteration(nodes, replicas, atomic, accum int) float64 {
-	return float64(accum)*p.Compute(atomic) + p.Step(nodes, replicas, atomic)
+	return p.placed(nodes, replicas).iteration(atomic, accum)
+}
+
+// placement is the model on one placement, for callers that predict many
+// batches there: the synchronisation time and its power are computed
+// once.
+type placement struct {
+	p     Params
+	s, sg float64 // Sync and Sync^Gamma (0 without synchronisation)
+}
+
+func (p Params) placed(nodes, replicas int) placement {
+	pl := placement{p: p, s: p.Sync(nodes, replicas)}
+	if pl.s > 0 {
+		pl.sg = math.Pow(pl.s, p.Gamma)
+	}
+	return pl
+}
+
+// iteration is Params.Iteration on the placement.
+func (pl placement) iteration(atomic, accum int) float64 {
+	return pl.iterationPow(atomic, accum, nil)
+}
+
+// iterationPow is iteration with Compute(atomic)^Gamma taken from, or
+// stored in, pow[atomic] when atomic indexes pow (0: not computed yet): a
+// table predicts each local batch on many placements.
+func (pl placement) iterationPow(atomic, accum int, pow []float64) float64 {
+	c := pl.p.Compute(atomic)
+	step := c
+	if pl.s > 0 {
+		var cg float64
+		if atomic < len(pow) {
+			cg = pow[atomic]
+		}
+		if cg == 0 {
+			cg = math.Pow(c, pl.p.Gamma)
+			if atomic < len(pow) {
+				pow[atomic] = cg
+			}
+		}
+		step = pl.p.overlapPowers(cg, pl.sg)
+	}
+	return float64(accum)*c + step
 }
 
 // GradStats are a job's gradient statistics at its initial batch size:

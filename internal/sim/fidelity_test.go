@@ -121,19 +121,7 @@ func TestFidelityTiresiasPollux(t *testing.T) {
 // artifact's Tiresias on Pollux workload 6 (the artifact's own Python
 // simulator takes about 14 s for this run).
 func BenchmarkSimulateTiresiasWorkload6(b *testing.B) {
-	dir := polluxDir(b)
-	models := polluxModels(b, dir)
-	jobs, err := workload.Read(filepath.Join(dir, "workloads", "workload-6.csv"), workload.FormatPollux, workload.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Run(context.Background(), jobs, Options{
-			Nodes: 16, GPUsPerNode: 4, Interval: 60 * time.Second,
-			Allocator: artifactTiresias(b), Placer: placement.NewGreedy(), Models: models,
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPolluxWorkload6(b, func(models *perfmodel.Set) Options {
+		return Options{Allocator: artifactTiresias(b), Placer: placement.NewGreedy(), Models: models}
+	})
 }
