@@ -44,10 +44,10 @@
 // (down to 0) stays possible: short jobs first is what wins mean JCT.
 //
 // Settling: a job whose GPUs changed less than (1 + settle) restarts ago
-// may go on changing in the same direction (a new job ramps up) or be
-// halted, but not turn back: after a growth it keeps all its GPUs or none
-// (its first step is to its current count), after a shrink it is not
-// grown. Its estimates were taken at the batch size its last placement
+// may go on changing in the same direction, but not turn back: after a
+// growth or its start it keeps its GPUs (its first step is to its current
+// count, ahead of every other job's) and may grow on (a new job ramps up);
+// after a shrink it may shrink on or be halted, not grow. Its estimates were taken at the batch size its last placement
 // chose, and a new placement changes them; without this a job whose
 // restart cost is about the interval could flip between two sizes every
 // cycle, each flip a restart, and never progress.
@@ -165,10 +165,9 @@ type goodputJob struct {
 	minW    int
 	current int // State.GPUs, 0 if negative
 	limit   int // max GPUs this round: MaxWorkers, or current once capped
-	// first is the job's first step from 0: MinWorkers, or its current
-	// GPUs while it settles after a growth, so that it keeps them all or
-	// loses them all.
-	first int
+	// keep: the job settles after a growth (or its start) and keeps its
+	// current GPUs ahead of every other job's step.
+	keep bool
 }
 
 // Allocate implements Allocator.
@@ -254,11 +253,10 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 			limit:   j.Spec.MaxWorkers,
 		}
 		jobs[i].rs = math.Pow(jobs[i].r, g.size)
-		jobs[i].first = jobs[i].minW
 		if c := jobs[i].current; g.settling(snap, j) {
 			// It may go on in the direction it last changed, or stop.
 			if c >= j.State.PrevGPUs {
-				jobs[i].first = c // not shrunk, all or nothing
+				jobs[i].keep = true // not shrunk nor halted
 			}
 			if c <= j.State.PrevGPUs {
 				jobs[i].limit = c // not grown
@@ -283,7 +281,10 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 // its current count are worth hold times their speedup.
 func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool) {
 	if k == 0 {
-		to = j.first
+		to = j.minW
+		if j.keep && j.current <= spare {
+			return math.Inf(1), j.current, true
+		}
 		if to > j.limit || to > spare {
 			return 0, 0, false
 		}
@@ -322,10 +323,11 @@ func restartSeconds(e *model.Estimates) float64 {
 // settling reports whether a running job changed its GPUs so recently
 // that it has not yet made settle restarts' worth of progress since the
 // restart the change cost it. A settling job may keep changing in the
-// direction of its last change (a new job ramps up), or be halted, but
-// not turn back: a job that grew is not shrunk, a job that shrank is not
-// grown, so that no job flips between two sizes faster than once per
-// (1 + settle) restarts' time, whatever the interval.
+// direction of its last change (a new job ramps up, a shrinking one may
+// be halted), but not turn back: a job that grew or started is neither
+// shrunk nor halted, a job that shrank is not grown, so that no job flips
+// between two sizes, nor between running and waiting, faster than once
+// per (1 + settle) restarts' time, whatever the interval.
 func (g *Goodput) settling(snap *model.Snapshot, j *model.Job) bool {
 	if g.settle == 0 || j.State.GPUs <= 0 || j.State.LastChange.IsZero() {
 		return false

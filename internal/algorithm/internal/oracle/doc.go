@@ -2,8 +2,8 @@
 // 87715a2, before the issue-28 speed work (incremental ordering, no
 // per-job name map). Only package algorithm's differential test imports
 // it: the new code must answer every snapshot exactly as this one does.
-// goodput.go is Goodput as of commit 1bbe4e1 (the look-ahead, size and
-// settle of issue 28), before the merge with the speed work.
+// goodput.go is Goodput's policy of issue 28 (the look-ahead, size and
+// settle), on the mechanics of 87715a2 (no tracker).
 // Do not change it, except to follow a deliberate policy change of an
 // algorithm (then change both and say so in the commit).
 package oracle

@@ -163,10 +163,9 @@ type goodputJob struct {
 	minW    int
 	current int // State.GPUs, 0 if negative
 	limit   int // max GPUs this round: MaxWorkers, or current once capped
-	// first is the job's first step from 0: MinWorkers, or its current
-	// GPUs while it settles after a growth, so that it keeps them all or
-	// loses them all.
-	first int
+	// keep: the job settles after a growth (or its start) and keeps its
+	// current GPUs ahead of every other job's step.
+	keep bool
 }
 
 // Allocate implements Allocator.
@@ -260,11 +259,10 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 			limit:   j.Spec.MaxWorkers,
 		}
 		jobs[i].rs = math.Pow(jobs[i].r, g.size)
-		jobs[i].first = jobs[i].minW
 		if c := jobs[i].current; g.settling(snap, j) {
 			// It may go on in the direction it last changed, or stop.
 			if c >= j.State.PrevGPUs {
-				jobs[i].first = c // not shrunk, all or nothing
+				jobs[i].keep = true // not shrunk nor halted
 			}
 			if c <= j.State.PrevGPUs {
 				jobs[i].limit = c // not grown
@@ -289,7 +287,10 @@ func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
 // its current count are worth hold times their speedup.
 func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool) {
 	if k == 0 {
-		to = j.first
+		to = j.minW
+		if j.keep && j.current <= spare {
+			return math.Inf(1), j.current, true
+		}
 		if to > j.limit || to > spare {
 			return 0, 0, false
 		}
