@@ -134,9 +134,16 @@ compare-table: build
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all --placer greedy -q $$mode | tail -10; \
 	done; done
 
-## goodput-table: all nine algorithms with fixed and adaptive batches (online estimates only) on the 1.0x and 2.0x
-## Pollux workloads, by application, then Goodput against the artifact's Tiresias on eight generated (unseen) workloads
+## goodput-table: Goodput with adaptive batches (online estimates only) at the four loads of the Pollux workloads
+## (avg JCT, p99 JCT, makespan: mean over the eight workloads) beside the artifact's recorded Pollux and Tiresias
+## (hack/recorded); then all nine algorithms with fixed and adaptive batches on the 1.0x and 2.0x workloads, by
+## application; then Goodput against the artifact's Tiresias on eight generated (unseen) workloads
 goodput-table: build
+	@for load in -0.5 "" -1.5 -2.0; do \
+	  echo "== workloads$$load: Goodput, adaptive batches"; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --algorithm Goodput --adaptive-batch -q | sed -n '/== mean over/,$$p' | sed -n 2,3p; \
+	done
+	@echo "== recorded by the Pollux artifact"; $(GO) run ./hack/recorded -pollux $(POLLUX)
 	@for load in "" -2.0; do for mode in "" --adaptive-batch; do \
 	  echo "== workloads$$load $${mode:-fixed batch}"; \
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare all -q --by-app $$mode | sed -n '/== mean over/,$$p'; \
@@ -149,6 +156,17 @@ goodput-table: build
 	  $(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --interval 60s --algorithm Goodput --adaptive-batch -q | sed -n '/== mean over/,$$p' | tail -1; \
 	  rm -rf $$dir; \
 	done
+
+## goodput-grid: Goodput with adaptive batches on the eight 1.0x Pollux workloads at every scheduling interval (30 s to
+## 8 min) and restart cost (0 to 120 s): every job must finish; the artifact recorded Pollux at 30 s..8 min in
+## results-period (2,729 / 2,751 / 2,806 / 2,969 / 3,354 s); about 10 minutes
+goodput-grid: build
+	@printf "%-9s %-8s %s\n" interval restart "done avgJCT p50 p99 makespan queue util restarts/job migrations/job"
+	@for iv in 30s 60s 2m 4m 8m; do for rc in 0s 15s 30s 60s 120s; do \
+	  printf "%-9s %-8s " $$iv $$rc; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads --profiles $(POLLUX)/traces --interval $$iv --restart-cost $$rc \
+	    --algorithm Goodput --adaptive-batch -q | awk '/^Goodput +topology +[0-9]+\/[0-9]+ /{print $$3,$$4,$$5,$$6,$$7,$$8,$$9,$$10,$$11}'; \
+	done; done
 
 ## placement-table: greedy against topology placement for three elastic algorithms on the 1.0x and 2.0x Pollux workloads
 placement-table: build

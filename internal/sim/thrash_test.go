@@ -19,6 +19,15 @@ var (
 	thrashRestarts  = []time.Duration{0, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}
 )
 
+// simRestart is a restart cost as Options takes it: 0 is the default
+// there, a negative cost is none.
+func simRestart(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // checkNoThrash asserts that every job finished and that jobs restarted
 // at most maxMean times on average.
 func checkNoThrash(t *testing.T, name string, r *report.Run, maxMean float64) {
@@ -50,7 +59,7 @@ func TestGoodputNoThrashParametric(t *testing.T) {
 		jobs := workload.Generate(workload.GenOptions{Jobs: 40, Seed: seed, MeanInterarrival: 30 + r.Float64()*300})
 		name := fmt.Sprintf("seed %d interval %v restart %v", seed, iv, rc)
 		run := run(t, jobs, Options{
-			Nodes: 4, GPUsPerNode: 4, Interval: iv, RestartCost: rc,
+			Nodes: 4, GPUsPerNode: 4, Interval: iv, RestartCost: simRestart(rc),
 			Allocator: newAlloc(t, algorithm.NameGoodput), Placer: topologyPlacer(t),
 			MaxTime: 1000 * time.Hour,
 		})
@@ -82,10 +91,36 @@ func TestGoodputNoThrashPollux(t *testing.T) {
 		rc := thrashRestarts[r.IntN(len(thrashRestarts))]
 		name := fmt.Sprintf("workload-%d jobs %d-%d interval %v restart %v", w, from, from+39, iv, rc)
 		run := run(t, jobs, Options{
-			Nodes: 4, GPUsPerNode: 4, Interval: iv, RestartCost: rc, Models: models,
+			Nodes: 4, GPUsPerNode: 4, Interval: iv, RestartCost: simRestart(rc), Models: models,
 			Allocator: newAlloc(t, algorithm.NameGoodput), Placer: topologyPlacer(t),
-			AdaptiveBatch: true, MaxTime: 2000 * time.Hour,
+			Estimator: EstimatorGoodput, AdaptiveBatch: true, MaxTime: 2000 * time.Hour,
 		})
 		checkNoThrash(t, name, run, 10)
+	}
+}
+
+// TestGoodputNoThrashAtTheRateLimit is issue 28's case: Pollux workload 2
+// at a 30 s interval, the server's rate limit, where a restart costs the
+// whole interval. Before jobs settled after a change, imagenet-7 flipped
+// between two sizes and restarted 243 times; now no job restarts more than
+// 150 times nor, past 5 restarts, spends more than a fifth of its life
+// restarting, and the
+// mean stays under 10.
+func TestGoodputNoThrashAtTheRateLimit(t *testing.T) {
+	dir := polluxDir(t)
+	jobs, err := workload.Read(filepath.Join(dir, "workloads", "workload-2.csv"), workload.FormatPollux, workload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, jobs, Options{
+		Nodes: 16, GPUsPerNode: 4, Interval: 30 * time.Second, Models: polluxModels(t, dir),
+		Allocator: newAlloc(t, algorithm.NameGoodput), Placer: topologyPlacer(t),
+		Estimator: EstimatorGoodput, AdaptiveBatch: true, MaxTime: 96 * time.Hour,
+	})
+	checkNoThrash(t, "workload-2 at 30 s", r, 10)
+	for _, j := range r.Jobs {
+		if lost := float64(j.Restarts) * 30; j.Restarts > 150 || (j.Restarts > 5 && lost > (j.End-j.Submit)/5) {
+			t.Errorf("%s restarted %d times in %.0f s", j.Name, j.Restarts, j.End-j.Submit)
+		}
 	}
 }
