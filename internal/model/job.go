@@ -80,8 +80,7 @@ type JobState struct {
 	// halt); zero if never.
 	LastChange time.Time
 	// PrevGPUs is the job's GPU count before its last change: with GPUs
-	// it says whether the job last grew or shrank. Not stored: after a
-	// restart of the service it is 0, a growth.
+	// it says whether the job last grew or shrank.
 	PrevGPUs int
 	// Queue is the job's priority queue for multi-level algorithms
 	// (Tiresias); 0 is the highest.

@@ -106,6 +106,7 @@ type stateRecord struct {
 	AttainedService storedFloat         `json:"attainedService" bson:"attainedService"`
 	FirstStart      *int64              `json:"firstStart" bson:"firstStart"`
 	LastChange      *int64              `json:"lastChange" bson:"lastChange"`
+	PrevGPUs        int                 `json:"prevGPUs,omitempty" bson:"prevGPUs,omitempty"`
 	Queue           int                 `json:"queue" bson:"queue"`
 	RunSeconds      storedFloat         `json:"runSeconds" bson:"runSeconds"`
 	QueueSince      *int64              `json:"queueSince" bson:"queueSince"`
@@ -465,6 +466,7 @@ func (r *jobRecord) setAside(reason string, now *int64) {
 		// The core's LastChange is when the GPU count last changed, and
 		// it changes now.
 		st.State.LastChange = now
+		st.State.PrevGPUs = st.State.GPUs
 		if len(st.Allocations) >= MaxAllocations {
 			st.Allocations = st.Allocations[len(st.Allocations)-MaxAllocations+1:]
 		}
@@ -600,6 +602,7 @@ func (e *encoder) state(s model.JobState) stateRecord {
 		AttainedService: storedFloat(s.AttainedService),
 		FirstStart:      e.time("status.state.firstStart", s.FirstStart),
 		LastChange:      e.time("status.state.lastChange", s.LastChange),
+		PrevGPUs:        s.PrevGPUs,
 		Queue:           s.Queue,
 		RunSeconds:      storedFloat(s.RunSeconds),
 		QueueSince:      e.time("status.state.queueSince", s.QueueSince),
@@ -618,6 +621,7 @@ func decodeState(r stateRecord) model.JobState {
 		AttainedService: float64(r.AttainedService),
 		FirstStart:      decodeTime(r.FirstStart),
 		LastChange:      decodeTime(r.LastChange),
+		PrevGPUs:        max(r.PrevGPUs, 0),
 		Queue:           r.Queue,
 		RunSeconds:      float64(r.RunSeconds),
 		QueueSince:      decodeTime(r.QueueSince),

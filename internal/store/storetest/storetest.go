@@ -208,6 +208,7 @@ func fullJob(name string) store.Job {
 				AttainedService: 1234.5,
 				FirstStart:      base.Add(time.Second + 1),
 				LastChange:      base.Add(2*time.Minute + 7),
+				PrevGPUs:        2,
 				Queue:           2,
 				RunSeconds:      600.25,
 				QueueSince:      base.Add(3),
@@ -1416,6 +1417,7 @@ func testSetAside(t *testing.T, f Factory) {
 	}
 	want := held
 	want.Status.State.Status = model.StatusFailed
+	want.Status.State.PrevGPUs = held.Status.State.GPUs
 	want.Status.State.GPUs = 0
 	want.Status.State.Placement = nil
 	want.Status.State.LastChange = now
