@@ -183,10 +183,11 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	rank := arrivalRanks(in)
 
 	gpus := make([]int, n)
+	first := make([]float64, n)
 	// Each round caps at least one running job that was not capped before,
 	// so there are at most running+1 rounds.
 	for {
-		g.greedy(jobs, rank, gpus, in.total)
+		g.greedy(jobs, rank, gpus, first, in.total)
 		capped := false
 		for i := range jobs {
 			j := &jobs[i]
@@ -203,10 +204,7 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 
 	// Order: first step's value, highest first, then arrival; the tracker
 	// sorts again only the jobs whose value changed since the last call.
-	order := g.t.sorted(in, func(i int) sortKey {
-		v, _, _ := g.step(&jobs[i], 0, in.total)
-		return sortKey{f: -v}
-	})
+	order := g.t.sorted(in, func(i int) sortKey { return sortKey{f: -first[i]} })
 
 	a := in.allocation(order, gpus)
 	for i, k := range gpus {
@@ -345,13 +343,16 @@ func (g *Goodput) paysBack(j *goodputJob, c, k int) bool {
 }
 
 // greedy runs one round of the auction from nothing, writing each job's
-// GPUs into gpus. The heap holds each job's best next step; a step that
+// GPUs into gpus and the value of its first step into first (the
+// answer's Order). The heap holds each job's best next step; a step that
 // no longer fits in the GPUs left is taken again within them.
-func (g *Goodput) greedy(jobs []goodputJob, rank []int32, gpus []int, total int) {
+func (g *Goodput) greedy(jobs []goodputJob, rank []int32, gpus []int, first []float64, total int) {
 	clear(gpus)
 	h := make(gainHeap, 0, len(jobs))
 	for i := range jobs {
-		if v, _, ok := g.step(&jobs[i], 0, total); ok {
+		v, _, ok := g.step(&jobs[i], 0, total)
+		first[i] = v
+		if ok {
 			h = append(h, gainItem{gain: v, rank: rank[i], job: int32(i)})
 		}
 	}
