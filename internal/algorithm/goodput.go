@@ -14,7 +14,7 @@
 // measured curves are not concave (a fifth GPU on a second node is worth
 // less than nothing to bert or yolov3, eight more are worth much), and a
 // greedy that looked one GPU ahead stopped in front of every such valley,
-// leaving those jobs on one node of an idle cluster. size (default 0.5)
+// leaving those jobs on one node of an idle cluster. size (default 0.4)
 // weighs a job's length: at 1 the value is the fraction of the job done
 // per second gained, which favours short jobs the most (mean JCT); at 0
 // it is the speedup gained, which favours the cluster's throughput (the
@@ -87,7 +87,7 @@ const (
 	// value of its GPUs: 1 favours short jobs the most (mean JCT), 0
 	// ignores their size (the cluster's throughput, which shortens the
 	// makespan and the tail).
-	DefaultGoodputSize = 0.5
+	DefaultGoodputSize = 0.4
 	// DefaultGoodputSettle is how many restarts' worth of progress a job
 	// makes after a change of its GPUs before they may change again.
 	DefaultGoodputSettle = 3.0
@@ -119,7 +119,7 @@ var _ Allocator = (*Goodput)(nil)
 // NewGoodput is Goodput's factory. Parameters: payback (default 10), the
 // restarts a running job's growth must pay back, >= 0; hold (default 2),
 // the factor on the value of a running job's current GPUs, >= 1; size
-// (default 0.5), the exponent on the remaining time, in [0, 1]; settle
+// (default 0.4), the exponent on the remaining time, in [0, 1]; settle
 // (default 3), the restarts' worth of progress a job makes after a change
 // before it may turn back, >= 0 (0: never settles).
 func NewGoodput(p *registry.Params) (Allocator, error) {

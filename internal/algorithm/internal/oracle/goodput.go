@@ -86,7 +86,7 @@ const (
 	// value of its GPUs: 1 favours short jobs the most (mean JCT), 0
 	// ignores their size (the cluster's throughput, which shortens the
 	// makespan and the tail).
-	DefaultGoodputSize = 0.5
+	DefaultGoodputSize = 0.4
 	// DefaultGoodputSettle is how many restarts' worth of progress a job
 	// makes after a change of its GPUs before they may change again.
 	DefaultGoodputSettle = 3.0
