@@ -108,10 +108,16 @@ func testFlood(t *testing.T, kind string, held, keepAlives int) {
 	}
 	start := time.Now()
 	for i := range tries {
-		// The tries are spread over the keep-alives' opening.
-		waitFor(t, "the keep-alive flood to go on", 60*time.Second, func() (bool, error) {
-			done := kaDone()
-			return done >= int64(i*keepAlives/tries), fmt.Errorf("%d of %d keep-alives opened", done, keepAlives)
+		// The tries are spread over the keep-alives' opening and over the
+		// held flood's reopening: before each try the flood has reopened
+		// at least one more connection the server closed, so it is shown
+		// to press while the clients are measured, however fast the tries
+		// are (20 tries can take 65 ms, in which a flood of slow requests,
+		// closed at the server's 30 s read timeout, may reopen nothing).
+		waitFor(t, "the flood to go on", 60*time.Second, func() (bool, error) {
+			done, n := kaDone(), dials()-dialsBefore
+			return done >= int64(i*keepAlives/tries) && n >= int64(i),
+				fmt.Errorf("%d of %d keep-alives opened; the %s flood reopened %d connections since it filled the cap, want %d", done, keepAlives, kind, n, i)
 		})
 		for _, tg := range targets {
 			took, err := timedGet(fresh, tg.url, tg.token)
@@ -137,10 +143,7 @@ func testFlood(t *testing.T, kind string, held, keepAlives int) {
 		t.Error(f)
 	}
 	// The flood was at full strength throughout: it kept reopening what
-	// the server closed, and the server kept the cap.
-	if dialsDuring == 0 {
-		t.Errorf("the %s flood opened no connection while the clients were measured: it was not pressing", kind)
-	}
+	// the server closed (the waits above), and the server kept the cap.
 	if fds > baseFDs+api.DefaultMaxConnections+64 {
 		t.Errorf("the server holds %d descriptors, %d before the flood: more than the cap of %d connections", fds, baseFDs, api.DefaultMaxConnections)
 	}
