@@ -309,3 +309,41 @@ func WorkerGPUContainer(kind Kind, manifest map[string]any) int {
 	}
 	return 0
 }
+
+// GPUsPerWorker returns G, the GPUs each worker of a kind's manifest
+// holds: the nvidia.com/gpu of the container WorkerGPUContainer names (its
+// limits, else its requests), 1 when it names none or the value is not a
+// whole count. For a manifest Parse accepted it is
+// JobSpec.PerWorker(); it serves the builder of the Kubernetes objects,
+// which has the stored manifest.
+func GPUsPerWorker(kind Kind, manifest map[string]any) int {
+	specs := "mpiReplicaSpecs"
+	if kind == KindPyTorchJob {
+		specs = "pytorchReplicaSpecs"
+	}
+	c, _ := dig(manifest, "spec", specs, "Worker", "template", "spec", "containers")
+	containers, _ := c.([]any)
+	i := WorkerGPUContainer(kind, manifest)
+	if i >= len(containers) {
+		return 1
+	}
+	for _, key := range []string{"limits", "requests"} {
+		v, ok := dig(containers[i], "resources", key, resourceGPU)
+		if !ok {
+			continue
+		}
+		// Any JSON decoder's number: json.Number, float64, int64.
+		switch n := v.(type) {
+		case float64:
+			v = strconv.FormatFloat(n, 'f', -1, 64)
+		case int64:
+			v = strconv.FormatInt(n, 10)
+		case int:
+			v = strconv.Itoa(n)
+		}
+		if g, ok := wholeCount(v); ok && g >= 1 {
+			return g
+		}
+	}
+	return 1
+}

@@ -248,3 +248,32 @@ func TestParseMultiGPUWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUsPerWorker reads G back from a stored manifest, however a JSON
+// decoder spelt the number.
+func TestGPUsPerWorker(t *testing.T) {
+	for name, tc := range map[string]struct {
+		yaml string
+		want int
+	}{
+		"no GPU named":       {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{name: w}]}}}}}", 1},
+		"limits 4":           {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{resources: {limits: {nvidia.com/gpu: 4}}}]}}}}}", 4},
+		"requests \"2\"":     {`spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{}, {resources: {requests: {nvidia.com/gpu: "2"}}}]}}}}}`, 2},
+		"not a whole number": {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{resources: {limits: {nvidia.com/gpu: 2.5}}}]}}}}}", 1},
+	} {
+		m := mustYAMLMap(t, tc.yaml)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded map[string]any // float64 numbers, as encoding/json gives
+		if err := json.Unmarshal(raw, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []map[string]any{m, decoded} {
+			if got := GPUsPerWorker(KindMPIJob, in); got != tc.want {
+				t.Errorf("%s: GPUsPerWorker = %d, want %d", name, got, tc.want)
+			}
+		}
+	}
+}
