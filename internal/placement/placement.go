@@ -178,9 +178,10 @@ func firstFailure(snap *model.Snapshot, alloc model.Allocation, res Result) erro
 			if placed && p.Workers() > 0 {
 				return fmt.Errorf("job %s: both placed and unplaced", name)
 			}
-		case g > 0 && pw > 1 && p.Workers()*pw != g:
-			return fmt.Errorf("job %s: placed %d workers of %d GPUs, allocated %d GPUs (%d workers)", name, p.Workers(), pw, g, g/pw)
-		case g > 0 && p.Workers() != g:
+		case g > 0 && p.Workers()*pw != g:
+			if pw > 1 {
+				return fmt.Errorf("job %s: placed %d workers of %d GPUs, allocated %d GPUs (%d workers)", name, p.Workers(), pw, g, g/pw)
+			}
 			return fmt.Errorf("job %s: placed %d workers, allocated %d", name, p.Workers(), g)
 		}
 		for _, nw := range p {
@@ -302,7 +303,7 @@ func noRoomReason(g, per, room, free, largest int) string {
 	if per > largest {
 		return fmt.Sprintf("needs workers of %d GPUs, the largest node has %d", per, largest)
 	}
-	return fmt.Sprintf("needs %d workers of %d GPUs, %d GPUs free hold only %d such workers", g/per, per, free, room)
+	return fmt.Sprintf("needs %d GPUs in workers of %d, %d GPUs free but room for %d such workers", g, per, free, room)
 }
 
 // allocatedJobs lists the jobs of alloc with GPUs in jobOrder, each with
