@@ -529,3 +529,23 @@ func countPositive(m map[string]int) int {
 	}
 	return n
 }
+
+func TestSpreadOf(t *testing.T) {
+	snap := &model.Snapshot{Nodes: nodes(8, 8, 4),
+		Jobs: []model.Job{mjob("a", 0, 8, nil), mjob("b", 1, 2, nil), mjob("c", 2, 1, nil)}}
+	tests := []struct {
+		name string
+		p    model.Placement
+		want int
+	}{
+		// Two workers of 8 GPUs need two nodes; 4 of 2 fit on one.
+		{"workers of 8 on two nodes are not spread", model.Placement{"a": {at("n0", 1), at("n1", 1)}}, 0},
+		{"workers of 2 on two nodes are", model.Placement{"b": {at("n0", 2), at("n2", 2)}}, 1},
+		{"one-GPU workers as Spread counts them", model.Placement{"c": {at("n0", 1), at("n1", 1)}}, 1},
+	}
+	for _, tc := range tests {
+		if got := SpreadOf(snap, tc.p); got != tc.want {
+			t.Errorf("%s: SpreadOf() = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

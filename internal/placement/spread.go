@@ -80,3 +80,22 @@ func Spread(nodes []model.Node, p model.Placement) int {
 	}
 	return n
 }
+
+// SpreadOf is Spread for jobs whose workers may hold several GPUs: a
+// job's fewest nodes count whole workers of its G (MinNodesOf), where
+// Spread takes every worker for one GPU. It equals Spread when every
+// job of snap has one-GPU workers.
+func SpreadOf(snap *model.Snapshot, p model.Placement) int {
+	per := perWorker(snap)
+	if per == nil {
+		return Spread(snap.Nodes, p)
+	}
+	b := NewBound(snap.Nodes)
+	n := 0
+	for name, jp := range p {
+		if jp.Nodes() > b.MinNodesOf(jp.Workers(), per.of(name)) {
+			n++
+		}
+	}
+	return n
+}
