@@ -38,6 +38,10 @@ func TestPlaceMultiGPUWorkers(t *testing.T) {
 	}
 	halfAlloc := model.Allocation{GPUs: map[string]int{"s0": 4, "s1": 4, "s2": 4, "s3": 4, "big": 8},
 		Order: []string{"s0", "s1", "s2", "s3", "big"}}
+	// What is left when no node is freed: the four stay, big waits.
+	halfKept := model.Placement{"s0": {at("n0", 4)}, "s1": {at("n1", 4)}, "s2": {at("n2", 4)}, "s3": {at("n3", 4)}}
+	bigWaits := []Unplaced{{Job: "big", GPUs: 8,
+		Reason: "needs 8 GPUs in workers of 8, 16 GPUs free but room for 0 such workers"}}
 	tests := []struct {
 		name     string
 		placer   Placer
@@ -100,26 +104,22 @@ func TestPlaceMultiGPUWorkers(t *testing.T) {
 				"s2": {at("n2", 4)}, "s3": {at("n3", 4)}},
 		},
 		{
-			name:   "topology: freeing a node needs four moves, the budget allows three",
-			placer: topology(t, three),
-			nodes:  nodes(8, 8, 8, 8),
-			jobs:   halfUsed,
-			alloc:  halfAlloc,
-			want: model.Placement{"s0": {at("n0", 4)}, "s1": {at("n1", 4)},
-				"s2": {at("n2", 4)}, "s3": {at("n3", 4)}},
-			unplaced: []Unplaced{{Job: "big", GPUs: 8,
-				Reason: "needs 8 GPUs in workers of 8, 16 GPUs free but room for 0 such workers"}},
+			name:     "topology: freeing a node needs four moves, the budget allows three",
+			placer:   topology(t, three),
+			nodes:    nodes(8, 8, 8, 8),
+			jobs:     halfUsed,
+			alloc:    halfAlloc,
+			want:     halfKept,
+			unplaced: bigWaits,
 		},
 		{
-			name:   "topology: defragmentation off",
-			placer: topology(t, off),
-			nodes:  nodes(8, 8, 8, 8),
-			jobs:   halfUsed,
-			alloc:  halfAlloc,
-			want: model.Placement{"s0": {at("n0", 4)}, "s1": {at("n1", 4)},
-				"s2": {at("n2", 4)}, "s3": {at("n3", 4)}},
-			unplaced: []Unplaced{{Job: "big", GPUs: 8,
-				Reason: "needs 8 GPUs in workers of 8, 16 GPUs free but room for 0 such workers"}},
+			name:     "topology: defragmentation off",
+			placer:   topology(t, off),
+			nodes:    nodes(8, 8, 8, 8),
+			jobs:     halfUsed,
+			alloc:    halfAlloc,
+			want:     halfKept,
+			unplaced: bigWaits,
 		},
 		{
 			// Freeing n0 restarts s0 (four moves), n2 restarts s2 and s3

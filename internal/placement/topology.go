@@ -662,11 +662,8 @@ func (r *run) evictable(p *jobPlan, node, need int) []*jobPlan {
 		}
 	}
 	slices.SortFunc(out, func(qa, qb *jobPlan) int {
-		if qa.anyway != qb.anyway {
-			if qa.anyway {
-				return -1
-			}
-			return 1
+		if c := anywayFirst(qa, qb); c != 0 {
+			return c
 		}
 		if wa, wb := qa.plan[0].workers*qa.per, qb.plan[0].workers*qb.per; wa != wb {
 			return cmp.Compare(wa, wb)
@@ -965,11 +962,8 @@ func (r *run) freeNode(p *jobPlan, t int, on *byNode, budget int, saved *[]saved
 		}
 	}
 	slices.SortFunc(movers, func(qa, qb *jobPlan) int {
-		if qa.anyway != qb.anyway {
-			if qa.anyway {
-				return -1
-			}
-			return 1
+		if c := anywayFirst(qa, qb); c != 0 {
+			return c
 		}
 		if qa.per != qb.per {
 			return cmp.Compare(qb.per, qa.per)
@@ -1116,4 +1110,16 @@ func removeWorkers(plan []slot, node, k int) []slot {
 		}
 	}
 	return out
+}
+
+// anywayFirst orders a job that restarts this cycle anyway before one
+// that would not: moving it costs no extra restart.
+func anywayFirst(qa, qb *jobPlan) int {
+	switch {
+	case qa.anyway == qb.anyway:
+		return 0
+	case qa.anyway:
+		return -1
+	}
+	return 1
 }
