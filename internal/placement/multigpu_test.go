@@ -273,6 +273,17 @@ func TestUnusableFreeGPUs(t *testing.T) {
 			want: 1,
 		},
 		{
+			// huge's G is larger than every node: no placement runs it,
+			// so n0's 2 free GPUs are not lost to fragmentation.
+			name:  "only a job larger than every node waits",
+			nodes: nodes(8),
+			jobs:  []model.Job{mjob("a", 0, 2, nil), mjob("huge", 1, 16, nil)},
+			alloc: map[string]int{"a": 6, "huge": 16},
+			res: Result{Placement: model.Placement{"a": {at("n0", 3)}},
+				Unplaced: []Unplaced{{Job: "huge", GPUs: 16, Reason: "r"}}},
+			want: 0,
+		},
+		{
 			name:  "a waiting one-GPU job uses any free GPU",
 			nodes: nodes(8),
 			jobs:  []model.Job{mjob("a", 0, 4, nil), mjob("w", 1, 1, nil)},

@@ -103,6 +103,11 @@ func DefaultTopologyOptions() TopologyOptions {
 //     sheds) exceeds the restarts it causes, and only while the cycle's
 //     migration budget lasts.
 //
+// Workers of G GPUs count whole: a node with f free GPUs holds f/G of
+// them, and a job whose workers fit nowhere although enough GPUs are
+// free gets a node freed for it in step 2 by moving smaller workers,
+// within DefragBudget (see defragment), or waits, reported unplaced.
+//
 // Ties go to the allocation's priority order and to the lower node
 // index, so the same input always gives the same placement.
 type Topology struct {

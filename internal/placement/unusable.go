@@ -8,6 +8,8 @@ import "github.com/vodascheduler/voda/internal/model"
 // that wait. A job waits when res reports it unplaced, or when it is in
 // the snapshot, not done, and alloc gives it no GPUs. With no job
 // waiting it returns 0: free GPUs nobody wants are idle, not stranded.
+// A job whose G is larger than every node is left out: no placement
+// would run it, so the GPUs it cannot use are not lost to fragmentation.
 //
 // It is the fragmentation the topology placer's defragmentation fights,
 // measured after the fact, for metrics and the simulator's reports: free
@@ -18,9 +20,13 @@ import "github.com/vodascheduler/voda/internal/model"
 // given a negative GPU count as none free.
 func UnusableFreeGPUs(snap *model.Snapshot, alloc model.Allocation, res Result) int {
 	per := perWorker(snap)
+	largest := 0
+	for _, nd := range snap.Nodes {
+		largest = max(largest, nd.GPUs)
+	}
 	smallest := 0
 	want := func(g int) {
-		if smallest == 0 || g < smallest {
+		if g <= largest && (smallest == 0 || g < smallest) {
 			smallest = g
 		}
 	}
