@@ -84,6 +84,19 @@ func TestPlaceMultiGPUWorkers(t *testing.T) {
 			want:  model.Placement{"a": {at("n1", 1), at("n0", 1)}, "b": {at("n1", 3)}},
 		},
 		{
+			// a keeps its count and its nodes' GPUs: it stays, spread as
+			// it is; b grows, so it is placed afresh from the most free
+			// node: n0 and n1 have 6 free each, the lower index first
+			// holds 3 of its 4 workers.
+			name:   "greedy: a G=2 job that keeps its count stays, one that grows is placed afresh",
+			placer: NewGreedy(),
+			nodes:  nodes(8, 8),
+			jobs: []model.Job{mjob("a", 0, 2, model.JobPlacement{at("n1", 1), at("n0", 1)}),
+				mjob("b", 1, 2, model.JobPlacement{at("n0", 2)})},
+			alloc: model.Allocation{GPUs: map[string]int{"a": 4, "b": 8}, Order: []string{"a", "b"}},
+			want:  model.Placement{"a": {at("n1", 1), at("n0", 1)}, "b": {at("n0", 3), at("n1", 1)}},
+		},
+		{
 			name:   "topology: a G=2 job shrinking gives back whole workers",
 			placer: topology(t, off),
 			nodes:  nodes(8, 8),
