@@ -689,7 +689,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		return rep, fmt.Errorf("cycle: placement by %s: %w", c.cfg.Placer.Name(), err)
 	}
 	rep.Unplaced = res.Unplaced
-	rep.Spread = placement.Spread(snap.Nodes, res.Placement)
+	rep.Spread = placement.SpreadOf(snap, res.Placement)
 	for _, u := range res.Unplaced {
 		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
 	}
