@@ -62,11 +62,11 @@ func (*AFSL) Name() string { return NameAFSL }
 func (a *AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	a.t.mu.Lock()
 	defer a.t.mu.Unlock()
-	in, err := a.t.check(snap)
+	in, err := a.t.check(snap, remainingKey)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := a.t.sorted(in, keyOf(snap, byRemaining))
+	order := a.t.sorted(in, nil)
 	return in.allocation(order, afslTournament(in, order, newCurves(snap))), nil
 }
 

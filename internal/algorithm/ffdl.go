@@ -54,7 +54,7 @@ func (*FfDL) Name() string { return NameFfDL }
 func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	f.t.mu.Lock()
 	defer f.t.mu.Unlock()
-	in, err := f.t.check(snap)
+	in, err := f.t.check(snap, nil)
 	if err != nil {
 		return model.Allocation{}, err
 	}
