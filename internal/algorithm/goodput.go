@@ -174,7 +174,7 @@ type goodputJob struct {
 func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	g.t.mu.Lock()
 	defer g.t.mu.Unlock()
-	in, err := g.t.check(snap, nil)
+	in, err := g.t.check(snap, nil, false)
 	if err != nil {
 		return model.Allocation{}, err
 	}

@@ -47,6 +47,7 @@ type tracker struct {
 	order, oldOrder     []int
 	okeys, oldOkeys     []sortKey
 	ordered, oldOrdered bool
+	ident               []int // arrival's answer, apart from order
 	keep                []int32 // scratch: old position -> new index of a job whose key is unchanged
 	removed, added      []int32
 	dirty, dirtySorted  []keyedJob
@@ -86,11 +87,17 @@ type jobColumns struct {
 	submit          []time.Time
 	name            []string
 	minW, req, maxW []int32
+	// curve holds each job's Est.Speedup when the allocator asked check
+	// for it: a key derived from a curve is reused while the job keeps the
+	// same curve (sameCurve).
+	curve [][]float64
 }
 
 func (c *jobColumns) clear() {
 	c.submit, c.name = c.submit[:0], c.name[:0]
 	c.minW, c.req, c.maxW = c.minW[:0], c.req[:0], c.maxW[:0]
+	clear(c.curve) // let the curves go
+	c.curve = c.curve[:0]
 }
 
 func (c *jobColumns) add(s *model.JobSpec) {
@@ -99,6 +106,25 @@ func (c *jobColumns) add(s *model.JobSpec) {
 	c.minW = append(c.minW, int32(s.MinWorkers))
 	c.req = append(c.req, int32(s.RequestedWorkers))
 	c.maxW = append(c.maxW, int32(s.MaxWorkers))
+}
+
+// keyFunc returns a job's sort key; m is the job's position in the
+// previous snapshot (t.old, whose keys are t.oldKeys), -1 for a new job.
+type keyFunc func(j *model.Job, m int32) sortKey
+
+// jobKey adapts a key that depends on the job alone.
+func jobKey(key func(*model.Job) sortKey) keyFunc {
+	return func(j *model.Job, _ int32) sortKey { return key(j) }
+}
+
+// sameCurve reports whether two curves are the same slice. Snapshots are
+// immutable (model.Snapshot), and the core replaces a job's curve rather
+// than modify it, so the same slice has the same values: what was derived
+// from it can be reused without reading it again. The columns hold the
+// slices themselves, so their arrays cannot be freed and reused for
+// another curve while compared.
+func sameCurve(a, b []float64) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // sortKey is what a priority order compares before arrival: f first
@@ -132,8 +158,9 @@ func cmpKey(a, b *sortKey) int {
 // since the previous snapshot, within the one walk that checks and copies
 // every job. key, if not nil, gives each job's sort key, read in the same
 // walk while the job is in cache (sorted uses them when given no key of
-// its own). The caller holds t.mu.
-func (t *tracker) check(snap *model.Snapshot, key func(*model.Job) sortKey) (*input, error) {
+// its own); with curves set the walk also records each job's speedup
+// curve in t.cur.curve. The caller holds t.mu.
+func (t *tracker) check(snap *model.Snapshot, key keyFunc, curves bool) (*input, error) {
 	in, err := checkNodes(snap)
 	if err != nil {
 		return nil, err
@@ -188,8 +215,11 @@ func (t *tracker) check(snap *model.Snapshot, key func(*model.Job) sortKey) (*in
 		}
 		t.match = append(t.match, m)
 		t.cur.add(s)
+		if curves {
+			t.cur.curve = append(t.cur.curve, snap.Jobs[i].Est.Speedup)
+		}
 		if key != nil {
-			t.keys = append(t.keys, key(&snap.Jobs[i]))
+			t.keys = append(t.keys, key(&snap.Jobs[i], m))
 		}
 	}
 	in.jobColumns = &t.cur
@@ -238,14 +268,14 @@ func (t *tracker) arrival(in *input) []int {
 	if !in.sorted {
 		return sortedIndices(in.snap, byArrival)
 	}
-	if cap(t.order) < n {
-		t.order = make([]int, n)
+	if cap(t.ident) < n {
+		t.ident = make([]int, n)
 	}
-	t.order = t.order[:n]
-	for i := range t.order {
-		t.order[i] = i
+	t.ident = t.ident[:n]
+	for i := range t.ident {
+		t.ident[i] = i
 	}
-	return t.order
+	return t.ident
 }
 
 // sorted returns the job indices ordered by key(i), ties by arrival; a
