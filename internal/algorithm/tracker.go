@@ -47,7 +47,7 @@ type tracker struct {
 	order, oldOrder     []int
 	okeys, oldOkeys     []sortKey
 	ordered, oldOrdered bool
-	ident               []int // arrival's answer, apart from order
+	ident               []int   // arrival's answer, apart from order
 	keep                []int32 // scratch: old position -> new index of a job whose key is unchanged
 	removed, added      []int32
 	dirty, dirtySorted  []keyedJob
