@@ -74,7 +74,7 @@ func (*AFSL) Name() string { return NameAFSL }
 func (a *AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	a.t.mu.Lock()
 	defer a.t.mu.Unlock()
-	in, err := a.t.check(snap, jobKey(remainingKey), false)
+	in, err := a.t.check(snap, a.t.keyed(jobKey(remainingKey)), false)
 	if err != nil {
 		return model.Allocation{}, err
 	}

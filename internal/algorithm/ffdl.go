@@ -60,12 +60,12 @@ func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	// that order and stops when the GPUs are gone. A job that keeps its
 	// min and its curve (the same slice) keeps its key, without reading
 	// the curve again.
-	in, err := t.check(snap, func(j *model.Job, m int32) sortKey {
+	in, err := t.check(snap, t.keyed(func(j *model.Job, m int32) sortKey {
 		if m >= 0 && t.old.minW[m] == int32(j.Spec.MinWorkers) && sameCurve(t.old.curve[m], j.Est.Speedup) {
 			return t.oldKeys[m]
 		}
 		return ffdlKey(j.Est.Speedup, j.Spec.MinWorkers)
-	}, true)
+	}), true)
 	if err != nil {
 		return model.Allocation{}, err
 	}

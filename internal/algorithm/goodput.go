@@ -219,18 +219,17 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	g.t.mu.Lock()
 	defer g.t.mu.Unlock()
 	// The jobs are read in the check's walk, while each is in cache; the
-	// order's keys come after the greedy.
+	// order's keys (first-step values) come after.
 	next := &g.next
 	next.jobs = next.jobs[:0]
-	in, err := g.t.check(snap, func(j *model.Job, m int32) sortKey {
-		var jb goodputJob
+	in, err := g.t.check(snap, func(j *model.Job, m int32) {
+		next.jobs = append(next.jobs, goodputJob{})
+		jb := &next.jobs[len(next.jobs)-1]
 		if m >= 0 && sameCurve(g.t.old.curve[m], j.Est.Speedup) {
-			g.read(&jb, snap, j, g.prev.jobs[m].est.speedup) // checked before
+			g.read(jb, snap, j, g.prev.jobs[m].est.speedup) // checked before
 		} else {
-			g.read(&jb, snap, j, sanitized(j.Est.Speedup))
+			g.read(jb, snap, j, sanitized(j.Est.Speedup))
 		}
-		next.jobs = append(next.jobs, jb)
-		return sortKey{}
 	}, true)
 	if err != nil {
 		return model.Allocation{}, err

@@ -36,7 +36,7 @@ func (*SRJF) Name() string { return NameSRJF }
 func (s *SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	in, err := s.t.check(snap, jobKey(remainingKey), false)
+	in, err := s.t.check(snap, s.t.keyed(jobKey(remainingKey)), false)
 	if err != nil {
 		return model.Allocation{}, err
 	}

@@ -132,12 +132,12 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 // while the sort keys are read, so the jobs are walked once for both.
 func queueOrder(t *tracker, snap *model.Snapshot) (*input, []int, error) {
 	var bad *model.Job
-	in, err := t.check(snap, jobKey(func(j *model.Job) sortKey {
+	in, err := t.check(snap, t.keyed(jobKey(func(j *model.Job) sortKey {
 		if j.State.Queue < 0 && bad == nil {
 			bad = j
 		}
 		return queueKey(j)
-	}), false)
+	})), false)
 	if err != nil {
 		return nil, nil, err
 	}

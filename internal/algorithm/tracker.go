@@ -112,6 +112,11 @@ func (c *jobColumns) add(s *model.JobSpec) {
 // previous snapshot (t.old, whose keys are t.oldKeys), -1 for a new job.
 type keyFunc func(j *model.Job, m int32) sortKey
 
+// keyed returns a visit for check that records each job's key in t.keys.
+func (t *tracker) keyed(key keyFunc) func(j *model.Job, m int32) {
+	return func(j *model.Job, m int32) { t.keys = append(t.keys, key(j, m)) }
+}
+
 // jobKey adapts a key that depends on the job alone.
 func jobKey(key func(*model.Job) sortKey) keyFunc {
 	return func(j *model.Job, _ int32) sortKey { return key(j) }
@@ -156,11 +161,12 @@ func cmpKey(a, b *sortKey) int {
 // job names and 1 <= min <= requested <= max (checkSpec). For a snapshot
 // in arrival order the duplicate check costs the jobs that arrived or left
 // since the previous snapshot, within the one walk that checks and copies
-// every job. key, if not nil, gives each job's sort key, read in the same
-// walk while the job is in cache (sorted uses them when given no key of
-// its own); with curves set the walk also records each job's speedup
-// curve in t.cur.curve. The caller holds t.mu.
-func (t *tracker) check(snap *model.Snapshot, key keyFunc, curves bool) (*input, error) {
+// every job. visit, if not nil, is called for each job in the same walk,
+// while the job is in cache, with its position in the previous snapshot
+// (-1 if new): t.keyed(key) records each job's sort key, which sorted then
+// uses when given no key of its own. With curves set the walk also
+// records each job's speedup curve in t.cur.curve. The caller holds t.mu.
+func (t *tracker) check(snap *model.Snapshot, visit func(j *model.Job, m int32), curves bool) (*input, error) {
 	in, err := checkNodes(snap)
 	if err != nil {
 		return nil, err
@@ -218,8 +224,8 @@ func (t *tracker) check(snap *model.Snapshot, key keyFunc, curves bool) (*input,
 		if curves {
 			t.cur.curve = append(t.cur.curve, snap.Jobs[i].Est.Speedup)
 		}
-		if key != nil {
-			t.keys = append(t.keys, key(&snap.Jobs[i], m))
+		if visit != nil {
+			visit(&snap.Jobs[i], m)
 		}
 	}
 	in.jobColumns = &t.cur
