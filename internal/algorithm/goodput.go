@@ -484,33 +484,13 @@ func (g *Goodput) paysBack(j *goodputJob, c, k int) bool {
 func (g *Goodput) greedy(jobs []goodputJob, rank func(int) int32, gpus []int, first []float64, firstOK []bool,
 	byFirst []int, total int) {
 	clear(gpus)
-	h := g.heap[:0]
-	fresh := freshList{jobs: byFirst, item: func(i int) (gainItem, bool) {
+	q := stepQueue{h: g.heap[:0], fresh: &freshList{jobs: byFirst, item: func(i int) (gainItem, bool) {
 		return gainItem{gain: first[i], rank: rank(i), job: int32(i)}, firstOK[i]
-	}}
-	// drop removes the best item from where it came; requeue puts it back
-	// with a lower gain (a fresh item moves to the heap).
-	drop := func(fromFresh bool) {
-		if fromFresh {
-			fresh.pop()
-		} else {
-			h.popTop()
-		}
-	}
-	requeue := func(it gainItem, fromFresh bool) {
-		if fromFresh {
-			fresh.pop()
-			h.push(it)
-		} else {
-			h.replaceTop(it)
-		}
-	}
+	}}}
 	spare := total
 	for spare > 0 {
-		top, fromFresh := fresh.peek()
-		if len(h) > 0 && (!fromFresh || better(h[0], top)) {
-			top, fromFresh = h[0], false
-		} else if !fromFresh {
+		top, fromFresh, ok := q.best()
+		if !ok {
 			break
 		}
 		i := int(top.job)
@@ -519,22 +499,22 @@ func (g *Goodput) greedy(jobs []goodputJob, rank func(int) int32, gpus []int, fi
 		// not fit never will (spare only shrinks).
 		v, to, ok := g.step(&jobs[i], gpus[i], spare)
 		if !ok {
-			drop(fromFresh)
+			q.drop(fromFresh)
 			continue
 		}
 		if v < top.gain {
 			top.gain = v
-			requeue(top, fromFresh)
+			q.requeue(top, fromFresh)
 			continue
 		}
 		spare -= to - gpus[i]
 		gpus[i] = to
 		if v, _, ok := g.step(&jobs[i], to, spare); ok {
 			top.gain = v
-			requeue(top, fromFresh)
+			q.requeue(top, fromFresh)
 		} else {
-			drop(fromFresh)
+			q.drop(fromFresh)
 		}
 	}
-	g.heap = h[:0]
+	g.heap = q.h[:0]
 }
