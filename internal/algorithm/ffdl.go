@@ -188,6 +188,8 @@ func ffdlAuction(in *input, order, byGain []int, keys []sortKey, est *curves) []
 		return gainItem{gain: -keys[i].f, rank: rank(i), job: int32(i)}, true
 	}}
 	next := marginalGain(in, est, gpus)
-	growAuction(nil, fresh, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
+	// The heap holds the next step of each job given GPUs: at most one per GPU.
+	h := make(gainHeap, 0, min(in.total, len(byGain)))
+	growAuction(h, fresh, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
 	return gpus
 }
