@@ -232,6 +232,7 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 		}
 	}, true)
 	if err != nil {
+		clear(next.jobs) // no pointer into the bad snapshot
 		return model.Allocation{}, err
 	}
 	jobs := next.jobs
