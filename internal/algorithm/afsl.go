@@ -39,6 +39,7 @@ package algorithm
 
 import (
 	"math"
+	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
@@ -48,7 +49,18 @@ import (
 const NameAFSL = "AFS-L"
 
 // AFSL is Apathetic Future Share with known lengths.
-type AFSL struct{ t tracker }
+type AFSL struct {
+	t tracker
+	s afslScratch // the tournament's, reused across decisions (guarded by t.mu)
+}
+
+// afslScratch holds the tournament's per-position slices, so that a
+// decision at 100,000 jobs does not allocate (and the collector scan) 5 MB.
+type afslScratch struct {
+	cnt, minW           []int
+	asLonger, asShorter []float64
+	tree                []float64
+}
 
 var _ Allocator = (*AFSL)(nil)
 
@@ -62,23 +74,26 @@ func (*AFSL) Name() string { return NameAFSL }
 func (a *AFSL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	a.t.mu.Lock()
 	defer a.t.mu.Unlock()
-	in, err := a.t.check(snap)
+	in, err := a.t.check(snap, a.t.keyed(jobKey(remainingKey)), false)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := a.t.sorted(in, keyOf(snap, byRemaining))
-	return in.allocation(order, afslTournament(in, order, newCurves(snap))), nil
+	order := a.t.sorted(in, nil)
+	return in.allocation(order, afslTournament(in, order, newCurves(snap), &a.s)), nil
 }
 
 // afslTournament runs the per-GPU tournament. Positions p index order (the
 // length rank); asLonger[p] is the job's gain as a challenger, -Inf when it
 // is not a candidate, and asShorter[p] its gain as the incumbent.
-func afslTournament(in *input, order []int, est *curves) []int {
+func afslTournament(in *input, order []int, est *curves, s *afslScratch) []int {
 	n := len(order)
-	cnt := make([]int, n)
-	minW := make([]int, n)
-	asLonger := make([]float64, n)
-	asShorter := make([]float64, n)
+	s.cnt = slices.Grow(s.cnt[:0], n)[:n]
+	s.minW = slices.Grow(s.minW[:0], n)[:n]
+	s.asLonger = slices.Grow(s.asLonger[:0], n)[:n]
+	s.asShorter = slices.Grow(s.asShorter[:0], n)[:n]
+	cnt, minW, asLonger, asShorter := s.cnt, s.minW, s.asLonger, s.asShorter
+	clear(cnt)
+	clear(asShorter) // as the fresh slices were: eval sets it for candidates only
 	free := in.total
 	inf := math.Inf(1)
 
@@ -102,7 +117,8 @@ func afslTournament(in *input, order []int, est *curves) []int {
 		minW[p] = int(in.minW[i])
 		eval(p)
 	}
-	tree := newMaxTree(asLonger)
+	tree := buildMaxTree(s.tree, asLonger)
+	s.tree = tree.v
 
 	// A job at 0 stops being a candidate once its min exceeds the free
 	// GPUs. Rather than track that eagerly, the search drops such a job
@@ -162,12 +178,15 @@ type maxTree struct {
 	v    []float64
 }
 
-func newMaxTree(leaves []float64) maxTree {
+func newMaxTree(leaves []float64) maxTree { return buildMaxTree(nil, leaves) }
+
+// buildMaxTree is newMaxTree in buf's array if it is large enough.
+func buildMaxTree(buf, leaves []float64) maxTree {
 	size := 1
 	for size < len(leaves) {
 		size <<= 1
 	}
-	v := make([]float64, 2*size)
+	v := slices.Grow(buf[:0], 2*size)[:2*size]
 	for p := range size {
 		v[size+p] = math.Inf(-1)
 	}

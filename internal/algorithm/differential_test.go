@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/algorithm/internal/oracle"
 	"github.com/vodascheduler/voda/internal/model"
@@ -15,8 +16,9 @@ import (
 
 // evolvingSnapshot is a random cluster whose snapshot changes a little
 // between calls, as the scheduler's does between cycles: jobs arrive and
-// finish, running jobs' remaining times shrink, queues change, and now and
-// then the snapshot is bad (a duplicate name) or not in arrival order.
+// finish, running jobs' remaining times shrink, queues, curves, mins and
+// restart histories change, and now and then the snapshot is bad (a
+// duplicate name) or not in arrival order.
 type evolvingSnapshot struct {
 	r    *rand.Rand
 	next int // the next job number
@@ -116,6 +118,14 @@ func (e *evolvingSnapshot) step() *model.Snapshot {
 			j.State.GPUs = j.Spec.MinWorkers
 		case 5: // below its min, as after losing a node
 			j.State.GPUs = max(1, j.Spec.MinWorkers-1)
+		case 6: // a new curve (a new slice, as the core gives), maybe unusable
+			j.Est.Speedup = randomCurve(r, j.Spec.MaxWorkers)
+		case 7: // another min, with the same curve
+			j.Spec.MinWorkers = 1 + r.IntN(j.Spec.RequestedWorkers)
+		case 8: // a resize just now, or a while ago, with a new restart cost
+			j.State.PrevGPUs = r.IntN(j.Spec.MaxWorkers + 1)
+			j.State.LastChange = s.Now.Add(-time.Duration(r.IntN(300)) * time.Second)
+			j.Est.RestartSeconds = float64(r.IntN(100))
 		}
 		s.Jobs = append(s.Jobs, j)
 	}

@@ -41,7 +41,7 @@ func (*ElasticFIFO) Name() string { return NameElasticFIFO }
 func (f *ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	f.t.mu.Lock()
 	defer f.t.mu.Unlock()
-	in, err := f.t.check(snap)
+	in, err := f.t.check(snap, nil, false)
 	if err != nil {
 		return model.Allocation{}, err
 	}

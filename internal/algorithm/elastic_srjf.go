@@ -38,10 +38,10 @@ func (*ElasticSRJF) Name() string { return NameElasticSRJF }
 func (s *ElasticSRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	in, err := s.t.check(snap)
+	in, err := s.t.check(snap, s.t.keyed(jobKey(remainingKey)), false)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := s.t.sorted(in, keyOf(snap, byRemaining))
+	order := s.t.sorted(in, nil)
 	return in.allocation(order, minThenRoundRobin(in, order)), nil
 }

@@ -52,19 +52,30 @@ func (*FfDL) Name() string { return NameFfDL }
 
 // Allocate implements Allocator.
 func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
-	f.t.mu.Lock()
-	defer f.t.mu.Unlock()
-	in, err := f.t.check(snap)
+	t := &f.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// The key is the greedy's first step, S(min)/min, highest first: the
+	// tracker keeps the jobs sorted by it, so the auction reads them in
+	// that order and stops when the GPUs are gone. A job that keeps its
+	// min and its curve (the same slice) keeps its key, without reading
+	// the curve again.
+	in, err := t.check(snap, t.keyed(func(j *model.Job, m int32) sortKey {
+		if m >= 0 && t.old.minW[m] == int32(j.Spec.MinWorkers) && sameCurve(t.old.curve[m], j.Est.Speedup) {
+			return t.oldKeys[m]
+		}
+		return ffdlKey(j.Est.Speedup, j.Spec.MinWorkers)
+	}), true)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := f.t.arrival(in)
+	order := t.arrival(in)
 	est := newCurves(snap)
 	var gpus []int
 	if capacity, ok := ffdlDPSize(snap, in.total); ok {
 		gpus = ffdlDP(snap, order, est, capacity)
 	} else {
-		gpus = ffdlGreedy(in, order, est)
+		gpus = ffdlAuction(in, order, t.sorted(in, nil), t.keys, est)
 	}
 	return in.allocation(order, gpus), nil
 }
@@ -139,17 +150,46 @@ func ffdlDP(snap *model.Snapshot, order []int, est *curves, capacity int) []int 
 	return gpus
 }
 
-// ffdlGreedy hands GPUs out by marginal gain; see the file comment.
+// ffdlKey is a job's sort key for the greedy: minus the value per GPU of
+// its first step, S(min)/min.
+func ffdlKey(curve []float64, minW int) sortKey {
+	return sortKey{f: -speedupAt(curve, usableCurve(curve), minW) / float64(minW)}
+}
+
+// ffdlGreedy hands GPUs out by marginal gain; see the file comment. It is
+// ffdlAuction with the first steps sorted afresh.
 func ffdlGreedy(in *input, order []int, est *curves) []int {
-	gpus := make([]int, len(in.name))
-	h := make(gainHeap, 0, len(order))
-	for r, i := range order {
-		if m := int(in.minW[i]); m <= in.total {
-			h = append(h, gainItem{gain: est.at(i, m) / float64(m), rank: int32(r), job: int32(i)})
-		}
+	keys := make([]sortKey, len(in.name))
+	for i := range keys {
+		keys[i] = ffdlKey(in.snap.Jobs[i].Est.Speedup, int(in.minW[i]))
 	}
-	h.init()
+	byGain := sortByKey(in.snap, func(i int) sortKey { return keys[i] })
+	return ffdlAuction(in, order, byGain, keys, est)
+}
+
+// ffdlAuction is the greedy. order is the arrival order (the ranks that
+// break ties), byGain the jobs by their first step's value, -keys[i].f,
+// highest first and ties by arrival: the auction's first steps in heap
+// order, read only until the GPUs run out.
+func ffdlAuction(in *input, order, byGain []int, keys []sortKey, est *curves) []int {
+	gpus := make([]int, len(in.name))
+	rank := func(i int) int32 { return int32(i) }
+	if !in.sorted {
+		ranks := make([]int32, len(order))
+		for r, i := range order {
+			ranks[i] = int32(r)
+		}
+		rank = func(i int) int32 { return ranks[i] }
+	}
+	fresh := &freshList{jobs: byGain, item: func(i int) (gainItem, bool) {
+		if int(in.minW[i]) > in.total {
+			return gainItem{}, false // never fits
+		}
+		return gainItem{gain: -keys[i].f, rank: rank(i), job: int32(i)}, true
+	}}
 	next := marginalGain(in, est, gpus)
-	growAuction(h, nil, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
+	// The heap holds the next step of each job given GPUs: at most one per GPU.
+	h := make(gainHeap, 0, min(in.total, len(byGain)))
+	growAuction(h, fresh, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
 	return gpus
 }

@@ -33,7 +33,7 @@ func (*FIFO) Name() string { return NameFIFO }
 func (f *FIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	f.t.mu.Lock()
 	defer f.t.mu.Unlock()
-	in, err := f.t.check(snap)
+	in, err := f.t.check(snap, nil, false)
 	if err != nil {
 		return model.Allocation{}, err
 	}

@@ -131,11 +131,10 @@ func (h *gainHeap) popTop() {
 // GPUs left.
 func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, minOf func(job int) int,
 	next func(job int) (float64, bool)) int {
+	q := stepQueue{h: h, fresh: fresh}
 	for spare > 0 {
-		top, fromFresh := fresh.peek()
-		if len(h) > 0 && (!fromFresh || better(h[0], top)) {
-			top, fromFresh = h[0], false
-		} else if !fromFresh {
+		top, fromFresh, ok := q.best()
+		if !ok {
 			break
 		}
 		j := int(top.job)
@@ -144,30 +143,59 @@ func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, minOf func
 			step = minOf(j)
 		}
 		if step > spare {
-			if fromFresh {
-				fresh.pop()
-			} else {
-				h.popTop()
-			}
+			q.drop(fromFresh)
 			continue
 		}
 		gpus[j] += step
 		spare -= step
 		g, ok := next(j)
 		top.gain = g
-		switch {
-		case fromFresh:
-			fresh.pop()
-			if ok {
-				h.push(top)
-			}
-		case ok:
-			h.replaceTop(top)
-		default:
-			h.popTop()
+		if ok {
+			q.requeue(top, fromFresh)
+		} else {
+			q.drop(fromFresh)
 		}
 	}
 	return spare
+}
+
+// stepQueue is an auction's candidate steps: a heap of steps and,
+// optionally, a freshList of more of them already in heap order. Its best
+// step is the better of both heads: the one a heap of all of them would
+// give.
+type stepQueue struct {
+	h     gainHeap
+	fresh *freshList
+}
+
+// best returns the best step, whether it came from the fresh list, and
+// false when there is none.
+func (q *stepQueue) best() (it gainItem, fromFresh, ok bool) {
+	top, fromFresh := q.fresh.peek()
+	if len(q.h) > 0 && (!fromFresh || better(q.h[0], top)) {
+		return q.h[0], false, true
+	}
+	return top, fromFresh, fromFresh
+}
+
+// drop removes the best step from where it came.
+func (q *stepQueue) drop(fromFresh bool) {
+	if fromFresh {
+		q.fresh.pop()
+	} else {
+		q.h.popTop()
+	}
+}
+
+// requeue puts the best step back valued it (a fresh one moves to the
+// heap).
+func (q *stepQueue) requeue(it gainItem, fromFresh bool) {
+	if fromFresh {
+		q.fresh.pop()
+		q.h.push(it)
+	} else {
+		q.h.replaceTop(it)
+	}
 }
 
 // marginalGain returns the speedup a job gains from one more GPU, and

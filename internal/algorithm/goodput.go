@@ -59,13 +59,20 @@
 //
 // Cost: O(N + G·L·log N) per greedy round, with the heap of gain.go and
 // curves of length L; the order's sort is kept between decisions by the
-// tracker (tracker.go), so only jobs whose first step changed are sorted.
+// tracker (tracker.go), so only jobs whose first step changed are sorted,
+// and the greedy reads the first steps in that order, only until the GPUs
+// run out, instead of heapifying all of them. A job whose inputs did not
+// change since the last decision (the same curve slice, remaining time,
+// workers and settling state, and the same GPUs in all) keeps its curve's
+// check, its R^size and its first step's value without computing them
+// again.
 
 package algorithm
 
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
@@ -112,6 +119,21 @@ type Goodput struct {
 	hold    float64
 	size    float64
 	settle  float64
+	// prev is what the last decision read of its jobs (indexed like the
+	// tracker's old columns once check has run), next the one being read:
+	// a job whose inputs did not change keeps its clamped R^size and the
+	// value of its first step. Guarded by t.mu.
+	prev, next goodputState
+	heap       gainHeap // the greedy's, reused
+}
+
+// goodputState is one decision's jobs as first read (before any capping)
+// and the value of each one's first step then, from total GPUs.
+type goodputState struct {
+	jobs    []goodputJob
+	first   []float64
+	firstOK []bool
+	total   int
 }
 
 var _ Allocator = (*Goodput)(nil)
@@ -157,54 +179,127 @@ func NewGoodput(p *registry.Params) (Allocator, error) {
 // Name returns NameGoodput.
 func (*Goodput) Name() string { return NameGoodput }
 
-// goodputJob is what the greedy reads of one job.
+// goodputJob is what the greedy reads of one job. Every field but est.e
+// is an input of step (with total): sameStepInputs compares them, so a
+// field added here must be added there.
 type goodputJob struct {
-	est     model.Estimates // speedup curve sanitized
-	r       float64         // remaining seconds on one GPU, clamped
-	rs      float64         // r^size, what increments are divided by
+	est     goodputEst
+	r       float64 // remaining seconds on one GPU, clamped
+	rs      float64 // r^size, what increments are divided by
 	minW    int
 	current int // State.GPUs, 0 if negative
 	limit   int // max GPUs this round: MaxWorkers, or current once capped
 	// keep: the job settles after a growth (or its start) and keeps its
 	// current GPUs ahead of every other job's step.
 	keep bool
+	// unknownR: r is still the job's own estimate, unknown; it takes the
+	// snapshot's fallback once every job has been read.
+	unknownR bool
+}
+
+// goodputEst is a job's estimates as the greedy reads them: the speedup
+// curve sanitized (nil when unusable), and the job's own estimates, by
+// pointer rather than copied, for the rest.
+type goodputEst struct {
+	speedup []float64
+	e       *model.Estimates
+}
+
+// SpeedupAt returns S(k) of the sanitized curve.
+func (e *goodputEst) SpeedupAt(k int) float64 { return speedupAt(e.speedup, true, k) }
+
+// sameStepInputs reports whether step reads the same of a and b.
+func sameStepInputs(a, b *goodputJob) bool {
+	return sameCurve(a.est.speedup, b.est.speedup) && a.r == b.r && a.rs == b.rs &&
+		a.minW == b.minW && a.current == b.current && a.limit == b.limit && a.keep == b.keep
 }
 
 // Allocate implements Allocator.
 func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	g.t.mu.Lock()
 	defer g.t.mu.Unlock()
-	in, err := g.t.check(snap)
+	// The jobs are read in the check's walk, while each is in cache; the
+	// order's keys (first-step values) come after.
+	next := &g.next
+	next.jobs = next.jobs[:0]
+	in, err := g.t.check(snap, func(j *model.Job, m int32) {
+		next.jobs = append(next.jobs, goodputJob{})
+		jb := &next.jobs[len(next.jobs)-1]
+		if m >= 0 && sameCurve(g.t.old.curve[m], j.Est.Speedup) {
+			g.read(jb, snap, j, g.prev.jobs[m].est.speedup) // checked before
+		} else {
+			g.read(jb, snap, j, sanitized(j.Est.Speedup))
+		}
+	}, true)
 	if err != nil {
+		clear(next.jobs) // no pointer into the bad snapshot
 		return model.Allocation{}, err
 	}
-	n := len(snap.Jobs)
-	jobs := g.jobs(snap)
-	rank := arrivalRanks(in)
+	jobs := next.jobs
+	n := len(jobs)
+	next.total = in.total
+	next.first = slices.Grow(next.first[:0], n)[:n]
+	next.firstOK = slices.Grow(next.firstOK[:0], n)[:n]
+	first, firstOK := next.first, next.firstOK
+	fallback := goodputFallback(jobs)
+	var running []int
+	for i := range jobs {
+		j := &jobs[i]
+		resolveRemaining(j, fallback)
+		m := g.t.match[i]
+		var p *goodputJob
+		if m >= 0 {
+			p = &g.prev.jobs[m]
+		}
+		if p != nil && p.r == j.r {
+			j.rs = p.rs
+		} else {
+			j.rs = math.Pow(j.r, g.size)
+		}
+		if p != nil && g.prev.total == in.total && sameStepInputs(p, j) {
+			first[i], firstOK[i] = g.prev.first[m], g.prev.firstOK[m]
+		} else {
+			v, _, ok := g.step(j, 0, in.total)
+			first[i], firstOK[i] = v, ok
+		}
+		if j.current > 0 {
+			running = append(running, i)
+		}
+	}
+	rank := func(i int) int32 { return int32(i) }
+	if !in.sorted {
+		ranks := arrivalRanks(in)
+		rank = func(i int) int32 { return ranks[i] }
+	}
 
 	gpus := make([]int, n)
-	first := make([]float64, n)
 	// Each round caps at least one running job that was not capped before,
-	// so there are at most running+1 rounds.
+	// so there are at most running+1 rounds. The order is by the value of
+	// each job's first step, highest first, then arrival: the greedy's
+	// first steps in heap order, and the answer's Order after the last
+	// round. The tracker sorts again only the jobs whose value changed
+	// since the last call (or round).
+	var order []int
+	var capped []int
 	for {
-		g.greedy(jobs, rank, gpus, first, in.total)
-		capped := false
-		for i := range jobs {
+		order = g.t.sorted(in, func(i int) sortKey { return sortKey{f: -first[i]} })
+		g.greedy(jobs, rank, gpus, first, firstOK, order, in.total)
+		round := len(capped)
+		for _, i := range running {
 			j := &jobs[i]
 			c, k := j.current, gpus[i]
 			if c > 0 && k > c && j.limit > c && !g.paysBack(j, c, k) {
+				capped = append(capped, i)
 				j.limit = c
-				capped = true
 			}
 		}
-		if !capped {
+		if len(capped) == round {
 			break
 		}
+		for _, i := range capped[round:] {
+			first[i], _, firstOK[i] = g.step(&jobs[i], 0, in.total)
+		}
 	}
-
-	// Order: first step's value, highest first, then arrival; the tracker
-	// sorts again only the jobs whose value changed since the last call.
-	order := g.t.sorted(in, func(i int) sortKey { return sortKey{f: -first[i]} })
 
 	a := in.allocation(order, gpus)
 	for i, k := range gpus {
@@ -217,51 +312,89 @@ func (g *Goodput) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 			}
 		}
 	}
+
+	// What the next call reuses: each job's inputs and first step, as
+	// last valued (a capped job's differ from what the next snapshot
+	// gives, so it is valued again), and no pointer into this snapshot,
+	// so that it can be freed.
+	for i := range jobs {
+		jobs[i].est.e = nil
+	}
+	g.prev, g.next = g.next, g.prev
 	return a, nil
 }
 
 // jobs reads the snapshot's jobs, with unknown remaining times replaced by
 // the smallest known one (1 if none is known), all clamped.
 func (g *Goodput) jobs(snap *model.Snapshot) []goodputJob {
-	fallback := math.Inf(1)
-	for i := range snap.Jobs {
-		if r, ok := remaining(&snap.Jobs[i]); ok {
-			fallback = min(fallback, r)
-		}
-	}
-	if math.IsInf(fallback, 1) {
-		fallback = 1 // none known, or only infinite ones: all alike
-	}
 	jobs := make([]goodputJob, len(snap.Jobs))
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		r, ok := remaining(j)
-		if !ok {
-			r = fallback
-		}
-		est := j.Est
-		if !usableCurve(est.Speedup) {
-			est.Speedup = nil
-		}
-		jobs[i] = goodputJob{
-			est:     est,
-			r:       min(max(r, goodputMinRemaining), goodputMaxRemaining),
-			minW:    j.Spec.MinWorkers,
-			current: max(j.State.GPUs, 0),
-			limit:   j.Spec.MaxWorkers,
-		}
+		g.read(&jobs[i], snap, j, sanitized(j.Est.Speedup))
+	}
+	fallback := goodputFallback(jobs)
+	for i := range jobs {
+		resolveRemaining(&jobs[i], fallback)
 		jobs[i].rs = math.Pow(jobs[i].r, g.size)
-		if c := jobs[i].current; g.settling(snap, j) {
-			// It may go on in the direction it last changed, or stop.
-			if c >= j.State.PrevGPUs {
-				jobs[i].keep = true // not shrunk nor halted
-			}
-			if c <= j.State.PrevGPUs {
-				jobs[i].limit = c // not grown
-			}
-		}
 	}
 	return jobs
+}
+
+// sanitized returns a curve, or nil when it is unusable (read as linear).
+func sanitized(c []float64) []float64 {
+	if !usableCurve(c) {
+		return nil
+	}
+	return c
+}
+
+// read reads one job into jb but for its remaining time when unknown
+// (unknownR) and r^size: both wait for every job to be read. curve is the
+// job's curve, sanitized.
+func (g *Goodput) read(jb *goodputJob, snap *model.Snapshot, j *model.Job, curve []float64) {
+	r, ok := remaining(j)
+	*jb = goodputJob{
+		est:      goodputEst{speedup: curve, e: &j.Est},
+		r:        r,
+		unknownR: !ok,
+		minW:     j.Spec.MinWorkers,
+		current:  max(j.State.GPUs, 0),
+		limit:    j.Spec.MaxWorkers,
+	}
+	if c := jb.current; g.settling(snap, j) {
+		// It may go on in the direction it last changed, or stop.
+		if c >= j.State.PrevGPUs {
+			jb.keep = true // not shrunk nor halted
+		}
+		if c <= j.State.PrevGPUs {
+			jb.limit = c // not grown
+		}
+	}
+}
+
+// goodputFallback is the remaining time of the jobs whose own is unknown:
+// the smallest known one, 1 if none is known or only infinite ones (all
+// alike).
+func goodputFallback(jobs []goodputJob) float64 {
+	fallback := math.Inf(1)
+	for i := range jobs {
+		if !jobs[i].unknownR {
+			fallback = min(fallback, jobs[i].r)
+		}
+	}
+	if math.IsInf(fallback, 1) {
+		fallback = 1
+	}
+	return fallback
+}
+
+// resolveRemaining gives a job its remaining time: its own or the
+// fallback, clamped.
+func resolveRemaining(jb *goodputJob, fallback float64) {
+	if jb.unknownR {
+		jb.r, jb.unknownR = fallback, false
+	}
+	jb.r = min(max(jb.r, goodputMinRemaining), goodputMaxRemaining)
 }
 
 // step returns a running or waiting job's best next step from k GPUs: the
@@ -337,50 +470,52 @@ func (g *Goodput) settling(snap *model.Snapshot, j *model.Job) bool {
 // paysBack reports whether growing a running job from c to k GPUs saves
 // payback restarts' worth of time.
 func (g *Goodput) paysBack(j *goodputJob, c, k int) bool {
-	restart := restartSeconds(&j.est)
+	restart := restartSeconds(j.est.e)
 	saved := j.r/j.est.SpeedupAt(c) - j.r/j.est.SpeedupAt(k)
 	return saved >= g.payback*restart
 }
 
 // greedy runs one round of the auction from nothing, writing each job's
-// GPUs into gpus and the value of its first step into first (the
-// answer's Order). The heap holds each job's best next step; a step that
-// no longer fits in the GPUs left is taken again within them.
-func (g *Goodput) greedy(jobs []goodputJob, rank []int32, gpus []int, first []float64, total int) {
+// GPUs into gpus. first and firstOK are each job's first step (step from
+// 0 within total), byFirst the jobs by that value, highest first, then by
+// rank: the greedy reads them in that order, only until the GPUs run out,
+// and keeps in a heap only the steps of jobs it has valued again (a job
+// that moved, or a step that no longer fits in the GPUs left, taken again
+// within them). The best of both is the best of a heap of every step.
+func (g *Goodput) greedy(jobs []goodputJob, rank func(int) int32, gpus []int, first []float64, firstOK []bool,
+	byFirst []int, total int) {
 	clear(gpus)
-	h := make(gainHeap, 0, len(jobs))
-	for i := range jobs {
-		v, _, ok := g.step(&jobs[i], 0, total)
-		first[i] = v
-		if ok {
-			h = append(h, gainItem{gain: v, rank: rank[i], job: int32(i)})
-		}
-	}
-	h.init()
+	q := stepQueue{h: g.heap[:0], fresh: &freshList{jobs: byFirst, item: func(i int) (gainItem, bool) {
+		return gainItem{gain: first[i], rank: rank(i), job: int32(i)}, firstOK[i]
+	}}}
 	spare := total
-	for spare > 0 && len(h) > 0 {
-		top := h[0]
+	for spare > 0 {
+		top, fromFresh, ok := q.best()
+		if !ok {
+			break
+		}
 		i := int(top.job)
 		// The step the item was valued for may have been larger than what
 		// is left: value it again within spare. A step from 0 that does
 		// not fit never will (spare only shrinks).
 		v, to, ok := g.step(&jobs[i], gpus[i], spare)
 		if !ok {
-			h.popTop()
+			q.drop(fromFresh)
 			continue
 		}
 		if v < top.gain {
 			top.gain = v
-			h.replaceTop(top)
+			q.requeue(top, fromFresh)
 			continue
 		}
 		spare -= to - gpus[i]
 		gpus[i] = to
 		if v, _, ok := g.step(&jobs[i], to, spare); ok {
 			top.gain = v
-			h.replaceTop(top)
+			q.requeue(top, fromFresh)
 		} else {
-			h.popTop()
+			q.drop(fromFresh)
 		}
 	}
+	g.heap = q.h[:0]
 }

@@ -230,10 +230,15 @@ func (c *curves) at(j, k int) float64 {
 			c.state[j] = curveUsable
 		}
 	}
-	if c.state[j] == curveLinear {
-		return model.Estimates{}.SpeedupAt(k)
+	return speedupAt(e.Speedup, c.state[j] == curveUsable, k)
+}
+
+// speedupAt returns S(k) of a curve, read as linear unless usable.
+func speedupAt(curve []float64, usable bool, k int) float64 {
+	if !usable {
+		curve = nil
 	}
-	return e.SpeedupAt(k)
+	return model.Estimates{Speedup: curve}.SpeedupAt(k)
 }
 
 // firstFit walks order and gives each job want[job] GPUs if that many are

@@ -159,7 +159,7 @@ func speedups(snap *model.Snapshot) []model.Estimates {
 // mustInput checks snap as an allocator does.
 func mustInput(t testing.TB, snap *model.Snapshot) *input {
 	t.Helper()
-	in, err := new(tracker).check(snap)
+	in, err := new(tracker).check(snap, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,11 +36,11 @@ func (*SRJF) Name() string { return NameSRJF }
 func (s *SRJF) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	in, err := s.t.check(snap)
+	in, err := s.t.check(snap, s.t.keyed(jobKey(remainingKey)), false)
 	if err != nil {
 		return model.Allocation{}, err
 	}
-	order := s.t.sorted(in, keyOf(snap, byRemaining))
+	order := s.t.sorted(in, nil)
 	gpus, _ := firstFit(order, in.total, in.req)
 	return in.allocation(order, gpus), nil
 }

@@ -131,22 +131,19 @@ func (q lasQueues) requeue(snap *model.Snapshot) []model.QueueChange {
 // jobs in queue order (Queue, QueueSince, arrival). Queues are checked
 // while the sort keys are read, so the jobs are walked once for both.
 func queueOrder(t *tracker, snap *model.Snapshot) (*input, []int, error) {
-	in, err := t.check(snap)
+	var bad *model.Job
+	in, err := t.check(snap, t.keyed(jobKey(func(j *model.Job) sortKey {
+		if j.State.Queue < 0 && bad == nil {
+			bad = j
+		}
+		return queueKey(j)
+	})), false)
 	if err != nil {
 		return nil, nil, err
 	}
-	bad := -1
-	order := t.sorted(in, func(i int) sortKey {
-		j := &snap.Jobs[i]
-		if j.State.Queue < 0 && bad < 0 {
-			bad = i
-		}
-		return queueKey(j)
-	})
-	if bad >= 0 {
+	if bad != nil {
 		t.reset()
-		j := &snap.Jobs[bad]
-		return nil, nil, fmt.Errorf("job %s: negative queue %d", j.Spec.Name, j.State.Queue)
+		return nil, nil, fmt.Errorf("job %s: negative queue %d", bad.Spec.Name, bad.State.Queue)
 	}
-	return in, order, nil
+	return in, t.sorted(in, nil), nil
 }

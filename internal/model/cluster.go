@@ -74,7 +74,11 @@ func (p JobPlacement) Clone() JobPlacement {
 type Placement map[string]JobPlacement
 
 // Snapshot is the immutable input of one scheduling cycle for one GPU type.
-// Allocators and placers must not modify it.
+// Allocators and placers must not modify it, and its builder must not
+// either once it is handed over: a later snapshot may share a job's
+// speedup curve with it (the scheduler's do), but a changed curve is a new
+// slice, never the old one written in place. Allocators rely on it: what
+// they derive from a curve is reused while a job keeps the same slice.
 type Snapshot struct {
 	Now     time.Time
 	GPUType string
