@@ -10,7 +10,8 @@
 // the API, waits for the job in the live table (#/jobs), goes to
 // #/finished and waits for it there, Completed, without a reload, and
 // notes the list requests sent meanwhile (none: it came by the stream);
-// back at #/jobs, whether it left the live table. Then it chooses the
+// back at #/jobs, whether it left the live table. Between the two, the
+// row and the page of the first job seeded, of workers of 4 GPUs. Then it chooses the
 // status Failed under Finished and notes the rows and requests. Last, in
 // a page whose list requests it answers itself, in pages, it checks how
 // the dashboard follows the pages' contract (see contract).
@@ -63,6 +64,11 @@ async function main() {
     out.caption = await page.$eval('table#finished caption', (c) => c.textContent);
     out.end = await page.$eval('#finished-end', (e) => e.textContent).catch(() => '');
     await page.screenshot({ path: path.join(shots, 'dashboard-finished.png') });
+    // The first job seeded ran one worker of 4 GPUs: its row, then its page.
+    const multi = await page.$eval('table#finished tr[data-job^="old-000-"]', (r) => ({ name: r.dataset.job, row: r.querySelector('.col-maxWorkers').innerText }));
+    await page.evaluate((n) => { location.hash = `#/jobs/${encodeURIComponent(n)}`; }, multi.name);
+    await page.waitForSelector('#placement-history li', { timeout: 10000 });
+    out.multiGPU = { row: multi.row, page: await page.$eval('main', (m) => m.innerText) };
 
     // A job that runs a while, then finishes while the page is open.
     const listsBefore = out.lists.length;
