@@ -356,6 +356,16 @@ type finishedReport struct {
 		Row  string `json:"row"`
 		Page string `json:"page"`
 	} `json:"multiGPU"`
+	// Nodes is how a page whose event stream the script answered drew a
+	// node of 8 GPUs holding a worker of 4 GPUs and two of one.
+	Nodes struct {
+		Heading    string `json:"heading"`
+		WideGPUs   int    `json:"wideGPUs"`
+		NarrowGPUs int    `json:"narrowGPUs"`
+		FreeGPUs   int    `json:"freeGPUs"`
+		Row        string `json:"row"`
+		Timeline   string `json:"timeline"`
+	} `json:"nodes"`
 	Contract struct {
 		Requests  []string `json:"requests"`
 		Errors    []string `json:"errors"`
@@ -416,7 +426,10 @@ func seedFinished(t *testing.T, dataDir string, n int) {
 // submitted through the API shows among the live jobs and, once it
 // completes, under Finished, without a reload or another list request
 // (the stream brought it), and no longer among the live jobs; choosing
-// the status Failed lists that status from the server.
+// the status Failed lists that status from the server. The first stored
+// job ran a worker of 4 GPUs, which its row and page say; and a node
+// holding workers of 4 GPUs and of one, from an event stream the script
+// answers, is drawn GPU by GPU.
 func TestDashboardFinished(t *testing.T) {
 	const finished = 250
 	browserTools(t) // before starting a server
@@ -463,6 +476,12 @@ func TestDashboardFinished(t *testing.T) {
 		if !strings.Contains(r.MultiGPU.Page, want) {
 			t.Errorf("the page of a job of 4 GPUs per worker lacks %q:\n%s", want, r.MultiGPU.Page)
 		}
+	}
+	// A node of 8 GPUs with a worker of 4 GPUs and two of one: 6 in use.
+	if n := r.Nodes; n.WideGPUs != 4 || n.NarrowGPUs != 2 || n.FreeGPUs != 2 || !strings.Contains(n.Heading, "6 of 8 GPUs in use") ||
+		n.Row != "1/1/2\n4 GPUs, 4 per worker" || !strings.Contains(n.Timeline, "at most 6 of 8 GPUs at once") {
+		t.Errorf("a node holding a worker of 4 GPUs and two of one: %+v; want 4, 2 and 2 free GPUs drawn, 6 of 8 in use, the row 1/1/2 with 4 GPUs, 4 per worker, and the timeline at most 6 of 8",
+			n)
 	}
 	if want := fmt.Sprintf("%d of %d finished jobs here", finished+1, finished+1); r.MovedCaption != want {
 		t.Errorf("Finished after the job moved there: %q, want %q", r.MovedCaption, want)
