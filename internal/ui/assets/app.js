@@ -758,7 +758,7 @@ function jobView(name) {
   out.push(el('h3', { text: 'Placement' }));
   const pl = Object.entries(j.placement || {}).sort();
   const g = perWorker(j);
-  out.push(pl.length ? el('table', { id: 'placement' }, el('caption', { text: 'Workers per node now' }),
+  out.push(pl.length ? el('table', {}, el('caption', { text: 'Workers per node now' }),
     el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'node' }), el('th', { scope: 'col', text: 'workers' }), el('th', { scope: 'col', text: 'GPUs' }))),
     el('tbody', {}, pl.map(([n, w]) => el('tr', {}, el('th', { scope: 'row', class: 'text', text: n }), el('td', { text: String(w) }), el('td', { text: String(w * g) })))))
     : el('p', { text: 'No GPUs now.' }));
