@@ -51,8 +51,8 @@ func newDescribeJobCommand(o *clientOptions) *cobra.Command {
 		Short:   "Show the details of training jobs",
 		Long: `Show everything the server knows about a training job: the reason for its
 status where there is one (Reason and Message lines, e.g. Unschedulable when
-it needs more GPUs than its GPU type has in all), its worker range and
-priority, its times (submitted, first started, finished; waiting, running,
+it needs more GPUs than its GPU type has in all), its workers (pods) and
+worker range, its GPUs per worker and the GPUs it holds, its priority, its times (submitted, first started, finished; waiting, running,
 total), the GPU-seconds it attained, its restarts, progress and estimated
 remaining time, and where its workers run. For a waiting job, its position
 in the queue and when the scheduler expects to start it.`,
@@ -126,6 +126,9 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 		d.add("Deletion requested", "yes; the scheduler is halting the job")
 	}
 	d.add("Workers", fmt.Sprintf("%d (min %d, max %d, requested %d)", j.Workers, j.MinWorkers, j.MaxWorkers, j.RequestedWorkers))
+	g := perWorker(j)
+	d.add("GPUs per worker", strconv.Itoa(g))
+	d.add("GPUs", fmt.Sprintf("%d (%d %s × %d)", gpusHeld(j), j.Workers, plural(j.Workers, "worker", "workers"), g))
 	d.add("Priority", strconv.Itoa(j.Priority))
 	d.add("Priority queue", strconv.Itoa(j.PriorityQueue))
 	d.add("Epochs", epochs(j.Epochs))
@@ -148,8 +151,8 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 	d.add("Progress", fmt.Sprintf("%.1f%%", j.Progress*100))
 	describeMeasured(&d, j, now)
 	describeOutlook(&d, j, at)
-	describePlacement(&d, j.Placement)
-	describeAllocations(&d, j.Allocations, loc)
+	describePlacement(&d, j.Placement, g)
+	describeAllocations(&d, j.Allocations, g, loc)
 	d.write(w)
 }
 
@@ -158,8 +161,8 @@ func describeJob(w io.Writer, j api.Job, now time.Time, loc *time.Location) {
 const describedAllocations = 10
 
 // describeAllocations adds the job's newest allocation changes, oldest
-// first.
-func describeAllocations(d *describer, h []api.Allocation, loc *time.Location) {
+// first; g is the job's GPUs per worker.
+func describeAllocations(d *describer, h []api.Allocation, g int, loc *time.Location) {
 	if len(h) == 0 {
 		return
 	}
@@ -176,7 +179,7 @@ func describeAllocations(d *describer, h []api.Allocation, loc *time.Location) {
 			for _, n := range slices.Sorted(maps.Keys(a.Placement)) {
 				nodes = append(nodes, fmt.Sprintf("%s×%d", n, a.Placement[n]))
 			}
-			what = fmt.Sprintf("%d %s on %s", a.Workers, plural(a.Workers, "worker", "workers"), strings.Join(nodes, ", "))
+			what = fmt.Sprintf("%s on %s", workersOf(a.Workers, g), strings.Join(nodes, ", "))
 		}
 		d.sub(a.Time.In(loc).Format(time.RFC3339), what)
 	}
@@ -255,16 +258,27 @@ func describeOutlook(d *describer, j api.Job, at func(*time.Time) string) {
 	}
 }
 
-// describePlacement adds the workers of a job on each node, by node name.
-func describePlacement(d *describer, placement map[string]int) {
+// describePlacement adds the workers of a job on each node, by node name;
+// g is the job's GPUs per worker.
+func describePlacement(d *describer, placement map[string]int, g int) {
 	if len(placement) == 0 {
 		d.add("Placement", "none")
 		return
 	}
 	d.add("Placement", "")
 	for _, n := range slices.Sorted(maps.Keys(placement)) {
-		d.sub(n, fmt.Sprintf("%d %s", placement[n], plural(placement[n], "worker", "workers")))
+		d.sub(n, workersOf(placement[n], g))
 	}
+}
+
+// workersOf says n workers of g GPUs each: "2 workers", and the GPUs they
+// hold when a worker holds several ("2 workers (8 GPUs)").
+func workersOf(n, g int) string {
+	s := fmt.Sprintf("%d %s", n, plural(n, "worker", "workers"))
+	if g > 1 {
+		s += fmt.Sprintf(" (%d GPUs)", n*g)
+	}
+	return s
 }
 
 // describer aligns "Label:  value" lines; sub lines are indented under

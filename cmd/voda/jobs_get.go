@@ -51,9 +51,11 @@ func newGetJobsCommand(o *clientOptions) *cobra.Command {
 		Long: `List training jobs in submission order, or the jobs named.
 
 The table shows, as the original Voda did, each job's status, its current
-number of workers (one GPU each), the scheduling algorithm of its GPU type
-and how long it has waited without GPUs, run with GPUs and existed in all.
--o wide adds the GPU type, priority, worker range, the position of a waiting
+number of workers (pods, each of the job's GPUs per worker: one GPU unless
+its manifest asks for more), the scheduling algorithm of its GPU type and
+how long it has waited without GPUs, run with GPUs and existed in all.
+-o wide adds the GPU type, the GPUs the job holds (workers x GPUs per
+worker), its GPUs per worker, priority, worker range, the position of a waiting
 job in the queue, its estimated start, the progress of its training, the
 reason for its status, if any (e.g. Unschedulable: it needs more GPUs than
 its GPU type has in all), and its namespace. A server with authentication
@@ -194,7 +196,7 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 	tw := newTable(w)
 	header := "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
 	if wide {
-		header += "\tGPU-TYPE\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS\tREASON\tNAMESPACE"
+		header += "\tGPU-TYPE\tGPUS\tGPUS/WORKER\tPRIORITY\tMIN\tMAX\tQUEUE\tEST-START\tPROGRESS\tREASON\tNAMESPACE"
 	}
 	fmt.Fprintln(tw, header)
 	for _, j := range jobs {
@@ -212,12 +214,26 @@ func printJobTable(w io.Writer, jobs []api.Job, wide bool, now time.Time) error 
 			} else if j.Status == api.StatusWaiting {
 				start = "unknown"
 			}
-			row = append(row, dash(j.GPUType), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
+			row = append(row, dash(j.GPUType), strconv.Itoa(gpusHeld(j)), strconv.Itoa(perWorker(j)), strconv.Itoa(j.Priority), strconv.Itoa(j.MinWorkers),
 				strconv.Itoa(j.MaxWorkers), queue, start, percent(j.Progress), dash(j.Reason), dash(j.Namespace))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// perWorker is a job's GPUs per worker (G): 1 from a server that does not
+// say, one older than workers of several GPUs.
+func perWorker(j api.Job) int { return max(j.GPUsPerWorker, 1) }
+
+// gpusHeld is the GPUs a job holds now. A server that does not say G
+// (older than workers of several GPUs) does not say them either: its
+// workers held one GPU each.
+func gpusHeld(j api.Job) int {
+	if j.GPUsPerWorker == 0 {
+		return j.Workers
+	}
+	return j.GPUs
 }
 
 // serverNow is the server's time when it answered with a live job: the

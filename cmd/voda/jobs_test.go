@@ -134,11 +134,11 @@ ncf-20250601-100600      Waiting     0         Tiresias      4m        0s       
 		{
 			name: "wide",
 			args: []string{"get", "jobs", "-o", "wide"},
-			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS   REASON   NAMESPACE
-resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0          1     8     -       -           100%       -        default
-mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       0          1     4     -       -           42%        -        default
-bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       1          2     8     1       in 3m       0%         -        team-a
-ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0          1     2     2       unknown     0%         -        default
+			want: `NAME                     STATUS      WORKERS   SCHEDULER     WAITING   RUNNING   TOTAL   GPU-TYPE   GPUS   GPUS/WORKER   PRIORITY   MIN   MAX   QUEUE   EST-START   PROGRESS   REASON   NAMESPACE
+resnet-20250601-060000   Completed   0         ElasticFIFO   28s       3h12m     3h12m   v100       0      1             0          1     8     -       -           100%       -        default
+mnist-20250601-100000    Running     2         ElasticFIFO   5s        9m55s     10m     v100       2      1             0          1     4     -       -           42%        -        default
+bert-20250601-100500     Waiting     0         ElasticFIFO   5m        0s        5m      v100       0      1             1          2     8     1       in 3m       0%         -        team-a
+ncf-20250601-100600      Waiting     0         Tiresias      4m        0s        4m      a100       0      1             0          1     2     2       unknown     0%         -        default
 `,
 		},
 		{
@@ -435,6 +435,8 @@ Kind:              MPIJob
 GPU type:          v100
 Status:            Running
 Workers:           2 (min 1, max 4, requested 2)
+GPUs per worker:   1
+GPUs:              2 (2 workers × 1)
 Priority:          0
 Priority queue:    0
 Epochs:            150
@@ -465,6 +467,8 @@ Kind:              PyTorchJob
 GPU type:          v100
 Status:            Waiting
 Workers:           0 (min 2, max 8, requested 4)
+GPUs per worker:   1
+GPUs:              0 (0 workers × 1)
 Priority:          1
 Priority queue:    0
 Epochs:            3
@@ -492,6 +496,8 @@ Kind:              MPIJob
 GPU type:          a100
 Status:            Waiting
 Workers:           0 (min 1, max 2, requested 1)
+GPUs per worker:   1
+GPUs:              0 (0 workers × 1)
 Priority:          0
 Priority queue:    1
 Epochs:            10
@@ -519,6 +525,8 @@ Kind:              MPIJob
 GPU type:          v100
 Status:            Completed
 Workers:           0 (min 1, max 8, requested 4)
+GPUs per worker:   1
+GPUs:              0 (0 workers × 1)
 Priority:          0
 Priority queue:    0
 Epochs:            90
@@ -663,6 +671,8 @@ Status:            Waiting
 Reason:            Unschedulable
 Message:           needs at least 1000 GPUs; the v100 nodes have 8 in all
 Workers:           0 (min 1000, max 1000, requested 1000)
+GPUs per worker:   1
+GPUs:              0 (0 workers × 1)
 Priority:          0
 Priority queue:    0
 Epochs:            unknown
@@ -771,7 +781,7 @@ func TestDescribeAllocations(t *testing.T) {
 		h = append(h, a)
 	}
 	var d describer
-	describeAllocations(&d, h, time.UTC)
+	describeAllocations(&d, h, 1, time.UTC)
 	var b bytes.Buffer
 	d.write(&b)
 	got := b.String()

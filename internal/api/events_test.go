@@ -191,7 +191,7 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 		Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}, Updated: placed,
 		Allocations: []store.Allocation{{At: placed, Placement: model.JobPlacement{{Node: "n0", Workers: 2}}}}})
 	je = s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job.Status == "Running" && je.Job.Workers == 2 })
-	wantAlloc := []Allocation{{Time: placed, Workers: 2, Placement: map[string]int{"n0": 2}}}
+	wantAlloc := []Allocation{{Time: placed, Workers: 2, GPUs: 2, Placement: map[string]int{"n0": 2}}}
 	if !cmp.Equal(je.Job.Allocations, wantAlloc) || !je.Job.AsOf.Equal(placed) || je.Job.WaitingSeconds != 60 {
 		t.Errorf("running: allocations %+v as of %v, waiting %v s; want %+v as of %v, 60 s", je.Job.Allocations, je.Job.AsOf,
 			je.Job.WaitingSeconds, wantAlloc, placed)
@@ -201,7 +201,7 @@ func TestEventStreamFollowsAJob(t *testing.T) {
 	if err := json.Unmarshal([]byte(ev.data), &nodes); err != nil {
 		t.Fatal(err)
 	}
-	want := []NodeJob{{Name: job.Name, Namespace: "default", Workers: 2, JobWorkers: 2}}
+	want := []NodeJob{{Name: job.Name, Namespace: "default", Workers: 2, GPUs: 2, JobWorkers: 2}}
 	if n := nodes.Nodes[0]; !slices.Equal(n.Jobs, want) || n.FreeGPUs != 2 {
 		t.Errorf("n0 %+v, want %+v and 2 free", n, want)
 	}
@@ -273,8 +273,8 @@ func TestEventStreamNamespaces(t *testing.T) {
 		wantJobs []string
 		wantN0   []NodeJob
 	}{
-		{"alice", alice, []string{mine}, []NodeJob{{Workers: 3, Busy: true}}},
-		{"root", root, []string{mine, theirs}, []NodeJob{{Name: theirs, Namespace: "team-b", Workers: 3, JobWorkers: 3}}},
+		{"alice", alice, []string{mine}, []NodeJob{{Workers: 3, GPUs: 3, Busy: true}}},
+		{"root", root, []string{mine, theirs}, []NodeJob{{Name: theirs, Namespace: "team-b", Workers: 3, GPUs: 3, JobWorkers: 3}}},
 	} {
 		snap := c.s.snapshot()
 		var names []string
@@ -293,7 +293,7 @@ func TestEventStreamNamespaces(t *testing.T) {
 	if err := json.Unmarshal(b, &list); err != nil || code != http.StatusOK {
 		t.Fatalf("alice's GET %s: %d %s", RouteNodes, code, b)
 	}
-	if got, want := list.Items[0].Nodes[0].Jobs, []NodeJob{{Workers: 3, Busy: true}}; !slices.Equal(got, want) {
+	if got, want := list.Items[0].Nodes[0].Jobs, []NodeJob{{Workers: 3, GPUs: 3, Busy: true}}; !slices.Equal(got, want) {
 		t.Errorf("alice's GET %s: n0 held by %+v, want %+v", RouteNodes, got, want)
 	}
 

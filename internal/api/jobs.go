@@ -348,10 +348,11 @@ func statusOf(j store.Job) model.Status {
 // view turns a stored job into its API form as of now.
 func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	st := j.Status.State
+	g := j.Spec.PerWorker()
 	out := Job{
 		Name: j.Name, Namespace: s.namespaceOf(j), Kind: j.Kind, GPUType: j.Spec.GPUType,
 		Status: Status(statusOf(j)), DeleteRequested: j.DeleteRequested,
-		Workers: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
+		Workers: st.GPUs / g, GPUsPerWorker: g, GPUs: st.GPUs, MinWorkers: j.Spec.MinWorkers, MaxWorkers: j.Spec.MaxWorkers,
 		RequestedWorkers: j.Spec.RequestedWorkers, Priority: j.Spec.Priority, Epochs: j.Spec.Epochs,
 		Application: j.Application, ProgressLog: j.ProgressLog,
 		Scheduler: algo, SubmitTime: j.Spec.SubmitTime,
@@ -364,7 +365,8 @@ func (s *Server) view(j store.Job, algo string, now time.Time) Job {
 	}
 	out.Placement = placementMap(st.Placement)
 	for _, a := range j.Status.Allocations {
-		out.Allocations = append(out.Allocations, Allocation{Time: a.At, Workers: a.Placement.Workers(), Placement: placementMap(a.Placement)})
+		w := a.Placement.Workers()
+		out.Allocations = append(out.Allocations, Allocation{Time: a.At, Workers: w, GPUs: w * g, Placement: placementMap(a.Placement)})
 	}
 	out.FirstStart = timePtr(st.FirstStart)
 	out.FinishTime = timePtr(j.Status.FinishTime)

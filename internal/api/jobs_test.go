@@ -82,7 +82,7 @@ func TestDryRun(t *testing.T) {
 	}
 	want := Job{
 		Name: "dry-20261121-093015", Namespace: "default", Kind: "MPIJob", GPUType: "v100", Status: "Submitted",
-		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, Epochs: 5, Scheduler: algorithm.DefaultName, SubmitTime: t0, AsOf: t0,
+		MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 1, GPUsPerWorker: 1, Epochs: 5, Scheduler: algorithm.DefaultName, SubmitTime: t0, AsOf: t0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dry-run job (-want,+got):\n%s", diff)

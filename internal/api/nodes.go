@@ -11,11 +11,12 @@ import (
 )
 
 // holder is what the nodes' view needs of a live job: where its workers
-// are, and who may see it.
+// are, how many GPUs each holds, and who may see it.
 type holder struct {
 	name, namespace, kind, gpuType string
-	workers                        int
-	placement                      map[string]int // node -> workers
+	// workers are the job's workers on all nodes, each of perWorker GPUs.
+	workers, perWorker int
+	placement          map[string]int // node -> workers
 }
 
 // holderOf is j's holder entry; ok is false when j holds no GPUs.
@@ -24,8 +25,9 @@ func (s *Server) holderOf(j store.Job) (holder, bool) {
 	if statusOf(j).Done() || st.GPUs <= 0 || len(st.Placement) == 0 {
 		return holder{}, false
 	}
+	g := j.Spec.PerWorker()
 	h := holder{name: j.Name, namespace: s.namespaceOf(j), kind: string(j.Kind), gpuType: j.Spec.GPUType,
-		workers: st.GPUs, placement: map[string]int{}}
+		workers: st.GPUs / g, perWorker: g, placement: map[string]int{}}
 	for _, nw := range st.Placement {
 		h.placement[nw.Node] += nw.Workers
 	}
@@ -43,9 +45,9 @@ func nodesView(gpuType string, rec store.Scheduler, holders []holder) (GPUTypeNo
 		used := 0
 		for _, h := range holders {
 			if w := h.placement[n.Name]; w > 0 && h.gpuType == gpuType {
-				v.Jobs = append(v.Jobs, NodeJob{Name: h.name, Namespace: h.namespace, Workers: w, JobWorkers: h.workers})
+				v.Jobs = append(v.Jobs, NodeJob{Name: h.name, Namespace: h.namespace, Workers: w, GPUs: w * h.perWorker, JobWorkers: h.workers})
 				scopes = append(scopes, scope{Namespace: h.namespace, Kind: h.kind})
-				used += w
+				used += w * h.perWorker
 			}
 		}
 		v.FreeGPUs = max(n.GPUs-used, 0)
@@ -61,17 +63,18 @@ func nodesView(gpuType string, rec store.Scheduler, holders []holder) (GPUTypeNo
 func redact(v GPUTypeNodes, kinds map[string]string, sees func(namespace, kind string) bool) GPUTypeNodes {
 	out := GPUTypeNodes{GPUType: v.GPUType, Nodes: make([]Node, len(v.Nodes))}
 	for i, n := range v.Nodes {
-		busy := 0
+		busy := NodeJob{Busy: true}
 		jobs := make([]NodeJob, 0, len(n.Jobs))
 		for _, j := range n.Jobs {
 			if sees(j.Namespace, kinds[j.Name]) {
 				jobs = append(jobs, j)
 			} else {
-				busy += j.Workers
+				busy.Workers += j.Workers
+				busy.GPUs += j.GPUs
 			}
 		}
-		if busy > 0 {
-			jobs = append(jobs, NodeJob{Busy: true, Workers: busy})
+		if busy.Workers > 0 {
+			jobs = append(jobs, busy)
 		}
 		n.Jobs = jobs
 		out.Nodes[i] = n

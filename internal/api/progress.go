@@ -160,7 +160,8 @@ func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 	if out.RemainingSeconds == nil {
 		return
 	}
-	finish, left, ok := estimate.Finish(j.Status.Est, out.Workers, j.Status.State.LastChange, now)
+	// The speedup curve is indexed by GPUs (model.Estimates), not workers.
+	finish, left, ok := estimate.Finish(j.Status.Est, out.GPUs, j.Status.State.LastChange, now)
 	if !ok {
 		return
 	}

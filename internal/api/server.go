@@ -62,9 +62,14 @@ type Config struct {
 	// MaxWorkers is the most workers one job may ask for; 0 means
 	// jobspec.DefaultMaxWorkers.
 	MaxWorkers int
-	Metrics    *metrics.Metrics
-	Gatherer   prometheus.Gatherer
-	Logger     *slog.Logger
+	// MultiGPUWorkers accepts manifests whose workers hold several GPUs
+	// each (jobspec.Options.MultiGPUWorkers). Off by default: such a
+	// manifest is refused until the scheduler places them.
+	MultiGPUWorkers bool
+
+	Metrics  *metrics.Metrics
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
 	// Ready, if set, adds a readiness condition (schedulers recovered).
 	Ready func() error
 	// OpenAPI is the API description served at RouteOpenAPI.
@@ -159,8 +164,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log,
 		spec: jobspec.Options{GPUTypes: cfg.GPUTypes, Models: cfg.Models, MaxWorkers: cfg.MaxWorkers,
-			PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount, Namespaces: cfg.Namespaces,
-			DefaultNamespace: cfg.DefaultNamespace},
+			MultiGPUWorkers: cfg.MultiGPUWorkers, PodSecurity: cfg.PodSecurity, AllowServiceAccount: cfg.AllowServiceAccount,
+			Namespaces: cfg.Namespaces, DefaultNamespace: cfg.DefaultNamespace},
 		mux:      http.NewServeMux(),
 		loopback: auth.IsLoopbackAddr(cfg.ListenAddr),
 	}

@@ -47,22 +47,31 @@ type Job struct {
 	// Unschedulable (waiting for more GPUs than the GPU type has in all)
 	// or Unreadable (a stored record that could not be decoded, shown
 	// Failed); Message says the same for people.
-	Reason           string `json:"reason,omitempty"`
-	Message          string `json:"message,omitempty"`
-	DeleteRequested  bool   `json:"deleteRequested,omitempty"`
-	Workers          int    `json:"workers"`
-	MinWorkers       int    `json:"minWorkers"`
-	MaxWorkers       int    `json:"maxWorkers"`
-	RequestedWorkers int    `json:"requestedWorkers"`
-	Priority         int    `json:"priority"`
-	Epochs           int    `json:"epochs"`
+	Reason          string `json:"reason,omitempty"`
+	Message         string `json:"message,omitempty"`
+	DeleteRequested bool   `json:"deleteRequested,omitempty"`
+	// Workers are the worker pods the job holds now, each of GPUsPerWorker
+	// GPUs: it holds Workers x GPUsPerWorker GPUs, which GPUs says.
+	// MinWorkers, MaxWorkers and RequestedWorkers count workers too.
+	Workers          int `json:"workers"`
+	MinWorkers       int `json:"minWorkers"`
+	MaxWorkers       int `json:"maxWorkers"`
+	RequestedWorkers int `json:"requestedWorkers"`
+	// GPUsPerWorker is G, the GPUs each worker pod holds (its worker
+	// container's nvidia.com/gpu): at least 1.
+	GPUsPerWorker int `json:"gpusPerWorker"`
+	// GPUs are the GPUs the job holds now: Workers x GPUsPerWorker.
+	GPUs     int `json:"gpus"`
+	Priority int `json:"priority"`
+	Epochs   int `json:"epochs"`
 	// Application is the job's vodascheduler/application annotation, and
 	// ProgressLog its vodascheduler/progress-log pattern, if it has them.
 	Application string `json:"application,omitempty"`
 	ProgressLog string `json:"progressLog,omitempty"`
 	// Scheduler is the GPU type's current algorithm.
 	Scheduler string `json:"scheduler"`
-	// Placement maps node name to workers there.
+	// Placement maps node name to workers there (each of GPUsPerWorker
+	// GPUs).
 	Placement map[string]int `json:"placement,omitempty"`
 	// Allocations are the job's placements over time, oldest first: each
 	// holds from its time until the next one's, the last until now. At
@@ -95,8 +104,9 @@ type Job struct {
 	QueuePosition  int        `json:"queuePosition,omitempty"`
 	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
 	// Speedup is the scheduler's speedup curve of the job: Speedup[k] is
-	// its speed on k workers over its speed on one; absent while the
-	// scheduler has none.
+	// its speed on k GPUs over its speed on one (model.Estimates), which
+	// for GPUsPerWorker 1 is k workers; absent while the scheduler has
+	// none.
 	Speedup []float64 `json:"speedup,omitempty"`
 	// EstimatedFinish is when a running job should finish on its current
 	// workers, give or take EstimatedFinishErrorSeconds (from the spread
@@ -114,10 +124,12 @@ type Job struct {
 }
 
 // Allocation is one change of a job's GPUs: from Time, it held Workers
-// GPUs, on the nodes of Placement (absent with none).
+// workers, GPUs GPUs in all (Workers x the job's GPUsPerWorker), on the
+// nodes of Placement (workers by node; absent with none).
 type Allocation struct {
 	Time      time.Time      `json:"time"`
 	Workers   int            `json:"workers"`
+	GPUs      int            `json:"gpus"`
 	Placement map[string]int `json:"placement,omitempty"`
 }
 
@@ -253,9 +265,10 @@ type Node struct {
 	// Cordoned (unschedulable) nodes keep their workers but take no new
 	// ones.
 	Cordoned bool `json:"cordoned"`
-	// Jobs hold the node's GPUs, one GPU per worker, by job name; a job
-	// the caller may not see is not named: all such workers on the node
-	// are one entry with Busy set. FreeGPUs are held by none.
+	// Jobs hold the node's GPUs, each worker its job's GPUs per worker,
+	// by job name; a job the caller may not see is not named: all such
+	// workers on the node are one entry with Busy set. FreeGPUs are held
+	// by none.
 	Jobs     []NodeJob `json:"jobs"`
 	FreeGPUs int       `json:"freeGPUs"`
 }
@@ -265,11 +278,13 @@ type NodeJob struct {
 	// Name and Namespace are absent when Busy.
 	Name      string `json:"name,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
-	// Workers are the job's workers (GPUs) on this node; JobWorkers on
+	// Workers are the job's workers on this node, GPUs the GPUs they hold
+	// (Workers x the job's GPUs per worker); JobWorkers are its workers on
 	// all nodes (absent when Busy).
 	Workers    int `json:"workers"`
+	GPUs       int `json:"gpus"`
 	JobWorkers int `json:"jobWorkers,omitempty"`
-	// Busy marks GPUs held by jobs the caller may not see.
+	// Busy marks workers and GPUs held by jobs the caller may not see.
 	Busy bool `json:"busy,omitempty"`
 }
 

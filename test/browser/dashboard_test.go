@@ -83,10 +83,15 @@ func TestDashboard(t *testing.T) {
 	if !strings.Contains(s.JobPage, s.Job) || !strings.HasPrefix(s.JobPageHash, "#/jobs/") {
 		t.Errorf("clicking the job opened %q (%s), want its page", s.JobPage, s.JobPageHash)
 	}
-	for _, want := range []string{"status", "Completed", "waiting / running / total", "Placement history", "v100-node-"} {
+	for _, want := range []string{"status", "Completed", "waiting / running / total", "GPUs held", "Placement history", "v100-node-"} {
 		if !strings.Contains(s.JobPageText, want) {
 			t.Errorf("the job's page lacks %q:\n%s", want, s.JobPageText)
 		}
+	}
+	// A worker of one GPU, as every job this server takes: its page does
+	// not dwell on it.
+	if strings.Contains(s.JobPageText, "GPUs per worker") {
+		t.Errorf("the page of a job of one GPU per worker shows GPUs per worker:\n%s", s.JobPageText)
 	}
 	if strings.Contains(s.JobPageText, "[object") || strings.Contains(s.JobPageText, "undefined") {
 		t.Errorf("the job's page shows a rendering bug:\n%s", s.JobPageText)
@@ -345,7 +350,23 @@ type finishedReport struct {
 	Reloaded          bool     `json:"reloaded"`
 	FailedRows        []string `json:"failedRows"`
 	FailedLists       []string `json:"failedLists"`
-	Contract          struct {
+	// MultiGPU is the row and the page of seedFinished's job of workers
+	// of 4 GPUs.
+	MultiGPU struct {
+		Row  string `json:"row"`
+		Page string `json:"page"`
+	} `json:"multiGPU"`
+	// Nodes is how a page whose event stream the script answered drew a
+	// node of 8 GPUs holding a worker of 4 GPUs and two of one.
+	Nodes struct {
+		Heading    string `json:"heading"`
+		WideGPUs   int    `json:"wideGPUs"`
+		NarrowGPUs int    `json:"narrowGPUs"`
+		FreeGPUs   int    `json:"freeGPUs"`
+		Row        string `json:"row"`
+		Timeline   string `json:"timeline"`
+	} `json:"nodes"`
+	Contract struct {
 		Requests  []string `json:"requests"`
 		Errors    []string `json:"errors"`
 		FirstRows int      `json:"firstRows"`
@@ -357,7 +378,8 @@ type finishedReport struct {
 
 // seedFinished leaves n finished jobs (Completed, some Failed and
 // Canceled) in the embedded store of dataDir, as a server that ran them
-// would have, with names as Voda gives them.
+// would have, with names as Voda gives them. The first (multiGPUJob) ran
+// one worker of 4 GPUs; the others two workers of one.
 func seedFinished(t *testing.T, dataDir string, n int) {
 	t.Helper()
 	ctx := t.Context()
@@ -380,11 +402,15 @@ func seedFinished(t *testing.T, dataDir string, n int) {
 			status = statuses[i%10]
 		}
 		name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
+		g, workers := 1, 2
+		if i == 0 {
+			g, workers = 4, 1
+		}
 		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
-			Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, Epochs: 1, SubmitTime: submit},
+			Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, GPUsPerWorker: g, Epochs: 1, SubmitTime: submit},
 			Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
 				FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
-					{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: 2}}}, {At: finish}}}}
+					{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: workers}}}, {At: finish}}}}
 		if err := st.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +426,10 @@ func seedFinished(t *testing.T, dataDir string, n int) {
 // submitted through the API shows among the live jobs and, once it
 // completes, under Finished, without a reload or another list request
 // (the stream brought it), and no longer among the live jobs; choosing
-// the status Failed lists that status from the server.
+// the status Failed lists that status from the server. The first stored
+// job ran a worker of 4 GPUs, which its row and page say; and a node
+// holding workers of 4 GPUs and of one, from an event stream the script
+// answers, is drawn GPU by GPU.
 func TestDashboardFinished(t *testing.T) {
 	const finished = 250
 	browserTools(t) // before starting a server
@@ -438,6 +467,21 @@ func TestDashboardFinished(t *testing.T) {
 	if !strings.Contains(r.MovedRow, "Completed") || len(r.ListsWhileRunning) != 0 || r.LiveAfter != 0 || r.Reloaded {
 		t.Errorf("%s (live: %q) under Finished: %q after list requests %q, %d live rows after, reloaded %v; want it Completed, by the stream (no request), not live, no reload",
 			r.Job, r.LiveRow, r.MovedRow, r.ListsWhileRunning, r.LiveAfter, r.Reloaded)
+	}
+	// The job of workers of 4 GPUs says so in its row and on its page.
+	if !strings.Contains(r.MultiGPU.Row, "1/2\n4 GPUs per worker") {
+		t.Errorf("the row of a job of 4 GPUs per worker: %q, want its workers 1/2 and 4 GPUs per worker", r.MultiGPU.Row)
+	}
+	for _, want := range []string{"GPUs per worker\n4\n", "GPUs held\n0 (0 workers × 4)\n", "4 GPUs, 1 worker (v100-node-0×1)"} {
+		if !strings.Contains(r.MultiGPU.Page, want) {
+			t.Errorf("the page of a job of 4 GPUs per worker lacks %q:\n%s", want, r.MultiGPU.Page)
+		}
+	}
+	// A node of 8 GPUs with a worker of 4 GPUs and two of one: 6 in use.
+	if n := r.Nodes; n.WideGPUs != 4 || n.NarrowGPUs != 2 || n.FreeGPUs != 2 || !strings.Contains(n.Heading, "6 of 8 GPUs in use") ||
+		n.Row != "1/1/2\n4 GPUs, 4 per worker" || !strings.Contains(n.Timeline, "at most 6 of 8 GPUs at once") {
+		t.Errorf("a node holding a worker of 4 GPUs and two of one: %+v; want 4, 2 and 2 free GPUs drawn, 6 of 8 in use, the row 1/1/2 with 4 GPUs, 4 per worker, and the timeline at most 6 of 8",
+			n)
 	}
 	if want := fmt.Sprintf("%d of %d finished jobs here", finished+1, finished+1); r.MovedCaption != want {
 		t.Errorf("Finished after the job moved there: %q, want %q", r.MovedCaption, want)

@@ -420,12 +420,13 @@ function dur(sec) {
   // No-break spaces keep each number with its unit where a cell wraps.
   return h ? `${h}\u00a0h ${m}\u00a0min` : m ? `${m}\u00a0min ${s % 60}\u00a0s` : `${s}\u00a0s`;
 }
-// measuredNow is the job's measured throughput at its current workers, or
-// the last one measured; null if none.
+// measuredNow is the job's measured throughput at its current GPUs (its
+// reports count training processes, one per GPU), or the last one
+// measured; null if none.
 function measuredNow(j) {
   const t = j.measured && j.measured.throughput;
   if (!t || !t.length) return null;
-  return t.find((x) => x.workers === j.workers) || t[t.length - 1];
+  return t.find((x) => x.workers === gpusHeld(j)) || t[t.length - 1];
 }
 function throughput(j) {
   const cur = measuredNow(j);
@@ -438,6 +439,24 @@ function throughputCell(j) {
   if (!cur) return '—';
   return el('span', { title: throughput(j) }, `${cur.epochsPerHour.toFixed(2)} @${cur.workers}`);
 }
+
+// perWorker is a job's GPUs per worker (G): 1 from a server that does not
+// say, one older than workers of several GPUs.
+function perWorker(j) { return j.gpusPerWorker || 1; }
+// gpusHeld is the GPUs a job holds now; a server that does not say G held
+// one GPU per worker.
+function gpusHeld(j) { return j.gpusPerWorker ? (j.gpus || 0) : (j.workers || 0); }
+// allocationGPUs is the GPUs a job held in one of its allocations.
+function allocationGPUs(j, a) { return a.gpus === undefined ? (a.workers || 0) * perWorker(j) : a.gpus; }
+// workersCell is a jobs table's workers cell: the counts, and for workers
+// of several GPUs what each holds (and, live, the GPUs held now) on a line
+// of their own.
+function workersCell(j, counts, live) {
+  const g = perWorker(j);
+  if (g === 1) return counts;
+  return el('span', {}, counts, el('span', { class: 'per-worker', text: live ? `${gpusHeld(j)} GPUs, ${g} per worker` : `${g} GPUs per worker` }));
+}
+function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
 
 function jobLink(name) {
   return el('a', { href: `#/jobs/${encodeURIComponent(name)}`, text: name });
@@ -537,14 +556,14 @@ function clusterView() {
   const shown = new Set();
   for (const [gpuType, nodes] of [...state.nodes.entries()].sort()) {
     const total = nodes.reduce((n, x) => n + (x.gpus || 0), 0);
-    const used = nodes.reduce((n, x) => n + holders(x).reduce((m, h) => m + h.workers, 0), 0);
+    const used = nodes.reduce((n, x) => n + holders(x).reduce((m, h) => m + h.gpus, 0), 0);
     out.push(el('h3', { text: `${gpuType}: ${used} of ${total} GPUs in use on ${nodes.length} nodes` }));
     const grid = el('div', { class: 'nodes', role: 'list', 'aria-label': `${gpuType} nodes` });
     for (const n of nodes) {
       const cls = ['node', n.cordoned ? 'cordoned' : '', n.ready === false ? 'notready' : ''].join(' ');
       const cells = [];
       for (const h of holders(n)) {
-        for (let k = 0; k < h.workers; k++) {
+        for (let k = 0; k < h.gpus; k++) {
           if (h.job) {
             shown.add(h.job);
             const i = colourIndex(h.job);
@@ -571,10 +590,11 @@ function clusterView() {
   return out;
 }
 
-// holders lists who holds a node's GPUs: [{job, workers}], job empty when
-// the viewer may not see it.
+// holders lists who holds a node's GPUs: [{job, gpus}], job empty when the
+// viewer may not see it; a server that does not say a holder's GPUs gave
+// each worker one.
 function holders(n) {
-  return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), workers: h.workers || 0 }));
+  return (n.jobs || []).map((h) => ({ job: h.busy ? '' : (h.name || ''), gpus: (h.gpus === undefined ? h.workers : h.gpus) || 0 }));
 }
 
 // The jobs table's columns. Each cell has the class col-<key>, by which
@@ -584,7 +604,7 @@ const columns = [
   { key: 'name', label: 'job', text: true, cell: (j) => [swatch(j.name), jobLink(j.name), el('span', { class: 'fold', text: j.namespace })] },
   { key: 'namespace', label: 'namespace', text: true },
   { key: 'status', label: 'status', text: true, cell: statusCell },
-  { key: 'workers', label: 'workers min/now/max', cell: (j) => `${j.minWorkers}/${j.workers}/${j.maxWorkers}` },
+  { key: 'workers', label: 'workers min/now/max', cell: (j) => workersCell(j, `${j.minWorkers}/${j.workers}/${j.maxWorkers}`, true) },
   { key: 'waitingSeconds', label: 'waiting', cell: (j) => ticking(j, 'waiting') },
   { key: 'runningSeconds', label: 'running', cell: (j) => ticking(j, 'running') },
   { key: 'totalSeconds', label: 'total', cell: (j) => ticking(j, 'total') },
@@ -598,7 +618,7 @@ const columns = [
 // The finished jobs table's columns: what is over for good, and when.
 const finishedColumns = [
   ...columns.slice(0, 3),
-  { key: 'maxWorkers', label: 'workers min/max', cell: (j) => `${j.minWorkers}/${j.maxWorkers}` },
+  { key: 'maxWorkers', label: 'workers min/max', cell: (j) => workersCell(j, `${j.minWorkers}/${j.maxWorkers}`, false) },
   { key: 'submitTime', label: 'submitted', cell: (j) => whenShort(j.submitTime) },
   { key: 'finishTime', label: 'finished', cell: (j) => whenShort(j.finishTime) },
   ...columns.slice(4, 7),
@@ -725,6 +745,8 @@ function jobView(name) {
   const rows = [
     ['status', j.status + (j.reason ? ` (${j.reason})` : '')], ...(j.message ? [['message', j.message]] : []), ['namespace', j.namespace], ['kind', j.kind], ['GPU type', j.gpuType],
     ['workers', `${j.workers} (min ${j.minWorkers}, max ${j.maxWorkers}, requested ${j.requestedWorkers})`],
+    ...(perWorker(j) > 1 ? [['GPUs per worker', String(perWorker(j))]] : []),
+    ['GPUs held', perWorker(j) > 1 ? `${gpusHeld(j)} (${plural(j.workers, 'worker', 'workers')} × ${perWorker(j)})` : String(gpusHeld(j))],
     ['application', j.application || '—'], ['submitted', when(j.submitTime)], ['first start', when(j.firstStart)],
     ['waiting / running / total', [ticking(j, 'waiting'), ' / ', ticking(j, 'running'), ' / ', ticking(j, 'total')]],
     ['queue position', j.queuePosition ? String(j.queuePosition) : '—'], ['estimated start', when(j.estimatedStart)],
@@ -735,9 +757,10 @@ function jobView(name) {
   out.push(el('p', {}, el('label', {}, 'Progress ', el('progress', { max: '1', value: String(j.progress || 0) })), ` ${Math.round((j.progress || 0) * 100)} %`));
   out.push(el('h3', { text: 'Placement' }));
   const pl = Object.entries(j.placement || {}).sort();
+  const g = perWorker(j);
   out.push(pl.length ? el('table', {}, el('caption', { text: 'Workers per node now' }),
-    el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'node' }), el('th', { scope: 'col', text: 'workers' }))),
-    el('tbody', {}, pl.map(([n, w]) => el('tr', {}, el('th', { scope: 'row', class: 'text', text: n }), el('td', { text: String(w) })))))
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'node' }), el('th', { scope: 'col', text: 'workers' }), el('th', { scope: 'col', text: 'GPUs' }))),
+    el('tbody', {}, pl.map(([n, w]) => el('tr', {}, el('th', { scope: 'row', class: 'text', text: n }), el('td', { text: String(w) }), el('td', { text: String(w * g) })))))
     : el('p', { text: 'No GPUs now.' }));
   const hist = j.allocations || [];
   out.push(el('h3', { text: 'Placement history' }));
@@ -746,12 +769,19 @@ function jobView(name) {
     if (hist.length >= 64) out.push(el('p', { text: 'The newest 64 changes; older ones are not kept.' }));
     out.push(el('ol', { id: 'placement-history' }, hist.map((a, i) => el('li', {},
       el('time', { datetime: a.time, text: when(a.time) }),
-      `: ${a.workers ? `${a.workers} GPU${a.workers > 1 ? 's' : ''} (${Object.entries(a.placement || {}).sort().map(([n, w]) => `${n}×${w}`).join(', ')})` : 'no GPUs'}`,
+      `: ${a.workers ? `${allocationHeld(j, a)} (${Object.entries(a.placement || {}).sort().map(([n, w]) => `${n}×${w}`).join(', ')})` : 'no GPUs'}`,
       i + 1 < hist.length ? ` for ${dur((j.allocationTimes[i + 1] - j.allocationTimes[i]) / 1000)}` : ''))));
   }
   out.push(el('h3', { text: 'Estimated speedup' }));
   out.push(speedupChart(j.speedup || []));
   return out;
+}
+
+// allocationHeld says what a job held in one allocation: its GPUs, and its
+// workers when each holds several.
+function allocationHeld(j, a) {
+  const gpus = plural(allocationGPUs(j, a), 'GPU', 'GPUs');
+  return perWorker(j) > 1 ? `${gpus}, ${plural(a.workers, 'worker', 'workers')}` : gpus;
 }
 
 function speedupChart(s) {
@@ -799,7 +829,7 @@ function timelineView() {
   for (const j of all.sort((a, b) => (a.submitTime < b.submitTime ? -1 : a.submitTime > b.submitTime ? 1 : a.name < b.name ? -1 : 1))) {
     const ts = j.allocationTimes || [];
     const as = j.allocations || [];
-    if (!as.length || (ts[ts.length - 1] < t0 && !as[as.length - 1].workers)) continue;
+    if (!as.length || (ts[ts.length - 1] < t0 && !allocationGPUs(j, as[as.length - 1]))) continue;
     if (as.length >= 64 && ts[0] > t0) truncated++;
     const w = new Array(timelineSteps).fill(0);
     let k = 0;
@@ -807,7 +837,7 @@ function timelineView() {
     for (let i = 0; i < timelineSteps; i++) {
       const t = t0 + i * step;
       while (k < ts.length && ts[k] <= t) k++;
-      w[i] = k > 0 ? as[k - 1].workers : 0;
+      w[i] = k > 0 ? allocationGPUs(j, as[k - 1]) : 0;
       held = held || w[i] > 0;
     }
     if (held) jobs.push({ name: j.name, w });

@@ -10,10 +10,13 @@
 // the API, waits for the job in the live table (#/jobs), goes to
 // #/finished and waits for it there, Completed, without a reload, and
 // notes the list requests sent meanwhile (none: it came by the stream);
-// back at #/jobs, whether it left the live table. Then it chooses the
+// back at #/jobs, whether it left the live table. Between the two, the
+// row and the page of the first job seeded, of workers of 4 GPUs. Then it chooses the
 // status Failed under Finished and notes the rows and requests. Last, in
 // a page whose list requests it answers itself, in pages, it checks how
-// the dashboard follows the pages' contract (see contract).
+// the dashboard follows the pages' contract (see contract), and in one
+// whose event stream it answers, how it draws workers of several GPUs on
+// a node (see multiGPUNodes).
 const fs = require('fs');
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
@@ -63,6 +66,11 @@ async function main() {
     out.caption = await page.$eval('table#finished caption', (c) => c.textContent);
     out.end = await page.$eval('#finished-end', (e) => e.textContent).catch(() => '');
     await page.screenshot({ path: path.join(shots, 'dashboard-finished.png') });
+    // The first job seeded ran one worker of 4 GPUs: its row, then its page.
+    const multi = await page.$eval('table#finished tr[data-job^="old-000-"]', (r) => ({ name: r.dataset.job, row: r.querySelector('.col-maxWorkers').innerText }));
+    await page.evaluate((n) => { location.hash = `#/jobs/${encodeURIComponent(n)}`; }, multi.name);
+    await page.waitForSelector('#placement-history li', { timeout: 10000 });
+    out.multiGPU = { row: multi.row, page: await page.$eval('main', (m) => m.innerText) };
 
     // A job that runs a while, then finishes while the page is open.
     const listsBefore = out.lists.length;
@@ -96,6 +104,7 @@ async function main() {
     out.failedRows = await page.$$eval('table#finished tbody tr', (rs) => rs.map((r) => r.querySelector('.col-status').textContent));
     out.failedLists = out.lists.slice(listsBeforeFailed);
     out.contract = await contract(context, base);
+    out.nodes = await multiGPUNodes(context, base);
   } finally {
     await browser.close();
   }
@@ -145,6 +154,49 @@ async function contract(context, base) {
   }
   r.rows = await page.$$eval('table#finished tbody tr', (rs) => rs.length);
   r.end = await page.$eval('#finished-end', (e) => e.textContent).catch(() => '');
+  await page.close();
+  return r;
+}
+
+// multiGPUNodes opens the cluster view and the timeline in a new page
+// whose event stream this script answers with one snapshot (again at each
+// reconnection): a node of 8 GPUs holding one worker of 4 GPUs of a job
+// and two workers of one GPU of another, 2 free. It returns the cluster
+// view's heading, the GPUs drawn per job and free, the row of the job of
+// 4 GPUs per worker, and the timeline's title.
+async function multiGPUNodes(context, base) {
+  const now = new Date();
+  const start = new Date(now.getTime() - 60000).toISOString();
+  const job = (name, workers, g) => ({
+    name, namespace: 'default', kind: 'MPIJob', gpuType: 'v100', status: 'Running', workers, gpusPerWorker: g, gpus: workers * g,
+    minWorkers: 1, maxWorkers: 2, requestedWorkers: workers, priority: 0, epochs: 1, scheduler: 'ElasticFIFO', placement: { n0: workers },
+    allocations: [{ time: start, workers, gpus: workers * g, placement: { n0: workers } }], submitTime: start, firstStart: start,
+    asOf: now.toISOString(), waitingSeconds: 0, runningSeconds: 60, totalSeconds: 60, attainedService: 60 * workers * g, restarts: 0, priorityQueue: 0, progress: 0,
+  });
+  const wide = 'wide-20261127-000000';
+  const narrow = 'narrow-20261127-000000';
+  const snapshot = {
+    now: now.toISOString(), clockRate: 1, jobs: [job(wide, 1, 4), job(narrow, 2, 1)], schedulers: [],
+    nodes: [{ gpuType: 'v100', nodes: [{ name: 'n0', gpus: 8, ready: true, cordoned: false, freeGPUs: 2, jobs: [
+      { name: narrow, namespace: 'default', workers: 2, gpus: 2, jobWorkers: 2 },
+      { name: wide, namespace: 'default', workers: 1, gpus: 4, jobWorkers: 1 }] }] }],
+  };
+  const page = await context.newPage();
+  await page.route((url) => url.pathname === '/api/v1/events', (route) => route.fulfill({ status: 200, contentType: 'text/event-stream',
+    body: `event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n` }));
+  await page.route((url) => url.pathname === '/api/v1/jobs', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: '{"items": []}' }));
+  await page.goto(`${base}/ui/#/`);
+  await page.waitForSelector(`table#jobs tr[data-job="${wide}"]`, { timeout: 10000 });
+  const r = await page.evaluate(([w, n]) => ({
+    heading: document.querySelector('main h3').textContent,
+    wideGPUs: document.querySelectorAll(`[data-node="n0"] .gpu[title="${w}"]`).length,
+    narrowGPUs: document.querySelectorAll(`[data-node="n0"] .gpu[title="${n}"]`).length,
+    freeGPUs: document.querySelectorAll('[data-node="n0"] .gpu.free').length,
+    row: document.querySelector(`table#jobs tr[data-job="${w}"] .col-workers`).innerText,
+  }), [wide, narrow]);
+  await page.evaluate(() => { location.hash = '#/timeline'; });
+  await page.waitForSelector('#timeline-title', { state: 'attached', timeout: 10000 });
+  r.timeline = await page.$eval('#timeline-title', (t) => t.textContent);
   await page.close();
   return r;
 }
