@@ -947,7 +947,7 @@ func TestPlacersCommand(t *testing.T) {
 	if diff := cmp.Diff([]string{"topology", "greedy"}, names); diff != "" {
 		t.Errorf("placers (-want,+got):\n%s\n%s", diff, stdout)
 	}
-	if diff := cmp.Diff([]string{"migration_budget", "keep_resized", "restart_cost", "node_penalty"}, params["topology"]); diff != "" {
+	if diff := cmp.Diff([]string{"migration_budget", "keep_resized", "restart_cost", "node_penalty", "defrag_budget"}, params["topology"]); diff != "" {
 		t.Errorf("topology params (-want,+got):\n%s\n%s", diff, stdout)
 	}
 	if p := params["greedy"]; len(p) != 0 {

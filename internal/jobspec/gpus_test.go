@@ -5,28 +5,29 @@ import (
 	"testing"
 )
 
-// TestParseOneGPUPerWorker covers the one-GPU-per-worker rule beyond
-// badInputs: before it, every one of these was accepted and counted as
-// one GPU per worker.
-func TestParseOneGPUPerWorker(t *testing.T) {
+// TestParseOneGPUWorkersOnly covers the GPU rules beyond badInputs while
+// workers of several GPUs are not accepted (Options.MultiGPUWorkers
+// false): before the rules, every one of these was accepted and counted
+// as one GPU per worker.
+func TestParseOneGPUWorkersOnly(t *testing.T) {
 	cases := map[string]struct {
 		input  string
 		field  string
 		reason string
 	}{
-		"runLauncherAsWorker":              {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: true"), field: "spec.runLauncherAsWorker", reason: "the launcher gets no GPU in Voda"},
-		"runLauncherAsWorker false":        {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: false")},
-		"nprocPerNode 4":                   {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"4\"\n  elasticPolicy:"), field: "spec.nprocPerNode", reason: `"4" is not accepted: Voda runs one training process`},
-		"nprocPerNode 1":                   {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"1\"\n  elasticPolicy:")},
-		"elasticPolicy.nProcPerNode 2":     {input: edit(basePyTorchJob, "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"), field: "spec.elasticPolicy.nProcPerNode", reason: "2 is not accepted"},
-		"slotsPerWorker 0":                 {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 0"), field: "spec.slotsPerWorker", reason: "0 is not accepted"},
-		"slotsPerWorker a string":          {input: edit(baseMPIJob, "slotsPerWorker: 1", `slotsPerWorker: "1"`), field: "spec.slotsPerWorker", reason: `"1" is not accepted: Voda runs one process (one GPU) per worker; leave it out or set it to 1`},
-		"slotsPerWorker before containers": {input: edit(workerResources("{limits: {nvidia.com/gpu: 2}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 2"), field: "spec.slotsPerWorker", reason: "2 is not accepted"},
-		"nvidia.com/gpu \"2\"":             {input: workerResources(`{limits: {nvidia.com/gpu: "2"}}`, ""), field: workerGPU, reason: `"2" is not accepted: a worker is exactly one GPU`},
-		"nvidia.com/gpu 500m":              {input: workerResources("{limits: {nvidia.com/gpu: 500m}}", ""), field: workerGPU, reason: `"500m" is not accepted`},
-		"nvidia.com/gpu 1000m":             {input: workerResources("{limits: {nvidia.com/gpu: 1000m}}", ""), field: workerGPU, reason: `"1000m" is not accepted: a worker is exactly one GPU, so write 1`},
-		"nvidia.com/gpu null":              {input: workerResources("{limits: {nvidia.com/gpu: null}}", ""), field: workerGPU, reason: "null is not accepted"},
-		"nvidia.com/gpu a list":            {input: workerResources("{limits: {nvidia.com/gpu: [1]}}", ""), field: workerGPU, reason: "a list is not accepted"},
+		"runLauncherAsWorker":            {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: true"), field: "spec.runLauncherAsWorker", reason: "the launcher gets no GPU in Voda"},
+		"runLauncherAsWorker false":      {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 1\n  runLauncherAsWorker: false")},
+		"nprocPerNode 4":                 {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"4\"\n  elasticPolicy:"), field: "spec.nprocPerNode", reason: `"4" is not accepted: a worker pod runs one training process per GPU, so it must be 1`},
+		"nprocPerNode 1":                 {input: edit(basePyTorchJob, "  elasticPolicy:", "  nprocPerNode: \"1\"\n  elasticPolicy:")},
+		"elasticPolicy.nProcPerNode 2":   {input: edit(basePyTorchJob, "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"), field: "spec.elasticPolicy.nProcPerNode", reason: "2 is not accepted"},
+		"slotsPerWorker 0":               {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 0"), field: "spec.slotsPerWorker", reason: "0 is not accepted"},
+		"slotsPerWorker a string":        {input: edit(baseMPIJob, "slotsPerWorker: 1", `slotsPerWorker: "1"`), field: "spec.slotsPerWorker", reason: `"1" is not accepted: a worker runs one process per GPU, so it must be the integer 1, its GPUs (no container asks for nvidia.com/gpu, so one); or leave it out and Voda sets it`},
+		"two GPUs before slotsPerWorker": {input: edit(workerResources("{limits: {nvidia.com/gpu: 2}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 3"), field: workerGPU, reason: "2 is not accepted yet"},
+		"nvidia.com/gpu \"2\"":           {input: workerResources(`{limits: {nvidia.com/gpu: "2"}}`, ""), field: workerGPU, reason: `2 is not accepted yet: this Voda schedules workers of one GPU`},
+		"nvidia.com/gpu 500m":            {input: workerResources("{limits: {nvidia.com/gpu: 500m}}", ""), field: workerGPU, reason: `"500m" is not accepted`},
+		"nvidia.com/gpu 1000m":           {input: workerResources("{limits: {nvidia.com/gpu: 1000m}}", ""), field: workerGPU, reason: `"1000m" is not accepted: a worker's GPUs are a whole number from 1 to 64, written as such (4, not 4000m)`},
+		"nvidia.com/gpu null":            {input: workerResources("{limits: {nvidia.com/gpu: null}}", ""), field: workerGPU, reason: "null is not accepted"},
+		"nvidia.com/gpu a list":          {input: workerResources("{limits: {nvidia.com/gpu: [1]}}", ""), field: workerGPU, reason: "a list is not accepted"},
 		"limits 1, requests 2": {
 			input: workerResources("{limits: {nvidia.com/gpu: 1}, requests: {nvidia.com/gpu: 2}}", ""),
 			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests[nvidia.com/gpu]", reason: "2 is not accepted",
@@ -158,6 +159,121 @@ func TestWorkerGPUContainer(t *testing.T) {
 	} {
 		if got := WorkerGPUContainer(KindMPIJob, m); got != 0 {
 			t.Errorf("%s: WorkerGPUContainer = %d, want 0", name, got)
+		}
+	}
+}
+
+// TestParseMultiGPUWorkers covers workers of G GPUs (Options.MultiGPUWorkers):
+// G comes from the worker container's nvidia.com/gpu, the processes per
+// pod must agree with it, and anything else is refused naming its field.
+func TestParseMultiGPUWorkers(t *testing.T) {
+	multi := Options{MultiGPUWorkers: true}
+	noSlots := func(s string) string { return edit(s, "  slotsPerWorker: 1\n", "") }
+	pyGPUs := func(g, more string) string {
+		return edit(basePyTorchJob, "          - name: pytorch\n", "          - name: pytorch\n            resources: {limits: {nvidia.com/gpu: "+g+"}}\n"+more)
+	}
+	nproc := func(s, v string) string {
+		return edit(s, "  elasticPolicy:", "  nprocPerNode: "+v+"\n  elasticPolicy:")
+	}
+	pyGPU := "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]"
+	cases := map[string]struct {
+		input         string
+		field, reason string
+		wantG         int    // accepted: JobSpec.GPUsPerWorker
+		wantSlots     string // accepted MPIJob: spec.slotsPerWorker as stored
+	}{
+		"MPIJob G=4, slotsPerWorker 4":     {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 4"), wantG: 4, wantSlots: "4"},
+		"MPIJob G=4, slotsPerWorker unset": {input: noSlots(workerResources("{limits: {nvidia.com/gpu: 4}}", "")), wantG: 4, wantSlots: "4"},
+		"MPIJob G=1, slotsPerWorker unset": {input: noSlots(baseMPIJob), wantG: 0},
+		"MPIJob G=64 in requests and limits": {input: edit(workerResources(`{limits: {nvidia.com/gpu: 64}, requests: {nvidia.com/gpu: "64"}}`, ""), "slotsPerWorker: 1", "slotsPerWorker: 64"),
+			wantG: 64, wantSlots: "64"},
+		"PyTorchJob G=2, nprocPerNode \"2\"":         {input: nproc(pyGPUs("2", ""), `"2"`), wantG: 2},
+		"PyTorchJob G=2, elasticPolicy.nProcPerNode": {input: edit(pyGPUs("2", ""), "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"), wantG: 2},
+
+		"G=0":      {input: workerResources("{limits: {nvidia.com/gpu: 0}}", ""), field: workerGPU, reason: "0 is not accepted: a worker's GPUs are a whole number from 1 to 64"},
+		"G=-1":     {input: workerResources("{limits: {nvidia.com/gpu: -1}}", ""), field: workerGPU, reason: "-1 is not accepted"},
+		"G=2.5":    {input: workerResources("{limits: {nvidia.com/gpu: 2.5}}", ""), field: workerGPU, reason: "2.5 is not accepted"},
+		`G="four"`: {input: workerResources(`{limits: {nvidia.com/gpu: "four"}}`, ""), field: workerGPU, reason: `"four" is not accepted`},
+		"G=1000":   {input: workerResources("{limits: {nvidia.com/gpu: 1000}}", ""), field: workerGPU, reason: "1000 is not accepted: a worker's GPUs are a whole number from 1 to 64"},
+		"G=65":     {input: workerResources("{limits: {nvidia.com/gpu: 65}}", ""), field: workerGPU, reason: "65 is not accepted"},
+		"G=4000m":  {input: workerResources("{limits: {nvidia.com/gpu: 4000m}}", ""), field: workerGPU, reason: `"4000m" is not accepted`},
+		"G=4, requests 2": {input: workerResources("{limits: {nvidia.com/gpu: 4}, requests: {nvidia.com/gpu: 2}}", ""),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests[nvidia.com/gpu]", reason: "2 is not accepted: it must equal " + workerGPU + " (4)"},
+		"slotsPerWorker 1 with G=4": {input: workerResources("{limits: {nvidia.com/gpu: 4}}", ""), field: "spec.slotsPerWorker",
+			reason: "1 is not accepted: a worker runs one process per GPU, so it must be the integer 4, its GPUs (" + workerGPU + ")"},
+		"slotsPerWorker \"4\" with G=4": {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "slotsPerWorker: 1", `slotsPerWorker: "4"`), field: "spec.slotsPerWorker", reason: `"4" is not accepted`},
+		"slotsPerWorker 2 with G=1":     {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 2"), field: "spec.slotsPerWorker", reason: "so it must be the integer 1"},
+		"nprocPerNode 1 with G=2":       {input: nproc(pyGPUs("2", ""), `"1"`), field: "spec.nprocPerNode", reason: `"1" is not accepted: a worker pod runs one training process per GPU, so it must be 2, its GPUs (` + pyGPU + ")"},
+		"nprocPerNode auto with G=2":    {input: nproc(pyGPUs("2", ""), "auto"), field: "spec.nprocPerNode", reason: `"auto" is not accepted`},
+		"nprocPerNode unset with G=2":   {input: pyGPUs("2", ""), field: "spec.nprocPerNode", reason: "must be set to 2: each worker pod holds 2 GPUs"},
+		"GPUs on the launcher": {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "\n    Worker:\n", "\n          - {name: sidecar, resources: {limits: {nvidia.com/gpu: 4}}}\n    Worker:\n"),
+			field: "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].resources.limits[nvidia.com/gpu]", reason: "the launcher gets no GPU"},
+		"GPUs on a worker init container": {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "          containers:\n          - name: worker\n", "          initContainers: [{name: warmup, resources: {limits: {nvidia.com/gpu: 1}}}]\n          containers:\n          - name: worker\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.initContainers[0].resources.limits[nvidia.com/gpu]", reason: "an init container gets no GPU"},
+		"GPUs on a sidecar": {input: workerResources("{limits: {nvidia.com/gpu: 4}}", "          - {name: sidecar, resources: {limits: {nvidia.com/gpu: 4}}}\n"),
+			field: "spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[nvidia.com/gpu]", reason: "containers[0] already asks for nvidia.com/gpu"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.field != "" {
+				checkFieldError(t, []byte(tc.input), multi, tc.field, tc.reason)
+				return
+			}
+			spec, err := Parse([]byte(tc.input), multi)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := spec.JobSpec.GPUsPerWorker; got != tc.wantG {
+				t.Errorf("GPUsPerWorker = %d, want %d", got, tc.wantG)
+			}
+			if spec.Kind != KindMPIJob {
+				return
+			}
+			slots, _ := dig(spec.Manifest, "spec", "slotsPerWorker")
+			if got := scalarText(slots); tc.wantSlots != "" && got != tc.wantSlots {
+				t.Errorf("stored spec.slotsPerWorker = %q, want %q", got, tc.wantSlots)
+			}
+			// The stored manifest parses again to the same job.
+			stored, err := spec.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Parse(stored, multi)
+			if err != nil {
+				t.Fatalf("Parse(stored): %v", err)
+			}
+			if again.JobSpec.GPUsPerWorker != spec.JobSpec.GPUsPerWorker {
+				t.Errorf("stored manifest parses to G=%d, want %d", again.JobSpec.GPUsPerWorker, spec.JobSpec.GPUsPerWorker)
+			}
+		})
+	}
+}
+
+// TestGPUsPerWorker reads G back from a stored manifest, however a JSON
+// decoder spelt the number.
+func TestGPUsPerWorker(t *testing.T) {
+	for name, tc := range map[string]struct {
+		yaml string
+		want int
+	}{
+		"no GPU named":       {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{name: w}]}}}}}", 1},
+		"limits 4":           {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{resources: {limits: {nvidia.com/gpu: 4}}}]}}}}}", 4},
+		"requests \"2\"":     {`spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{}, {resources: {requests: {nvidia.com/gpu: "2"}}}]}}}}}`, 2},
+		"not a whole number": {"spec: {mpiReplicaSpecs: {Worker: {template: {spec: {containers: [{resources: {limits: {nvidia.com/gpu: 2.5}}}]}}}}}", 1},
+	} {
+		m := mustYAMLMap(t, tc.yaml)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded map[string]any // float64 numbers, as encoding/json gives
+		if err := json.Unmarshal(raw, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []map[string]any{m, decoded} {
+			if got := GPUsPerWorker(KindMPIJob, in); got != tc.want {
+				t.Errorf("%s: GPUsPerWorker = %d, want %d", name, got, tc.want)
+			}
 		}
 	}
 }

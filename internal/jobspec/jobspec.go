@@ -91,6 +91,10 @@ type Options struct {
 	// minimum, maximum or requested count; 0 (or less) means
 	// DefaultMaxWorkers.
 	MaxWorkers int
+	// MultiGPUWorkers accepts workers of several GPUs (nvidia.com/gpu: G
+	// with G > 1 on the worker container). Without it such a manifest is
+	// rejected: until the scheduler places them, a worker is one GPU.
+	MultiGPUWorkers bool
 	// RequireEpochs rejects jobs that do not say how many epochs they
 	// train. Without it a missing count is 0, meaning unknown.
 	RequireEpochs bool
@@ -164,10 +168,11 @@ type Spec struct {
 	// with CompileProgressLog), empty if absent.
 	ProgressLog string
 	// WorkerGPUContainer is the index, in the Worker pod template's
-	// containers, of the container that gets the worker's one GPU: the
-	// one that asks for nvidia.com/gpu (with 1), or 0 when the template's
-	// single container asks for none. Whoever builds the pods gives that
-	// container nvidia.com/gpu: 1, and no other container any GPU.
+	// containers, of the container that gets the worker's GPUs: the one
+	// that asks for nvidia.com/gpu (G of them, JobSpec.GPUsPerWorker), or
+	// 0 when the template's single container asks for none (G = 1).
+	// Whoever builds the pods gives that container nvidia.com/gpu: G, and
+	// no other container any GPU.
 	// WorkerGPUContainer(Kind, Manifest) computes it from a manifest.
 	WorkerGPUContainer int
 	// Warnings name the manifest's fields that Kubernetes does not know

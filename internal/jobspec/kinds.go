@@ -26,7 +26,7 @@ const (
 
 // mpiJobLayout checks the parts of an MPIJob Voda reads, then its GPUs,
 // and says where each setting lives.
-func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
+func mpiJobLayout(root map[string]any, opts Options) (*layout, *FieldError) {
 	spec, err := requiredObjectAt(root, "spec", "spec", "")
 	if err != nil {
 		return nil, err
@@ -53,17 +53,17 @@ func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSlotsPerWorker(spec); err != nil {
+	w, err := checkGPUs(worker, &launcher, opts.MultiGPUWorkers)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSlotsPerWorker(spec, w); err != nil {
 		return nil, err
 	}
 	if err := checkLauncherAsWorker(spec); err != nil {
 		return nil, err
 	}
-	gpuContainer, err := checkGPUs(worker, &launcher)
-	if err != nil {
-		return nil, err
-	}
-	l := &layout{workerGPUContainer: gpuContainer}
+	l := &layout{gpu: w}
 	l.sources[settingMin] = []source{env[envMinNumProc], env[envMinNP]}
 	l.sources[settingMax] = []source{env[envMaxNumProc], env[envMaxNP]}
 	l.sources[settingRequested] = []source{env[envNumProc], env[envNP]}
@@ -81,7 +81,7 @@ func mpiJobLayout(root map[string]any) (*layout, *FieldError) {
 
 // pyTorchJobLayout checks the parts of an elastic PyTorchJob Voda reads,
 // then its GPUs, and says where each setting lives.
-func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
+func pyTorchJobLayout(root map[string]any, opts Options) (*layout, *FieldError) {
 	spec, err := requiredObjectAt(root, "spec", "spec", "")
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
 	}
 	if specs["Master"] != nil {
 		return nil, &FieldError{Field: pytorchReplicaSpecs + ".Master",
-			Reason: "not supported: in an elastic PyTorchJob every pod is a Worker, one GPU each, and Voda resizes the Workers"}
+			Reason: "not supported: in an elastic PyTorchJob every pod is a Worker, and Voda resizes the Workers"}
 	}
 	policy, err := requiredObjectAt(spec, "elasticPolicy", elasticPolicy,
 		"; Voda schedules elastic PyTorchJobs only: set minReplicas and maxReplicas (and rdzvBackend)")
@@ -111,14 +111,14 @@ func pyTorchJobLayout(root map[string]any) (*layout, *FieldError) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkProcsPerNode(spec, policy); err != nil {
-		return nil, err
-	}
-	gpuContainer, err := checkGPUs(worker, nil)
+	w, err := checkGPUs(worker, nil, opts.MultiGPUWorkers)
 	if err != nil {
 		return nil, err
 	}
-	l := &layout{workerGPUContainer: gpuContainer}
+	if err := checkProcsPerNode(spec, policy, w); err != nil {
+		return nil, err
+	}
+	l := &layout{gpu: w}
 	l.sources[settingMin] = []source{numberSource(policy, "minReplicas", elasticPolicy+".minReplicas")}
 	l.sources[settingMax] = []source{numberSource(policy, "maxReplicas", elasticPolicy+".maxReplicas")}
 	l.sources[settingRequested] = []source{numberSource(worker.obj, "replicas", worker.path+".replicas")}

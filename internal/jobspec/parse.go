@@ -96,9 +96,9 @@ func parseKind(root map[string]any, kind Kind, apiVersion string, opts Options) 
 	var l *layout
 	switch kind {
 	case KindMPIJob:
-		l, err = mpiJobLayout(root)
+		l, err = mpiJobLayout(root, opts)
 	default:
-		l, err = pyTorchJobLayout(root)
+		l, err = pyTorchJobLayout(root, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -113,6 +113,9 @@ func parseKind(root map[string]any, kind Kind, apiVersion string, opts Options) 
 		return nil, err
 	}
 	js.Name = meta.name
+	if l.gpu.gpus > 1 {
+		js.GPUsPerWorker = l.gpu.gpus // G = 1 stays 0, as stored before
+	}
 	if verr := js.Validate(); verr != nil {
 		return nil, l.validateError(verr)
 	}
@@ -129,7 +132,7 @@ func parseKind(root map[string]any, kind Kind, apiVersion string, opts Options) 
 		Application:        app,
 		ProgressLog:        progressLog,
 		Manifest:           root,
-		WorkerGPUContainer: l.workerGPUContainer,
+		WorkerGPUContainer: l.gpu.container,
 	}, nil
 }
 

@@ -309,7 +309,7 @@ func TestParseWorkerLimit(t *testing.T) {
 // TestValidateErrorMapping covers the last step, which the earlier checks
 // make unreachable through Parse.
 func TestValidateErrorMapping(t *testing.T) {
-	l, ferr := mpiJobLayout(mustYAMLMap(t, baseMPIJob))
+	l, ferr := mpiJobLayout(mustYAMLMap(t, baseMPIJob), Options{})
 	if ferr != nil {
 		t.Fatal(ferr)
 	}

@@ -55,8 +55,8 @@ type layout struct {
 	sources [numSettings][]source
 	// hint says how to set a required setting that is missing.
 	hint [numSettings]string
-	// workerGPUContainer is Spec.WorkerGPUContainer.
-	workerGPUContainer int
+	// gpu is the Worker's GPU ask: Spec.WorkerGPUContainer and G.
+	gpu workerAsk
 }
 
 func (l *layout) addAnnotations(a map[string]string) {

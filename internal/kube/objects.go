@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,7 +61,8 @@ func workerPath(kind jobspec.Kind) []string {
 // kubeflow.org/v2beta1 (a v1 manifest is converted), a PyTorchJob as
 // kubeflow.org/v1; in namespace ns unless the manifest names one; with
 // Voda's labels; workers replicas; and a worker template that asks for
-// one GPU of gpuType and carries the placement gate.
+// its G GPUs of gpuType (jobspec.GPUsPerWorker) and carries the placement
+// gate.
 func buildObject(kind jobspec.Kind, manifest []byte, ns, gpuType string, workers int) (*unstructured.Unstructured, error) {
 	var m map[string]any
 	if err := json.Unmarshal(manifest, &m); err != nil {
@@ -108,7 +110,7 @@ func buildObject(kind jobspec.Kind, manifest []byte, ns, gpuType string, workers
 	if err != nil || !found {
 		return nil, fmt.Errorf("stored manifest has no %v", wp)
 	}
-	if err := prepareWorker(worker, name, gpuType, jobspec.WorkerGPUContainer(kind, obj.Object)); err != nil {
+	if err := prepareWorker(worker, name, gpuType, jobspec.WorkerGPUContainer(kind, obj.Object), jobspec.GPUsPerWorker(kind, obj.Object)); err != nil {
 		return nil, err
 	}
 	worker["replicas"] = int64(workers)
@@ -140,10 +142,10 @@ func convertMPIJobV1(m map[string]any) {
 }
 
 // prepareWorker makes a Worker replica spec Voda's: labels on its pods,
-// one GPU per worker (requests and limits) on container gpu (the one the
-// manifest gave nvidia.com/gpu: 1, or its only container), the GPU type's
+// g GPUs per worker (requests and limits) on container gpu (the one the
+// manifest gave nvidia.com/gpu: g, or its only container), the GPU type's
 // nodeSelector and the placement gate.
-func prepareWorker(worker map[string]any, job, gpuType string, gpu int) error {
+func prepareWorker(worker map[string]any, job, gpuType string, gpu, g int) error {
 	tmpl := childMap(worker, "template")
 	meta := childMap(tmpl, "metadata")
 	labels := childMap(meta, "labels")
@@ -159,8 +161,8 @@ func prepareWorker(worker map[string]any, job, gpuType string, gpu int) error {
 		return fmt.Errorf("worker template's container %d is not an object", gpu)
 	}
 	res := childMap(c, "resources")
-	childMap(res, "limits")[ResourceGPU] = "1"
-	childMap(res, "requests")[ResourceGPU] = "1"
+	childMap(res, "limits")[ResourceGPU] = strconv.Itoa(g)
+	childMap(res, "requests")[ResourceGPU] = strconv.Itoa(g)
 	childMap(spec, "nodeSelector")[jobspec.LabelAccelerator] = gpuType
 	gates, _ := spec["schedulingGates"].([]any)
 	for _, g := range gates {

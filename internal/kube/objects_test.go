@@ -1,11 +1,14 @@
 package kube
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/jobspec"
 )
@@ -174,4 +177,69 @@ spec:
 			t.Errorf("container %d has a GPU limit: %v, want %v", i, has, want)
 		}
 	}
+}
+
+// A worker of G GPUs keeps G on its container's requests and limits, and
+// an MPIJob's hostfile slots (spec.slotsPerWorker) are G.
+func TestBuildObjectMultiGPUWorkers(t *testing.T) {
+	for _, path := range []string{"mpijob-v2beta1-horovod-elastic.yaml", "pytorchjob-elastic.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "examples", path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := yaml.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			kind := jobspec.Kind(m["kind"].(string))
+			w := workerPath(kind)
+			containers, _, _ := unstructured.NestedSlice(m, append(append([]string{}, w...), "template", "spec", "containers")...)
+			c := containers[0].(map[string]any)
+			c["resources"] = map[string]any{"limits": map[string]any{ResourceGPU: int64(4)}}
+			if err := unstructured.SetNestedSlice(m, containers, append(append([]string{}, w...), "template", "spec", "containers")...); err != nil {
+				t.Fatal(err)
+			}
+			if kind == jobspec.KindMPIJob {
+				unstructured.RemoveNestedField(m, "spec", "slotsPerWorker")
+			} else {
+				m["spec"].(map[string]any)["nprocPerNode"] = "4"
+			}
+			spec, err := jobspec.Parse(mustJSONMap(t, m), jobspec.Options{MultiGPUWorkers: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.JobSpec.PerWorker() != 4 {
+				t.Fatalf("parsed G = %d, want 4", spec.JobSpec.PerWorker())
+			}
+			manifest, err := spec.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := buildObject(spec.Kind, manifest, "jobs", spec.JobSpec.GPUType, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, _ := unstructured.NestedSlice(obj.Object, append(append([]string{}, w...), "template", "spec", "containers")...)
+			for _, part := range []string{"limits", "requests"} {
+				if g, _, _ := unstructured.NestedString(got[0].(map[string]any), "resources", part, ResourceGPU); g != "4" {
+					t.Errorf("worker %s %s = %q, want 4", part, ResourceGPU, g)
+				}
+			}
+			if kind == jobspec.KindMPIJob {
+				if slots, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "slotsPerWorker"); fmt.Sprint(slots) != "4" {
+					t.Errorf("spec.slotsPerWorker = %v, want 4 (set by Voda)", slots)
+				}
+			}
+		})
+	}
+}
+
+func mustJSONMap(t *testing.T, m map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

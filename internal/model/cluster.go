@@ -169,8 +169,12 @@ func CheckAllocation(s *Snapshot, a Allocation) error {
 		if g < 0 {
 			return &InvariantError{Job: name, Reason: fmt.Sprintf("negative GPUs %d", g)}
 		}
-		if g != 0 && (g < j.Spec.MinWorkers || g > j.Spec.MaxWorkers) {
-			return &InvariantError{Job: name, Reason: fmt.Sprintf("%d GPUs outside [%d, %d]", g, j.Spec.MinWorkers, j.Spec.MaxWorkers)}
+		per := j.Spec.PerWorker()
+		if g != 0 && (g < j.Spec.MinWorkers*per || g > j.Spec.MaxWorkers*per) {
+			return &InvariantError{Job: name, Reason: fmt.Sprintf("%d GPUs outside [%d, %d]", g, j.Spec.MinWorkers*per, j.Spec.MaxWorkers*per)}
+		}
+		if g%per != 0 {
+			return &InvariantError{Job: name, Reason: fmt.Sprintf("%d GPUs are not whole workers of %d GPUs", g, per)}
 		}
 		total += g
 	}

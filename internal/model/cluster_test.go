@@ -244,3 +244,45 @@ func TestInvariantErrorMessage(t *testing.T) {
 		}
 	}
 }
+
+// A job whose workers hold G GPUs each is given whole workers: G to
+// MaxWorkers x G GPUs, in steps of G.
+func TestCheckAllocationMultiGPUWorkers(t *testing.T) {
+	s := &Snapshot{
+		Nodes: []Node{{Name: "n0", GPUs: 8}, {Name: "n1", GPUs: 8, Index: 1}},
+		Jobs: []Job{
+			{Spec: JobSpec{Name: "m", MinWorkers: 1, MaxWorkers: 3, RequestedWorkers: 2, GPUsPerWorker: 2}},
+			{Spec: JobSpec{Name: "w", MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, GPUsPerWorker: 8}},
+		},
+	}
+	tests := []struct {
+		gpus       map[string]int
+		wantJob    string
+		wantReason string
+	}{
+		{gpus: map[string]int{"m": 2, "w": 8}},
+		{gpus: map[string]int{"m": 6}},
+		{gpus: map[string]int{"m": 0, "w": 0}},
+		{gpus: map[string]int{"m": 1}, wantJob: "m", wantReason: "1 GPUs outside [2, 6]"},
+		{gpus: map[string]int{"m": 3}, wantJob: "m", wantReason: "3 GPUs are not whole workers of 2 GPUs"},
+		{gpus: map[string]int{"m": 8}, wantJob: "m", wantReason: "8 GPUs outside [2, 6]"},
+		{gpus: map[string]int{"w": 4}, wantJob: "w", wantReason: "4 GPUs outside [8, 8]"},
+		{gpus: map[string]int{"m": 6, "w": 16}, wantJob: "w", wantReason: "16 GPUs outside [8, 8]"},
+	}
+	for _, tc := range tests {
+		err := CheckAllocation(s, Allocation{GPUs: tc.gpus})
+		var ie *InvariantError
+		switch {
+		case tc.wantReason == "" && err != nil:
+			t.Errorf("CheckAllocation(%v) = %v, want nil", tc.gpus, err)
+		case tc.wantReason != "" && (!errors.As(err, &ie) || *ie != InvariantError{Job: tc.wantJob, Reason: tc.wantReason}):
+			t.Errorf("CheckAllocation(%v) = %v, want job %s: %s", tc.gpus, err, tc.wantJob, tc.wantReason)
+		}
+	}
+	if got := (&JobSpec{}).PerWorker(); got != 1 {
+		t.Errorf("PerWorker of a spec without GPUsPerWorker = %d, want 1", got)
+	}
+	if err := (JobSpec{Name: "x", MinWorkers: 1, MaxWorkers: 1, RequestedWorkers: 1, GPUsPerWorker: -2}).Validate(); err == nil || !strings.Contains(err.Error(), "gpusPerWorker") {
+		t.Errorf("Validate with GPUsPerWorker -2 = %v, want a gpusPerWorker error", err)
+	}
+}

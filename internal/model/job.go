@@ -31,11 +31,16 @@ type JobSpec struct {
 	Name string
 	// GPUType selects the per-GPU-type scheduler.
 	GPUType string
-	// MinWorkers and MaxWorkers bound an elastic job; one worker is one GPU.
+	// MinWorkers and MaxWorkers bound an elastic job, in workers (pods).
 	MinWorkers int
 	MaxWorkers int
 	// RequestedWorkers is what non-elastic algorithms give the job.
 	RequestedWorkers int
+	// GPUsPerWorker is how many GPUs each worker pod holds (G, from its
+	// worker container's nvidia.com/gpu); the job holds workers x G GPUs.
+	// 0 is read as 1, as for jobs stored before the field existed; see
+	// PerWorker.
+	GPUsPerWorker int
 	// Priority is the user's priority, 0 being the highest.
 	Priority int
 	// Epochs is the number of epochs to train, 0 if unknown.
@@ -57,6 +62,8 @@ func (s JobSpec) Validate() error {
 		return fmt.Errorf("minWorkers: %d is above maxWorkers %d", s.MinWorkers, s.MaxWorkers)
 	case s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers:
 		return fmt.Errorf("requestedWorkers: %d is outside [%d, %d]", s.RequestedWorkers, s.MinWorkers, s.MaxWorkers)
+	case s.GPUsPerWorker < 0:
+		return fmt.Errorf("gpusPerWorker: %d must not be negative", s.GPUsPerWorker)
 	case s.Priority < 0:
 		return fmt.Errorf("priority: %d must not be negative", s.Priority)
 	case s.Epochs < 0:
@@ -64,6 +71,10 @@ func (s JobSpec) Validate() error {
 	}
 	return nil
 }
+
+// PerWorker returns G, the GPUs each of the job's workers holds: at
+// least 1.
+func (s *JobSpec) PerWorker() int { return max(s.GPUsPerWorker, 1) }
 
 // JobState is what the scheduler knows of a job's progress.
 type JobState struct {

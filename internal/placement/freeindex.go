@@ -87,6 +87,21 @@ func (x *freeIndex) first(f int) int {
 	return -1
 }
 
+// each calls fn for every node with exactly f free GPUs (f >= 1), lowest
+// position first, until fn returns false. fn may change x only if it
+// rolls its changes back before returning.
+func (x *freeIndex) each(f int, fn func(node int) bool) {
+	for w, word := range x.buckets[f] {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			if !fn(w*64 + b) {
+				return
+			}
+			word &^= 1 << b
+		}
+	}
+}
+
 // largest returns the node with the most free GPUs, or -1 if none has any.
 func (x *freeIndex) largest() int {
 	for f := len(x.count) - 1; f >= 1; f-- {
@@ -108,26 +123,40 @@ func (x *freeIndex) tightest(need int) int {
 	return -1
 }
 
-// fewest returns how few nodes could hold need with the current free
-// counts, or -1 if all of them together are too few.
-func (x *freeIndex) fewest(need int) int {
+// fewest returns how few nodes could hold need workers of per GPUs each
+// with the current free counts, or -1 if all of them together are too
+// few. A node with f free GPUs holds f/per such workers.
+func (x *freeIndex) fewest(need, per int) int {
 	if need <= 0 {
 		return 0
 	}
-	if need > x.total {
+	if need*per > x.total {
 		return -1
 	}
 	nodes := 0
-	for f := len(x.count) - 1; f >= 1; f-- {
+	for f := len(x.count) - 1; f >= per; f-- {
 		c := x.count[f]
 		if c == 0 {
 			continue
 		}
-		if c*f >= need {
-			return nodes + (need+f-1)/f
+		if k := f / per; c*k >= need {
+			return nodes + (need+k-1)/k
 		}
 		nodes += c
-		need -= c * f
+		need -= c * (f / per)
 	}
 	return -1
+}
+
+// room returns how many workers of per GPUs each the free GPUs hold, a
+// worker never split over nodes. For per = 1 it is total.
+func (x *freeIndex) room(per int) int {
+	if per <= 1 {
+		return x.total
+	}
+	n := 0
+	for f := per; f < len(x.count); f++ {
+		n += x.count[f] * (f / per)
+	}
+	return n
 }

@@ -14,6 +14,10 @@ const GreedyName = "greedy"
 // in the allocation's priority order, by repeatedly filling the node with
 // the most free GPUs (lowest index on ties). This is what the Pollux
 // artifact's baseline policies do; it ignores how many nodes a job spans.
+// A job whose workers hold G GPUs each puts as many whole workers on that
+// node as fit; it never moves another job to make room, so it is the
+// plain baseline the topology placer's defragmentation is measured
+// against.
 type Greedy struct{}
 
 var _ Placer = (*Greedy)(nil)
@@ -28,9 +32,11 @@ func (*Greedy) Name() string { return GreedyName }
 func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, error) {
 	free := make([]int, len(snap.Nodes))
 	index := make(map[string]int, len(snap.Nodes))
+	largest := 0 // GPUs of the largest node
 	for i, n := range snap.Nodes {
 		free[i] = n.GPUs
 		index[n.Name] = i
+		largest = max(largest, n.GPUs)
 	}
 	jobs, err := allocatedJobs(snap, alloc)
 	if err != nil {
@@ -50,12 +56,12 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	for _, a := range jobs {
 		cur := a.job.State.Placement
 		var ok bool
-		if cur.Workers() == a.gpus {
-			ok, at = fits(cur, index, free, need, at)
+		if cur.Workers()*a.per == a.gpus {
+			ok, at = fits(cur, a.per, index, free, need, at)
 		}
 		if ok {
 			for k, nw := range cur {
-				free[at[k]] -= nw.Workers
+				free[at[k]] -= nw.Workers * a.per
 			}
 			jp := model.JobPlacement(carve(&kept, len(cur)))
 			copy(jp, cur)
@@ -73,20 +79,26 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 	}
 	x := newFreeIndex(free) // free as the "capacity": greedy never reads it
 	for _, a := range pending {
-		name, g := a.job.Spec.Name, a.gpus
+		name, g, per := a.job.Spec.Name, a.gpus, a.per
 		if total < g {
 			res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: g,
 				Reason: fmt.Sprintf("needs %d GPUs, %d free", g, total)})
 			continue
 		}
+		// Enough GPUs, but perhaps not in pieces of per (never short for
+		// per = 1: the room is then x.total, at least total).
+		if room := x.room(per); room*per < g {
+			res.Unplaced = append(res.Unplaced, Unplaced{Job: name, GPUs: g, Reason: noRoomReason(g, per, room, x.total, largest)})
+			continue
+		}
 		total -= g
 		var p model.JobPlacement
-		for left := g; left > 0; {
-			// Some node has free GPUs: those of the nodes with any add
-			// up to at least total, which is at least left.
+		for left := g / per; left > 0; {
+			// Some node holds a worker: the room counted above is at
+			// least left, and the most free node holds one if any does.
 			best := x.largest()
-			n := min(x.free[best], left)
-			x.add(best, -n)
+			n := min(x.free[best]/per, left)
+			x.add(best, -n*per)
 			left -= n
 			p = append(p, model.NodeWorkers{Node: snap.Nodes[best].Name, Workers: n})
 		}
@@ -97,9 +109,10 @@ func (*Greedy) Place(snap *model.Snapshot, alloc model.Allocation) (Result, erro
 }
 
 // fits reports whether every node of p exists and has room for its
-// workers; if so, at[k] is the position of p[k]'s node. at is reused
-// scratch; need is a zeroed slice with a slot per node, left zeroed.
-func fits(p model.JobPlacement, index map[string]int, free, need, at []int) (bool, []int) {
+// workers of per GPUs each; if so, at[k] is the position of p[k]'s node.
+// at is reused scratch; need is a zeroed slice with a slot per node, left
+// zeroed.
+func fits(p model.JobPlacement, per int, index map[string]int, free, need, at []int) (bool, []int) {
 	at = at[:0]
 	ok := true
 	for _, nw := range p {
@@ -108,7 +121,7 @@ func fits(p model.JobPlacement, index map[string]int, free, need, at []int) (boo
 			ok = false
 			break
 		}
-		need[i] += nw.Workers
+		need[i] += nw.Workers * per
 		at = append(at, i)
 	}
 	for _, i := range at {

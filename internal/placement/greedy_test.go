@@ -465,7 +465,7 @@ func feedBack(snap *model.Snapshot, res Result) *model.Snapshot {
 	next := copySnapshot(snap)
 	for i := range next.Jobs {
 		p := res.Placement[next.Jobs[i].Spec.Name].Clone()
-		next.Jobs[i].State.Placement, next.Jobs[i].State.GPUs = p, p.Workers()
+		next.Jobs[i].State.Placement, next.Jobs[i].State.GPUs = p, p.Workers()*next.Jobs[i].Spec.PerWorker()
 	}
 	return next
 }

@@ -63,8 +63,11 @@ func Builtin() *Registry {
 
 // Check verifies a result against the snapshot and allocation: capacity
 // never exceeded, every job with GPUs either placed with exactly its count
-// or reported unplaced, workers only on known nodes. An error names the
-// first job, in priority order, that fails.
+// or reported unplaced, workers only on known nodes. A job's workers hold
+// G GPUs each (its spec's PerWorker; 1 for a job not in the snapshot): a
+// job allocated k GPUs has k/G workers, and a node's used GPUs are its
+// workers times their G. An error names the first job, in priority order,
+// that fails.
 func Check(snap *model.Snapshot, alloc model.Allocation, res Result) error {
 	// The scheduler core checks every placement it makes, and nearly all
 	// pass: holds says so with a third of the map lookups that ordering
@@ -88,8 +91,9 @@ func holds(snap *model.Snapshot, alloc model.Allocation, res Result) bool {
 	for _, u := range res.Unplaced {
 		unplaced[u.Job] = true
 	}
+	per := perWorker(snap)
 	for name, p := range res.Placement {
-		g, w := alloc.GPUs[name], p.Workers()
+		g, w, pw := alloc.GPUs[name], p.Workers(), per.of(name)
 		switch {
 		case g == 0 && w > 0:
 			return false
@@ -97,7 +101,7 @@ func holds(snap *model.Snapshot, alloc model.Allocation, res Result) bool {
 			if w > 0 {
 				return false
 			}
-		case g > 0 && w != g:
+		case g > 0 && w*pw != g:
 			return false
 		}
 		for _, nw := range p {
@@ -105,11 +109,15 @@ func holds(snap *model.Snapshot, alloc model.Allocation, res Result) bool {
 			if !ok || nw.Workers <= 0 {
 				return false
 			}
-			used[i] += nw.Workers
+			used[i] += nw.Workers * pw
 		}
 	}
-	// A job with GPUs that is neither placed nor reported unplaced.
+	// A job with GPUs that is neither placed nor reported unplaced, or
+	// allocated GPUs that are not whole workers.
 	for name, g := range alloc.GPUs {
+		if g > 0 && g%per.of(name) != 0 {
+			return false
+		}
 		if g > 0 && !unplaced[name] {
 			if _, placed := res.Placement[name]; !placed {
 				return false
@@ -135,10 +143,12 @@ func firstFailure(snap *model.Snapshot, alloc model.Allocation, res Result) erro
 		index[n.Name] = i
 	}
 	used := make([]int, len(snap.Nodes))
+	workers := make([]int, len(snap.Nodes)) // told apart from used only when some G > 1
 	unplaced := map[string]bool{}
 	for _, u := range res.Unplaced {
 		unplaced[u.Job] = true
 	}
+	per := perWorker(snap)
 	// Every job with GPUs and every job placed, not only the ordered ones:
 	// a job left out of the order must not escape the capacity check.
 	names := jobOrder(snap, alloc)
@@ -157,16 +167,21 @@ func firstFailure(snap *model.Snapshot, alloc model.Allocation, res Result) erro
 		names = append(names, extra...)
 	}
 	for _, name := range names {
-		g := alloc.GPUs[name]
+		g, pw := alloc.GPUs[name], per.of(name)
 		p, placed := res.Placement[name]
 		switch {
 		case g == 0 && placed && p.Workers() > 0:
 			return fmt.Errorf("job %s: placed %d workers without an allocation", name, p.Workers())
+		case g > 0 && g%pw != 0:
+			return fmt.Errorf("job %s: allocated %d GPUs, not whole workers of %d GPUs", name, g, pw)
 		case g > 0 && unplaced[name]:
 			if placed && p.Workers() > 0 {
 				return fmt.Errorf("job %s: both placed and unplaced", name)
 			}
-		case g > 0 && p.Workers() != g:
+		case g > 0 && p.Workers()*pw != g:
+			if pw > 1 {
+				return fmt.Errorf("job %s: placed %d workers of %d GPUs, allocated %d GPUs (%d workers)", name, p.Workers(), pw, g, g/pw)
+			}
 			return fmt.Errorf("job %s: placed %d workers, allocated %d", name, p.Workers(), g)
 		}
 		for _, nw := range p {
@@ -177,15 +192,46 @@ func firstFailure(snap *model.Snapshot, alloc model.Allocation, res Result) erro
 			if nw.Workers <= 0 {
 				return fmt.Errorf("job %s: %d workers on node %s", name, nw.Workers, nw.Node)
 			}
-			used[i] += nw.Workers
+			used[i] += nw.Workers * pw
+			workers[i] += nw.Workers
 		}
 	}
 	for _, n := range snap.Nodes {
-		if u := used[index[n.Name]]; u > n.GPUs {
+		i := index[n.Name]
+		if u := used[i]; u > n.GPUs {
+			if w := workers[i]; w != u {
+				return fmt.Errorf("node %s: %d GPUs used by %d workers on %d GPUs", n.Name, u, w, n.GPUs)
+			}
 			return fmt.Errorf("node %s: %d workers on %d GPUs", n.Name, u, n.GPUs)
 		}
 	}
 	return nil
+}
+
+// perWorkers maps the name of every job of a snapshot whose workers hold
+// more than one GPU to its G; it is nil when every worker holds one, as
+// in every cluster before multi-GPU workers, so Check then pays nothing.
+type perWorkers map[string]int
+
+func perWorker(snap *model.Snapshot) perWorkers {
+	var out perWorkers
+	for i := range snap.Jobs {
+		if g := snap.Jobs[i].Spec.PerWorker(); g > 1 {
+			if out == nil {
+				out = perWorkers{}
+			}
+			out[snap.Jobs[i].Spec.Name] = g
+		}
+	}
+	return out
+}
+
+// of returns the GPUs per worker of the named job, 1 if not listed.
+func (p perWorkers) of(name string) int {
+	if g, ok := p[name]; ok {
+		return g
+	}
+	return 1
 }
 
 // placedListed counts the jobs of p that names lists; names has no
@@ -232,10 +278,32 @@ func jobOrder(snap *model.Snapshot, alloc model.Allocation) []string {
 	return append(out, rest...)
 }
 
-// allocated is a job with GPUs, in placement order.
+// allocated is a job with GPUs, in placement order: gpus is its
+// allocation, a multiple of per, the GPUs each of its workers holds.
 type allocated struct {
 	job  *model.Job
 	gpus int
+	per  int
+}
+
+// appendAllocated appends job j with g GPUs to out; g must be whole
+// workers of the job's G.
+func appendAllocated(out []allocated, j *model.Job, g int) ([]allocated, error) {
+	per := j.Spec.PerWorker()
+	if g%per != 0 {
+		return nil, fmt.Errorf("place job %s: %d GPUs are not whole workers of %d GPUs", j.Spec.Name, g, per)
+	}
+	return append(out, allocated{job: j, gpus: g, per: per}), nil
+}
+
+// noRoomReason says why workers of per GPUs, g GPUs in all, cannot be
+// placed although free GPUs would hold them: the free GPUs are split
+// over nodes that each hold fewer than per, or no node is that large.
+func noRoomReason(g, per, room, free, largest int) string {
+	if per > largest {
+		return fmt.Sprintf("needs workers of %d GPUs, the largest node has %d", per, largest)
+	}
+	return fmt.Sprintf("needs %d GPUs in workers of %d, %d GPUs free but room for %d such workers", g, per, free, room)
 }
 
 // allocatedJobs lists the jobs of alloc with GPUs in jobOrder, each with
@@ -271,7 +339,10 @@ func allocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]allocated, e
 				keys++
 			}
 			if g > 0 {
-				out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+				var err error
+				if out, err = appendAllocated(out, &snap.Jobs[i], g); err != nil {
+					return nil, err
+				}
 			}
 		case !ok && !absent[name]:
 			if g > 0 {
@@ -295,7 +366,10 @@ func allocatedJobs(snap *model.Snapshot, alloc model.Allocation) ([]allocated, e
 			keys++
 		}
 		if g > 0 {
-			out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+			var err error
+			if out, err = appendAllocated(out, &snap.Jobs[i], g); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if keys == len(alloc.GPUs) {
@@ -327,7 +401,10 @@ func allocatedJobsByName(snap *model.Snapshot, alloc model.Allocation, jobs map[
 		if !ok {
 			return nil, fmt.Errorf("place job %s: not in the snapshot", name)
 		}
-		out = append(out, allocated{job: &snap.Jobs[i], gpus: g})
+		var err error
+		if out, err = appendAllocated(out, &snap.Jobs[i], g); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

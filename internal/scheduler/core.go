@@ -326,30 +326,37 @@ func (c *Core) canStart() bool {
 }
 
 func (c *Core) computeCanStart() bool {
-	least := -1
+	// least[g] is the smallest minimum, in workers, of a waiting job whose
+	// workers hold g GPUs each.
+	least := map[int]int{}
 	used := map[string]int{}
 	for _, e := range c.jobs {
 		st := &e.job.State
+		g := e.job.Spec.PerWorker()
 		if st.GPUs == 0 {
-			if least < 0 || e.job.Spec.MinWorkers < least {
-				least = e.job.Spec.MinWorkers
+			if l, ok := least[g]; !ok || e.job.Spec.MinWorkers < l {
+				least[g] = e.job.Spec.MinWorkers
 			}
 			continue
 		}
 		for _, nw := range st.Placement {
-			used[nw.Node] += nw.Workers
+			used[nw.Node] += nw.Workers * g
 		}
 	}
-	if least < 0 {
-		return false
-	}
-	free := 0
-	for name, n := range c.nodes {
-		if !n.Cordoned {
-			free += max(0, n.GPUs-used[name])
+	// A waiting job fits when the free GPUs of the nodes that take new
+	// workers hold its minimum in whole workers.
+	for g, need := range least {
+		fit := 0
+		for name, n := range c.nodes {
+			if !n.Cordoned {
+				fit += max(0, n.GPUs-used[name]) / g
+			}
+		}
+		if fit >= need {
+			return true
 		}
 	}
-	return free >= least
+	return false
 }
 
 // retryBackoff is the least time after a failed cycle before the next:
@@ -514,7 +521,7 @@ func (c *Core) RemoveNode(now time.Time, name string) error {
 		}
 		if len(kept) != len(st.Placement) {
 			st.Placement = kept
-			st.GPUs = kept.Workers()
+			st.GPUs = kept.Workers() * e.job.Spec.PerWorker()
 			if st.GPUs == 0 {
 				st.Status = model.StatusWaiting
 				st.WaitingSince = now
@@ -682,7 +689,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 		return rep, fmt.Errorf("cycle: placement by %s: %w", c.cfg.Placer.Name(), err)
 	}
 	rep.Unplaced = res.Unplaced
-	rep.Spread = placement.Spread(snap.Nodes, res.Placement)
+	rep.Spread = placement.SpreadOf(snap, res.Placement)
 	for _, u := range res.Unplaced {
 		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
 	}
@@ -762,9 +769,12 @@ func startsOnFreeGPUs(snap *model.Snapshot, actions []Action, order []string) (a
 	for _, n := range snap.Nodes {
 		free[n.Name] = n.GPUs
 	}
+	per := make(map[string]int, len(snap.Jobs))
 	for i := range snap.Jobs {
-		for _, nw := range snap.Jobs[i].State.Placement {
-			free[nw.Node] -= nw.Workers
+		j := &snap.Jobs[i]
+		per[j.Spec.Name] = j.Spec.PerWorker()
+		for _, nw := range j.State.Placement {
+			free[nw.Node] -= nw.Workers * per[j.Spec.Name]
 		}
 	}
 	rank := make(map[string]int, len(order))
@@ -780,10 +790,10 @@ func startsOnFreeGPUs(snap *model.Snapshot, actions []Action, order []string) (a
 	slices.SortStableFunc(starts, func(a, b int) int { return cmp.Compare(rank[actions[a].Job], rank[actions[b].Job]) })
 	ok := make([]bool, len(actions))
 	for _, i := range starts {
-		to := actions[i].To
-		if !slices.ContainsFunc(to, func(nw model.NodeWorkers) bool { return nw.Workers > free[nw.Node] }) {
+		to, g := actions[i].To, max(per[actions[i].Job], 1)
+		if !slices.ContainsFunc(to, func(nw model.NodeWorkers) bool { return nw.Workers*g > free[nw.Node] }) {
 			for _, nw := range to {
-				free[nw.Node] -= nw.Workers
+				free[nw.Node] -= nw.Workers * g
 			}
 			ok[i] = true
 		}
@@ -826,7 +836,7 @@ func (c *Core) record(now time.Time, a Action) {
 	st := &e.job.State
 	st.Placement = a.To.Clone()
 	st.PrevGPUs = st.GPUs
-	st.GPUs = a.To.Workers()
+	st.GPUs = a.To.Workers() * e.job.Spec.PerWorker()
 	st.LastChange = now
 	if st.GPUs == 0 {
 		st.Status = model.StatusWaiting
@@ -906,7 +916,7 @@ func cordonedCapacity(nodes []model.Node, jobs []*jobEntry) {
 	used := map[string]int{}
 	for _, e := range jobs {
 		for _, nw := range e.job.State.Placement {
-			used[nw.Node] += nw.Workers
+			used[nw.Node] += nw.Workers * e.job.Spec.PerWorker()
 		}
 	}
 	for i := range nodes {

@@ -72,7 +72,7 @@ func Forecasts(snap *model.Snapshot, order []string) map[string]Forecast {
 			continue
 		}
 		f := Forecast{Position: len(out) + 1}
-		want := need + j.Spec.MinWorkers
+		want := need + j.Spec.MinWorkers*j.Spec.PerWorker()
 		if k := sort.SearchInts(freeAfter, want); k < len(freeAfter) {
 			need = want
 			f.Start = snap.Now

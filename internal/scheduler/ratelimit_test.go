@@ -161,11 +161,17 @@ func TestCanStartCountsFreeGPUsOnSchedulableNodes(t *testing.T) {
 	tests := []struct {
 		name     string
 		minimum  int
+		per      int // GPUs per worker of the new job, 0 for 1
 		cordon   bool
 		limited  bool
 		occupied int
 	}{
 		{name: "fits", minimum: 4, limited: true},
+		{name: "workers of two GPUs fit", minimum: 2, per: 2, limited: true},
+		{name: "workers of two GPUs too large", minimum: 3, per: 2},
+		{name: "a worker of two GPUs beside a running job", minimum: 1, per: 2, occupied: 2, limited: true},
+		{name: "a worker of four GPUs beside a running job", minimum: 1, per: 4, occupied: 2},
+		{name: "a worker of three GPUs in three free", minimum: 1, per: 3, occupied: 1, limited: true},
 		{name: "too large", minimum: 5},
 		{name: "fits but the free node is cordoned", minimum: 4, cordon: true},
 		{name: "fits beside a running job", minimum: 2, occupied: 2, limited: true},
@@ -193,7 +199,9 @@ func TestCanStartCountsFreeGPUsOnSchedulableNodes(t *testing.T) {
 			}
 			last := c.NextFull()
 			at := last.Add(-DefaultRateLimit).Add(time.Second)
-			c.Submit(at, spec("new", tt.minimum, tt.minimum, at))
+			js := spec("new", tt.minimum, tt.minimum, at)
+			js.GPUsPerWorker = tt.per
+			c.Submit(at, js)
 			due, _ := c.Due()
 			if got := due.Before(last); got != tt.limited {
 				t.Fatalf("due %v (rate limit %v): before the rate limit %v, want %v", due, last, got, tt.limited)

@@ -241,6 +241,7 @@ func sameFit(a, b *goodput.Params) bool {
 func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	snap := s.core.Snapshot(now)
 	fc := scheduler.Forecasts(snap, order)
+	nodes := s.core.Nodes()
 	capacity := s.capacity()
 	wallNow := s.cfg.WallClock.Now()
 	writes := make(map[string]store.StatusWrite, len(s.statuses.final))
@@ -273,10 +274,9 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			}
 		} else {
 			st.Waiting++
-			if j.Spec.MinWorkers > capacity {
+			if msg := unschedulable(&j.Spec, s.cfg.GPUType, capacity, nodes); msg != "" {
 				js.Reason = store.ReasonUnschedulable
-				js.Message = fmt.Sprintf("needs at least %d GPUs (its minimum workers); the %s nodes have %d in all: it starts only if nodes are added",
-					j.Spec.MinWorkers, s.cfg.GPUType, capacity)
+				js.Message = msg
 				js.EstimatedStart = time.Time{}
 			}
 		}
@@ -335,4 +335,33 @@ func (s *Service) settle(ctx context.Context, now time.Time, writes map[string]s
 	if len(s.statuses.final) > 0 {
 		s.statuses.settleFinal(ctx, final)
 	}
+}
+
+// unschedulable says why a waiting job cannot start on the GPU type's
+// nodes as they are, whatever the other jobs do: its minimum is more GPUs
+// than the nodes have (capacity), or more workers of its G GPUs than the
+// nodes hold, each worker on one node; "" when it could start.
+func unschedulable(spec *model.JobSpec, gpuType string, capacity int, nodes []model.Node) string {
+	g := spec.PerWorker()
+	if g == 1 {
+		if spec.MinWorkers > capacity {
+			return fmt.Sprintf("needs at least %d GPUs (its minimum workers); the %s nodes have %d in all: it starts only if nodes are added",
+				spec.MinWorkers, gpuType, capacity)
+		}
+		return ""
+	}
+	largest, fit := 0, 0
+	for _, n := range nodes {
+		largest = max(largest, n.GPUs)
+		fit += n.GPUs / g
+	}
+	switch {
+	case g > largest:
+		return fmt.Sprintf("each worker needs %d GPUs on one node; the largest %s node has %d: it starts only if larger nodes are added",
+			g, gpuType, largest)
+	case spec.MinWorkers > fit:
+		return fmt.Sprintf("needs at least %d workers of %d GPUs, each on one node; the %s nodes hold %d such workers in all: it starts only if nodes are added",
+			spec.MinWorkers, g, gpuType, fit)
+	}
+	return ""
 }

@@ -72,6 +72,7 @@ type specRecord struct {
 	MinWorkers       int    `json:"minWorkers" bson:"minWorkers"`
 	MaxWorkers       int    `json:"maxWorkers" bson:"maxWorkers"`
 	RequestedWorkers int    `json:"requestedWorkers" bson:"requestedWorkers"`
+	GPUsPerWorker    int    `json:"gpusPerWorker,omitempty" bson:"gpusPerWorker,omitempty"`
 	Priority         int    `json:"priority" bson:"priority"`
 	Epochs           int    `json:"epochs" bson:"epochs"`
 	SubmitTime       *int64 `json:"submitTime" bson:"submitTime"`
@@ -409,6 +410,7 @@ func (e *encoder) spec(s model.JobSpec) specRecord {
 		MinWorkers:       s.MinWorkers,
 		MaxWorkers:       s.MaxWorkers,
 		RequestedWorkers: s.RequestedWorkers,
+		GPUsPerWorker:    s.GPUsPerWorker,
 		Priority:         s.Priority,
 		Epochs:           s.Epochs,
 		SubmitTime:       e.time("spec.submitTime", s.SubmitTime),
@@ -422,6 +424,7 @@ func decodeSpec(r specRecord) model.JobSpec {
 		MinWorkers:       r.MinWorkers,
 		MaxWorkers:       r.MaxWorkers,
 		RequestedWorkers: r.RequestedWorkers,
+		GPUsPerWorker:    r.GPUsPerWorker,
 		Priority:         r.Priority,
 		Epochs:           r.Epochs,
 		SubmitTime:       decodeTime(r.SubmitTime),

@@ -193,7 +193,7 @@ func fullJob(name string) store.Job {
 		Namespace: "team-a",
 		Manifest:  []byte(`{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"` + name + `","namespace":"team-a"}}`),
 		Spec: model.JobSpec{
-			Name: name, GPUType: "v100", MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4,
+			Name: name, GPUType: "v100", MinWorkers: 2, MaxWorkers: 8, RequestedWorkers: 4, GPUsPerWorker: 2,
 			Priority: 3, Epochs: 90, SubmitTime: base,
 		},
 		Model:           "resnet50",
