@@ -97,6 +97,8 @@ func newWorkloadGenerateCommand() *cobra.Command {
 	fl.IntVar(&f.opts.Hours, "hours", workload.DefaultPolluxHours, "hours of the shifted day that submissions come from (1-24)")
 	fl.Float64Var(&f.loUtil, "lo-util", 0.5, "least scaling efficiency of a configuration with several replicas (exclusive)")
 	fl.Float64Var(&f.hiUtil, "hi-util", 0.8, "greatest scaling efficiency of a configuration with several replicas (exclusive)")
+	fl.Float64Var(&f.opts.MultiGPUShare, "multi-gpu-share", 0, "fraction of jobs (0-1) whose workers hold several GPUs: each draws G from --gpus-per-worker and rounds its replicas up to whole workers (written as a gpus_per_worker column)")
+	fl.IntSliceVar(&f.opts.GPUsPerWorker, "gpus-per-worker", workload.DefaultGenGPUsPerWorker(), "GPUs per worker a multi-GPU job draws from, uniformly")
 	return cmd
 }
 

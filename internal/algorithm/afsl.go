@@ -21,6 +21,13 @@
 // "one more GPU" is that step, so its challenger-side gain is
 // S(min)/S(min) = 1. No job goes past its max.
 //
+// Workers of G GPUs (not in the paper): a job's "one more GPU" is one more
+// worker, G GPUs, handed out only if they are free, and both sides' gains
+// are divided by the G of their step, so that jobs compare by relative
+// gain per GPU: (S(n+G) - S(n)) / S(n+G) / G for a challenger, / S(n) / G
+// for the incumbent, 1/G for a challenger at 0. With G = 1 this is the
+// rule above.
+//
 // Deviations: the paper states the rule for two jobs; extending it to N
 // jobs as a tournament in length order is our reading (the original Voda
 // compared candidates in submit order and measured length as remaining
@@ -101,15 +108,16 @@ func afslTournament(in *input, order []int, est *curves, s *afslScratch) []int {
 		i := order[p]
 		c := cnt[p]
 		asLonger[p] = math.Inf(-1)
+		per := int(in.per[i])
 		switch {
 		case c == 0:
 			if minW[p] <= free {
-				asLonger[p], asShorter[p] = 1, inf
+				asLonger[p], asShorter[p] = 1/float64(per), inf
 			}
-		case c < int(in.maxW[i]):
-			s0, s1 := est.at(i, c), est.at(i, c+1)
+		case c < int(in.maxW[i]) && per <= free:
+			s0, s1 := est.at(i, c), est.at(i, c+per)
 			if gain := s1 - s0; gain > 0 {
-				asLonger[p], asShorter[p] = gain/s1, gain/s0
+				asLonger[p], asShorter[p] = gain/s1/float64(per), gain/s0/float64(per)
 			}
 		}
 	}
@@ -120,12 +128,13 @@ func afslTournament(in *input, order []int, est *curves, s *afslScratch) []int {
 	tree := buildMaxTree(s.tree, asLonger)
 	s.tree = tree.v
 
-	// A job at 0 stops being a candidate once its min exceeds the free
-	// GPUs. Rather than track that eagerly, the search drops such a job
+	// A job stops being a candidate once its next step (its min at 0, a
+	// worker of G GPUs above) exceeds the free GPUs. Rather than track that
+	// eagerly, the search drops such a job
 	// from the tree when it meets it, and searches again: each job is
 	// dropped at most once.
 	stale := func(p int) bool {
-		if cnt[p] == 0 && minW[p] > free {
+		if (cnt[p] == 0 && minW[p] > free) || (cnt[p] > 0 && int(in.per[order[p]]) > free) {
 			tree.set(p, math.Inf(-1))
 			return true
 		}
@@ -154,7 +163,7 @@ func afslTournament(in *input, order []int, est *curves, s *afslScratch) []int {
 			}
 			w = c
 		}
-		step := 1
+		step := int(in.per[order[w]])
 		if cnt[w] == 0 {
 			step = minW[w]
 		}

@@ -4,10 +4,11 @@
 //
 // In arrival order (model.Before), each job first gets its MinWorkers if
 // that many GPUs are free, else nothing (backfill: the walk goes on). The
-// spare GPUs are then handed out one at a time, round-robin in the same
-// order, to the jobs that got their min and are below MaxWorkers; a job
-// that did not get its min gets nothing more (the original handed such a
-// job single GPUs, below its min).
+// spare GPUs are then handed out one worker at a time (G GPUs for a job
+// whose workers hold G), round-robin in the same order, to the jobs that
+// got their min and are below MaxWorkers, passing over a job whose next
+// worker does not fit; a job that did not get its min gets nothing more
+// (the original handed such a job single GPUs, below its min).
 //
 // Deviation in how, not what: the round-robin is computed arithmetically
 // rather than by walking the jobs once per GPU (O(S log G) over the S <= G
@@ -50,15 +51,18 @@ func (f *ElasticFIFO) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 }
 
 // minThenRoundRobin gives each job its min in order if it fits, then hands
-// the spare GPUs out one at a time, round-robin in order, to the jobs that
-// got their min and are below max.
+// the spare GPUs out one worker at a time (per[i] GPUs), round-robin in
+// order, to the jobs that got their min and are below max; a job whose
+// next worker does not fit in what is left is passed over, and the round
+// goes on.
 //
-// Handing out R full rounds costs f(R) = sum over started jobs of
-// min(headroom, R) GPUs, where headroom = max - min. With R the largest
-// round count such that f(R) <= spare, every started job gets
-// min(headroom, R) extra GPUs, and the spare - f(R) GPUs left go one each
-// to the first jobs in order that still have headroom above R: exactly
-// what the one-at-a-time walk would have done.
+// Handing out R full rounds costs f(R) = sum over started jobs of per x
+// min(headroom, R) GPUs, headroom counted in workers. With R the largest
+// round count such that f(R) <= spare, every started job gets min(headroom,
+// R) more workers, and what is left goes round by round, a worker each to
+// the jobs in order that still have headroom and whose worker fits: what
+// the one-worker-at-a-time walk would have done. With one GPU a worker
+// the last, partial round gives one GPU each to the first jobs in order.
 func minThenRoundRobin(in *input, order []int) []int {
 	gpus, spare := firstFit(order, in.total, in.minW)
 	// Only the jobs that got their min take part, in order: at most one
@@ -69,23 +73,24 @@ func minThenRoundRobin(in *input, order []int) []int {
 			started = append(started, i)
 		}
 	}
-	headroom := func(i int) int { return int(in.maxW[i]) - gpus[i] }
+	per := func(i int) int { return int(in.per[i]) }
+	headroom := func(i int) int { return (int(in.maxW[i]) - gpus[i]) / per(i) } // in workers
 	sumHead, maxHead := 0, 0
 	for _, i := range started {
-		h := min(headroom(i), spare+1) // capped: only whether it exceeds spare matters
-		sumHead += h
+		h := min(headroom(i), spare/per(i)+1) // capped: only whether it exceeds spare matters
+		sumHead += h * per(i)
 		maxHead = max(maxHead, h)
 	}
 	if sumHead <= spare {
 		for _, i := range started {
-			gpus[i] += headroom(i)
+			gpus[i] += headroom(i) * per(i)
 		}
 		return gpus
 	}
 	cost := func(r int) int {
 		n := 0
 		for _, i := range started {
-			n += min(headroom(i), r)
+			n += min(headroom(i), r) * per(i)
 		}
 		return n
 	}
@@ -102,14 +107,26 @@ func minThenRoundRobin(in *input, order []int) []int {
 	}
 	rounds := lo
 	spare -= cost(rounds)
-	for _, i := range started {
-		h := headroom(i)
-		extra := min(h, rounds)
-		if h > rounds && spare > 0 {
-			extra++
-			spare--
+	extra := make([]int, len(started)) // workers beyond min, per started job
+	for k, i := range started {
+		extra[k] = min(headroom(i), rounds)
+	}
+	// The partial rounds: less than one full round's GPUs are left, so
+	// each takes at most one worker per job; with mixed G a worker that
+	// does not fit may leave room for a smaller one, later in the round or
+	// in the next.
+	for given := true; given && spare > 0; {
+		given = false
+		for k, i := range started {
+			if extra[k] < headroom(i) && per(i) <= spare {
+				extra[k]++
+				spare -= per(i)
+				given = true
+			}
 		}
-		gpus[i] += extra
+	}
+	for k, i := range started {
+		gpus[i] += extra[k] * per(i)
 	}
 	return gpus
 }

@@ -5,8 +5,8 @@
 // Jobs are ordered as in SRJF (Est.RemainingSeconds ascending, unknown
 // last, ties by model.Before). In that order each job first gets its
 // MinWorkers if that many GPUs are free, else nothing; the spare GPUs then
-// go one at a time, round-robin in the same order, to the jobs that got
-// their min and are below MaxWorkers. A job never exceeds its max (the
+// go one worker at a time (G GPUs for workers of G), round-robin in the
+// same order, to the jobs that got their min and are below MaxWorkers. A job never exceeds its max (the
 // original grew a min = max job past it) and a job without its min gets
 // nothing. As in ElasticFIFO the round-robin is computed arithmetically,
 // with the same result as the one-GPU-at-a-time walk.

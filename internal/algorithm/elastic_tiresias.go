@@ -10,8 +10,10 @@
 //     jobs may grow. (The paper and voda-original.md say "shrink
 //     low-priority running jobs to their min"; since step 1 starts every job
 //     at its min, holding them there is the same thing.)
-//  3. The spare GPUs go one at a time to the eligible job with the largest
-//     marginal gain S(n+1) - S(n) (Est.SpeedupAt), ties by queue order. A
+//  3. The spare GPUs go one worker at a time to the eligible job with the
+//     largest marginal gain per GPU, (S(n+G) - S(n)) / G for workers of G
+//     GPUs (Est.SpeedupAt), ties by queue order; a job whose next worker
+//     no longer fits drops out. A
 //     job at 0 GPUs competes with S(min)/min per GPU and takes its min at
 //     once if that many are free. (After step 1's first fit, every job left
 //     at 0 has min > spare, so this case cannot arise today; it is kept so
@@ -105,7 +107,7 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 			continue
 		}
 		if gpus[i] == 0 {
-			if m := snap.Jobs[i].Spec.MinWorkers; m <= spare {
+			if m := int(in.minW[i]); m <= spare {
 				h = append(h, gainItem{gain: est.at(i, m) / float64(m), rank: int32(r), job: int32(i)})
 			}
 			continue
@@ -115,6 +117,6 @@ func (t *ElasticTiresias) Allocate(snap *model.Snapshot) (model.Allocation, erro
 		}
 	}
 	h.init()
-	growAuction(h, nil, gpus, spare, func(j int) int { return snap.Jobs[j].Spec.MinWorkers }, next)
+	growAuction(h, nil, gpus, spare, in, next)
 	return in.allocation(order, gpus), nil
 }

@@ -2,13 +2,15 @@
 // "Effective Elastic Scaling of Deep Learning Workloads", IEEE MASCOTS 2020
 // (IBM FfDL).
 //
-// It chooses for every job a GPU count g_j in {0} ∪ [min_j, max_j] that
+// It chooses for every job a GPU count g_j in {0} ∪ [min_j, max_j], whole
+// workers (multiples of the job's G GPUs a worker; bounds in GPUs), that
 // maximizes the cluster's total speedup sum_j S_j(g_j) (Est.SpeedupAt)
-// subject to sum_j g_j <= G, the cluster's GPUs.
+// subject to sum_j g_j <= the cluster's GPUs.
 //
 // Exact dynamic programming over the jobs in arrival order (model.Before),
 // as the original Voda does, when the table is small: jobs x (C+1) x
-// (choices per job) <= 4e6 cells, C = min(G, sum_j min(max_j, G)). Among
+// (choices per job) <= 4e6 cells, C = min(T, sum_j min(max_j, T)) with T
+// the cluster's GPUs. Among
 // optimal answers the reconstruction (latest job first) gives each job the
 // fewest GPUs that keep the optimum, which leaves ties to earlier jobs and
 // hands out no GPU that adds nothing.
@@ -16,8 +18,9 @@
 // Deviation: above that size the DP is too slow (the original took 46.5 s
 // at 10,000 jobs and 8,000 GPUs), so a greedy auction on marginal gains
 // takes over: the spare GPU goes to the step with the largest gain per GPU,
-// S(g+1) - S(g) for a running job and S(min)/min for a job at 0, which
-// takes its min at once if that many GPUs are free; ties by arrival; only
+// (S(g+G) - S(g))/G for a running job's next worker and S(min)/min for a
+// job at 0, which takes its min at once if that many GPUs are free; ties
+// by arrival; only
 // positive gains. This is optimal when every curve is concave and min = 1
 // (a test checks it against the DP) and an approximation otherwise.
 //
@@ -61,10 +64,11 @@ func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	// min and its curve (the same slice) keeps its key, without reading
 	// the curve again.
 	in, err := t.check(snap, t.keyed(func(j *model.Job, m int32) sortKey {
-		if m >= 0 && t.old.minW[m] == int32(j.Spec.MinWorkers) && sameCurve(t.old.curve[m], j.Est.Speedup) {
+		minGPUs := inGPUs(j.Spec.MinWorkers, j.Spec.PerWorker())
+		if m >= 0 && t.old.minW[m] == minGPUs && sameCurve(t.old.curve[m], j.Est.Speedup) {
 			return t.oldKeys[m]
 		}
-		return ffdlKey(j.Est.Speedup, j.Spec.MinWorkers)
+		return ffdlKey(j.Est.Speedup, int(minGPUs))
 	}), true)
 	if err != nil {
 		return model.Allocation{}, err
@@ -72,8 +76,8 @@ func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	order := t.arrival(in)
 	est := newCurves(snap)
 	var gpus []int
-	if capacity, ok := ffdlDPSize(snap, in.total); ok {
-		gpus = ffdlDP(snap, order, est, capacity)
+	if capacity, ok := ffdlDPSize(in); ok {
+		gpus = ffdlDP(in, order, est, capacity)
 	} else {
 		gpus = ffdlAuction(in, order, t.sorted(in, nil), t.keys, est)
 	}
@@ -82,21 +86,20 @@ func (f *FfDL) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 
 // ffdlDPSize returns the DP's capacity C and whether the table fits the
 // cell limit.
-func ffdlDPSize(snap *model.Snapshot, total int) (int, bool) {
+func ffdlDPSize(in *input) (int, bool) {
 	capacity := 0
-	for i := range snap.Jobs {
-		capacity += min(snap.Jobs[i].Spec.MaxWorkers, total)
-		if capacity >= total {
-			capacity = total
+	for i := range in.maxW {
+		capacity += min(int(in.maxW[i]), in.total)
+		if capacity >= in.total {
+			capacity = in.total
 			break
 		}
 	}
 	cells := 0
-	for i := range snap.Jobs {
-		s := &snap.Jobs[i].Spec
+	for i := range in.maxW {
 		choices := 1
-		if hi := min(s.MaxWorkers, capacity); hi >= s.MinWorkers {
-			choices += hi - s.MinWorkers + 1
+		if lo, hi := int(in.minW[i]), min(int(in.maxW[i]), capacity); hi >= lo {
+			choices += (hi-lo)/int(in.per[i]) + 1
 		}
 		cells += (capacity + 1) * choices
 		if cells > ffdlDPCellLimit {
@@ -108,18 +111,18 @@ func ffdlDPSize(snap *model.Snapshot, total int) (int, bool) {
 
 // ffdlDP solves the knapsack exactly. best[c] is the largest total speedup
 // of the jobs seen so far with at most c GPUs; choice records the count
-// that reached it, for the reconstruction.
-func ffdlDP(snap *model.Snapshot, order []int, est *curves, capacity int) []int {
+// that reached it, for the reconstruction. A job's counts are whole
+// workers: min, min + G, ... up to its max.
+func ffdlDP(in *input, order []int, est *curves, capacity int) []int {
 	w := capacity + 1
 	prev := make([]float64, w)
 	cur := make([]float64, w)
 	choice := make([]int32, len(order)*w)
 	var sv []float64
 	for k, i := range order {
-		s := &snap.Jobs[i].Spec
-		lo, hi := s.MinWorkers, min(s.MaxWorkers, capacity)
+		lo, hi, per := int(in.minW[i]), min(int(in.maxW[i]), capacity), int(in.per[i])
 		sv = sv[:0]
-		for g := lo; g <= hi; g++ {
+		for g := lo; g <= hi; g += per {
 			sv = append(sv, est.at(i, g))
 		}
 		// g = 0 first, then g ascending, keeping a count only when it is
@@ -128,8 +131,8 @@ func ffdlDP(snap *model.Snapshot, order []int, est *curves, capacity int) []int 
 		row := choice[k*w : (k+1)*w]
 		copy(cur, prev)
 		clear(row)
-		for g := lo; g <= hi; g++ {
-			sg, g32 := sv[g-lo], int32(g)
+		for g := lo; g <= hi; g += per {
+			sg, g32 := sv[(g-lo)/per], int32(g)
 			from, to, rs := prev[:w-g], cur[g:], row[g:]
 			to, rs = to[:len(from)], rs[:len(from)]
 			for c, pv := range from {
@@ -140,7 +143,7 @@ func ffdlDP(snap *model.Snapshot, order []int, est *curves, capacity int) []int 
 		}
 		prev, cur = cur, prev
 	}
-	gpus := make([]int, len(snap.Jobs))
+	gpus := make([]int, len(in.name))
 	c := capacity
 	for k := len(order) - 1; k >= 0; k-- {
 		g := int(choice[k*w+c])
@@ -190,6 +193,6 @@ func ffdlAuction(in *input, order, byGain []int, keys []sortKey, est *curves) []
 	next := marginalGain(in, est, gpus)
 	// The heap holds the next step of each job given GPUs: at most one per GPU.
 	h := make(gainHeap, 0, min(in.total, len(byGain)))
-	growAuction(h, fresh, gpus, in.total, func(j int) int { return int(in.minW[j]) }, next)
+	growAuction(h, fresh, gpus, in.total, in, next)
 	return gpus
 }

@@ -126,10 +126,10 @@ func (h *gainHeap) popTop() {
 // answer is the one a heap of all of them would give. A job at 0 GPUs takes its min
 // in one step (its item's gain is S(min)/min per GPU) if that many are
 // free, else it drops out (free GPUs only decrease). A job above 0 takes
-// one GPU at a time. next returns a job's next step after it moved, and
-// false when it has none (at max, or no positive gain). It returns the
-// GPUs left.
-func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, minOf func(job int) int,
+// one worker at a time (in.per GPUs), and drops out when it no longer
+// fits. next returns a job's next step after it moved, and false when it
+// has none (at max, or no positive gain). It returns the GPUs left.
+func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, in *input,
 	next func(job int) (float64, bool)) int {
 	q := stepQueue{h: h, fresh: fresh}
 	for spare > 0 {
@@ -138,9 +138,9 @@ func growAuction(h gainHeap, fresh *freshList, gpus []int, spare int, minOf func
 			break
 		}
 		j := int(top.job)
-		step := 1
+		step := int(in.per[j])
 		if gpus[j] == 0 {
-			step = minOf(j)
+			step = int(in.minW[j])
 		}
 		if step > spare {
 			q.drop(fromFresh)
@@ -198,15 +198,16 @@ func (q *stepQueue) requeue(it gainItem, fromFresh bool) {
 	}
 }
 
-// marginalGain returns the speedup a job gains from one more GPU, and
-// whether it may take one: below its max and with a positive gain.
+// marginalGain returns the speedup per GPU a job gains from one more
+// worker (of in.per GPUs), and whether it may take one: below its max and
+// with a positive gain.
 func marginalGain(in *input, est *curves, gpus []int) func(job int) (float64, bool) {
 	return func(j int) (float64, bool) {
-		g := gpus[j]
+		g, p := gpus[j], int(in.per[j])
 		if g >= int(in.maxW[j]) {
 			return 0, false
 		}
-		gain := est.at(j, g+1) - est.at(j, g)
+		gain := (est.at(j, g+p) - est.at(j, g)) / float64(p)
 		return gain, gain > 0
 	}
 }

@@ -5,8 +5,8 @@
 //
 // GPUs are handed out greedily, one step at a time, to the job whose next
 // step has the highest value per GPU. A job at 0 GPUs steps to
-// MinWorkers; a job at k > 0 GPUs steps to whichever k' in (k, limit]
-// has the most value per GPU,
+// MinWorkers; a job at k > 0 GPUs steps to whichever k' in (k, limit],
+// in whole workers of its G GPUs, has the most value per GPU,
 //
 //	(S(k') - S(k)) / (k' - k) / R^size
 //
@@ -186,9 +186,10 @@ type goodputJob struct {
 	est     goodputEst
 	r       float64 // remaining seconds on one GPU, clamped
 	rs      float64 // r^size, what increments are divided by
-	minW    int
-	current int // State.GPUs, 0 if negative
-	limit   int // max GPUs this round: MaxWorkers, or current once capped
+	minW    int     // MinWorkers x per
+	per     int     // GPUs a worker: steps are whole workers
+	current int     // State.GPUs, 0 if negative
+	limit   int     // max GPUs this round: MaxWorkers x per, or current once capped
 	// keep: the job settles after a growth (or its start) and keeps its
 	// current GPUs ahead of every other job's step.
 	keep bool
@@ -211,7 +212,7 @@ func (e *goodputEst) SpeedupAt(k int) float64 { return speedupAt(e.speedup, true
 // sameStepInputs reports whether step reads the same of a and b.
 func sameStepInputs(a, b *goodputJob) bool {
 	return sameCurve(a.est.speedup, b.est.speedup) && a.r == b.r && a.rs == b.rs &&
-		a.minW == b.minW && a.current == b.current && a.limit == b.limit && a.keep == b.keep
+		a.minW == b.minW && a.per == b.per && a.current == b.current && a.limit == b.limit && a.keep == b.keep
 }
 
 // Allocate implements Allocator.
@@ -357,9 +358,10 @@ func (g *Goodput) read(jb *goodputJob, snap *model.Snapshot, j *model.Job, curve
 		est:      goodputEst{speedup: curve, e: &j.Est},
 		r:        r,
 		unknownR: !ok,
-		minW:     j.Spec.MinWorkers,
+		minW:     int(inGPUs(j.Spec.MinWorkers, j.Spec.PerWorker())),
+		per:      j.Spec.PerWorker(),
 		current:  max(j.State.GPUs, 0),
-		limit:    j.Spec.MaxWorkers,
+		limit:    int(inGPUs(j.Spec.MaxWorkers, j.Spec.PerWorker())),
 	}
 	if c := jb.current; g.settling(snap, j) {
 		// It may go on in the direction it last changed, or stop.
@@ -399,8 +401,9 @@ func resolveRemaining(jb *goodputJob, fallback float64) {
 
 // step returns a running or waiting job's best next step from k GPUs: the
 // target to and its value per GPU, and whether it may take it: within its
-// limit, at most spare GPUs more and with a positive value. From 0 the
-// only step is to MinWorkers. From k > 0 every target up to the limit is
+// limit, at most spare GPUs more and with a positive value; targets are
+// whole workers (multiples of the job's G GPUs). From 0 the only step is
+// to MinWorkers. From k > 0 every target up to the limit is
 // considered and the one with the highest value per GPU wins (the
 // smallest on ties): a speedup curve need not be concave (one more GPU
 // that spills onto a second node is worth less than nothing, eight more
@@ -424,7 +427,7 @@ func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool)
 	}
 	last := min(j.limit, k+spare)
 	base := g.held(j, k)
-	for x := k + 1; x <= last; x++ {
+	for x := k + j.per; x <= last; x += j.per {
 		if w := (g.held(j, x) - base) / float64(x-k) / j.rs; w > v {
 			v, to = w, x
 		}

@@ -48,11 +48,15 @@ func checkNodes(snap *model.Snapshot) (*input, error) {
 	return &input{snap: snap, total: total}, nil
 }
 
-// checkSpec rejects a job no allocator can answer sensibly: an empty name
-// or workers outside 1 <= min <= requested <= max.
+// checkSpec rejects a job no allocator can answer sensibly: an empty name,
+// a negative or impossible G, or workers outside 1 <= min <= requested <=
+// max.
 func checkSpec(i int, s *model.JobSpec) error {
 	if s.Name == "" {
 		return fmt.Errorf("job #%d: empty name", i)
+	}
+	if s.GPUsPerWorker < 0 || s.GPUsPerWorker > maxClusterGPUs {
+		return fmt.Errorf("job %s: %d GPUs per worker: want 0 (one) to %d", s.Name, s.GPUsPerWorker, maxClusterGPUs)
 	}
 	if s.MinWorkers < 1 || s.MinWorkers > s.MaxWorkers ||
 		s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers {

@@ -257,11 +257,12 @@ func TestFfDLDPIsOptimal(t *testing.T) {
 		}
 		total := snap.TotalGPUs()
 		est := speedups(snap)
-		capacity, ok := ffdlDPSize(snap, total)
+		in := mustInput(t, snap)
+		capacity, ok := ffdlDPSize(in)
 		if !ok {
 			t.Fatal("tiny snapshot too big for the DP")
 		}
-		gpus := ffdlDP(snap, sortedIndices(snap, byArrival), newCurves(snap), capacity)
+		gpus := ffdlDP(in, sortedIndices(snap, byArrival), newCurves(snap), capacity)
 		validCounts(t, snap, gpus, total)
 		if got, want := objective(snap, est, gpus), bruteForceFfDL(snap, est, total); math.Abs(got-want) > 1e-9*max(1, want) {
 			t.Fatalf("snapshot %d: DP objective %v, optimum %v", n, got, want)
@@ -286,12 +287,13 @@ func TestFfDLGreedyMatchesDPOnConcave(t *testing.T) {
 		total := snap.TotalGPUs()
 		est := speedups(snap)
 		order := sortedIndices(snap, byArrival)
-		capacity, ok := ffdlDPSize(snap, total)
+		in := mustInput(t, snap)
+		capacity, ok := ffdlDPSize(in)
 		if !ok {
 			t.Fatal("snapshot too big for the DP")
 		}
-		dp := ffdlDP(snap, order, newCurves(snap), capacity)
-		greedy := ffdlGreedy(mustInput(t, snap), order, newCurves(snap))
+		dp := ffdlDP(in, order, newCurves(snap), capacity)
+		greedy := ffdlGreedy(in, order, newCurves(snap))
 		validCounts(t, snap, greedy, total)
 		if a, b := objective(snap, est, dp), objective(snap, est, greedy); math.Abs(a-b) > 1e-9*max(1, a) {
 			t.Fatalf("snapshot %d: DP objective %v, greedy %v", n, a, b)
@@ -308,10 +310,11 @@ func TestFfDLGreedyValid(t *testing.T) {
 		total := snap.TotalGPUs()
 		est := speedups(snap)
 		order := sortedIndices(snap, byArrival)
-		greedy := ffdlGreedy(mustInput(t, snap), order, newCurves(snap))
+		in := mustInput(t, snap)
+		greedy := ffdlGreedy(in, order, newCurves(snap))
 		validCounts(t, snap, greedy, total)
-		if capacity, ok := ffdlDPSize(snap, total); ok {
-			dp := ffdlDP(snap, order, newCurves(snap), capacity)
+		if capacity, ok := ffdlDPSize(in); ok {
+			dp := ffdlDP(in, order, newCurves(snap), capacity)
 			if a, b := objective(snap, est, dp), objective(snap, est, greedy); b > a+1e-9*max(1, a) {
 				t.Fatalf("greedy %v beats the DP %v", b, a)
 			}

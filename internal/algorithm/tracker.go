@@ -84,9 +84,12 @@ func cmpKeyed(a, b *keyedJob) int {
 // priority order from these compact slices costs cache hits, where
 // reading the snapshot's large jobs in that order costs a miss each.
 type jobColumns struct {
-	submit          []time.Time
-	name            []string
-	minW, req, maxW []int32
+	submit []time.Time
+	name   []string
+	// minW, req and maxW are the job's worker counts in GPUs (workers x
+	// G), per its G, the GPUs of one worker: an allocator hands out whole
+	// workers, per[i] GPUs at a time.
+	minW, req, maxW, per []int32
 	// curve holds each job's Est.Speedup when the allocator asked check
 	// for it: a key derived from a curve is reused while the job keeps the
 	// same curve (sameCurve).
@@ -95,7 +98,7 @@ type jobColumns struct {
 
 func (c *jobColumns) clear() {
 	c.submit, c.name = c.submit[:0], c.name[:0]
-	c.minW, c.req, c.maxW = c.minW[:0], c.req[:0], c.maxW[:0]
+	c.minW, c.req, c.maxW, c.per = c.minW[:0], c.req[:0], c.maxW[:0], c.per[:0]
 	clear(c.curve) // let the curves go
 	c.curve = c.curve[:0]
 }
@@ -103,9 +106,18 @@ func (c *jobColumns) clear() {
 func (c *jobColumns) add(s *model.JobSpec) {
 	c.submit = append(c.submit, s.SubmitTime)
 	c.name = append(c.name, s.Name)
-	c.minW = append(c.minW, int32(s.MinWorkers))
-	c.req = append(c.req, int32(s.RequestedWorkers))
-	c.maxW = append(c.maxW, int32(s.MaxWorkers))
+	g := s.PerWorker()
+	c.minW = append(c.minW, inGPUs(s.MinWorkers, g))
+	c.req = append(c.req, inGPUs(s.RequestedWorkers, g))
+	c.maxW = append(c.maxW, inGPUs(s.MaxWorkers, g))
+	c.per = append(c.per, int32(g))
+}
+
+// inGPUs is workers x g, at most the first multiple of g above
+// maxClusterGPUs: a job that asks for more can never be given it, and the
+// count stays far from overflowing.
+func inGPUs(workers, g int) int32 {
+	return int32(min(workers, maxClusterGPUs/g+1) * g)
 }
 
 // keyFunc returns a job's sort key; m is the job's position in the

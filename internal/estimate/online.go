@@ -161,7 +161,7 @@ func (o *Online) Declare(app string, d Declared) {
 // what its application's jobs declared: their bounds, and the steps of
 // the initial batch in its epochs.
 func (o *Online) Unreported(spec model.JobSpec, app string, gpus int) Job {
-	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Remaining: -1, RemainingSteps: -1}
+	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers*spec.PerWorker(), gpus), Remaining: -1, RemainingSteps: -1}
 	if spec.Epochs > 0 {
 		j.Remaining = float64(spec.Epochs)
 	}

@@ -20,6 +20,9 @@ import "github.com/vodascheduler/voda/internal/model"
 // given a negative GPU count as none free.
 func UnusableFreeGPUs(snap *model.Snapshot, alloc model.Allocation, res Result) int {
 	per := perWorker(snap)
+	if per == nil {
+		return 0 // every worker is one GPU, which fits in any free GPU
+	}
 	largest := 0
 	for _, nd := range snap.Nodes {
 		largest = max(largest, nd.GPUs)

@@ -133,6 +133,10 @@ type CycleReport struct {
 	// Spread is the number of jobs that, once placed, span more nodes
 	// than the fewest that could hold their workers.
 	Spread int
+	// Stranded is the GPUs the placement leaves free on nodes where no
+	// waiting job can run a worker (placement.UnusableFreeGPUs): free, and
+	// wanted, but split too small for the G of the jobs that wait.
+	Stranded int
 	// PlaceDuration is the time the placer took (zero without a
 	// Stopwatch).
 	PlaceDuration time.Duration
@@ -690,6 +694,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	}
 	rep.Unplaced = res.Unplaced
 	rep.Spread = placement.SpreadOf(snap, res.Placement)
+	rep.Stranded = placement.UnusableFreeGPUs(snap, alloc, res)
 	for _, u := range res.Unplaced {
 		c.log.Warn("job not placed", "job", u.Job, "gpus", u.GPUs, "reason", u.Reason)
 	}

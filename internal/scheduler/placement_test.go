@@ -131,3 +131,66 @@ func TestCycleReportsSpread(t *testing.T) {
 		t.Errorf("PlaceDuration = %s without a stopwatch, want 0", rep.PlaceDuration)
 	}
 }
+
+// Jobs whose workers hold G GPUs run through a whole cycle: the allocator
+// gives whole workers, the placer puts each worker on one node with G
+// free GPUs, and the core records GPUs held as workers x G; a removed node
+// takes its workers' G GPUs each with it.
+func TestCycleMultiGPUWorkers(t *testing.T) {
+	ctx := context.Background()
+	// Nodes p (8), q (8), r (4). a: 2 workers of 4 = 8; b: 3 of 2 = 6;
+	// c: 2 of 1 = 2; d: 1 of 4 = 4: 20 GPUs, every node full.
+	alloc := &fixedAlloc{gpus: map[string]int{"a": 8, "b": 6, "c": 2, "d": 4}}
+	c, port := newTopologyCore(t, alloc, 8, 8, 4)
+	for i, tc := range []struct {
+		name      string
+		workers   int
+		perWorker int
+	}{{"a", 2, 4}, {"b", 3, 2}, {"c", 2, 1}, {"d", 1, 4}} {
+		js := spec(tc.name, 1, 4, t0.Add(time.Duration(i)*time.Second))
+		js.GPUsPerWorker = tc.perWorker
+		if err := c.Submit(t0, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Cycle(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]int{}
+	for name, want := range map[string][2]int{"a": {2, 4}, "b": {3, 2}, "c": {2, 1}, "d": {1, 4}} {
+		j, _ := c.Job(name)
+		if j.State.GPUs != want[0]*want[1] || j.State.Placement.Workers() != want[0] {
+			t.Errorf("%s: %d GPUs on %d workers, want %d workers of %d", name, j.State.GPUs, j.State.Placement.Workers(), want[0], want[1])
+		}
+		for _, nw := range j.State.Placement {
+			used[nw.Node] += nw.Workers * want[1]
+		}
+	}
+	for _, n := range c.Nodes() {
+		if used[n.Name] > n.GPUs {
+			t.Errorf("node %s: %d GPUs used of %d", n.Name, used[n.Name], n.GPUs)
+		}
+	}
+	if len(port.actions) == 0 {
+		t.Fatal("no action applied")
+	}
+	// Losing q takes its workers' GPUs with them.
+	var onQ []string
+	for _, name := range []string{"a", "b", "c", "d"} {
+		j, _ := c.Job(name)
+		for _, nw := range j.State.Placement {
+			if nw.Node == "q" {
+				onQ = append(onQ, name)
+			}
+		}
+	}
+	if err := c.RemoveNode(t0.Add(time.Second), "q"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range onQ {
+		j, _ := c.Job(name)
+		if j.State.GPUs != j.State.Placement.Workers()*j.Spec.PerWorker() {
+			t.Errorf("%s after q left: %d GPUs on %d workers of %d", name, j.State.GPUs, j.State.Placement.Workers(), j.Spec.PerWorker())
+		}
+	}
+}

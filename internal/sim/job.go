@@ -25,7 +25,7 @@ type JobProgress struct {
 	epoch    int
 	progress float64
 	rescale  float64 // seconds of restart left
-	place    []int   // workers per node, in the order the core placed them
+	place    []int   // GPUs per node (workers x G), in the order the core placed them
 	rate     float64
 	rateOK   bool
 
@@ -117,7 +117,8 @@ func (j *JobProgress) Resume(f float64) {
 	j.rateOK = false
 }
 
-// Place moves the job's workers to place (workers per node); a non-empty
+// Place moves the job's workers to place (GPUs per node: workers x G, as
+// the performance models take placements); a non-empty
 // placement restarts the job, which then makes no progress for restart
 // seconds.
 func (j *JobProgress) Place(place []int, restart float64) {
@@ -128,6 +129,8 @@ func (j *JobProgress) Place(place []int, restart float64) {
 	}
 }
 
+// workers returns the GPUs the job holds: a process each, as a model and
+// a progress report count them.
 func (j *JobProgress) workers() int { return sumInts(j.place) }
 
 func (j *JobProgress) epochProgress(e int) float64 {

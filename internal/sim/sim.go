@@ -259,7 +259,7 @@ func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
 		if _, ok := p.nodeIndex[nw.Node]; !ok {
 			return fmt.Errorf("simulated cluster: job %s: unknown node %s", a.Job, nw.Node)
 		}
-		p.scratch = append(p.scratch, nw.Workers)
+		p.scratch = append(p.scratch, nw.Workers*j.w.PerWorker()) // the models take GPUs per node
 	}
 	j.Place(p.scratch, p.restartCost)
 	j.nodes = len(a.To)
@@ -377,7 +377,9 @@ type JobSettings struct {
 	Name, App                         string
 	Submit                            float64
 	MinWorkers, MaxWorkers, Requested int
-	Priority, Epochs, Batch           int
+	// GPUsPerWorker is G, 0 for one.
+	GPUsPerWorker           int
+	Priority, Epochs, Batch int
 }
 
 // Settings returns the settings Run would give each of jobs under opts
@@ -396,7 +398,7 @@ func Settings(jobs []workload.Job, opts Options) ([]JobSettings, error) {
 			return nil, err
 		}
 		out[i] = JobSettings{Name: w.Name, App: w.App, Submit: w.Submit,
-			MinWorkers: j.w.MinWorkers, MaxWorkers: j.w.MaxWorkers, Requested: j.w.Requested,
+			MinWorkers: j.w.MinWorkers, MaxWorkers: j.w.MaxWorkers, Requested: j.w.Requested, GPUsPerWorker: j.w.GPUsPerWorker,
 			Priority: w.Priority, Epochs: j.epochs, Batch: j.batch}
 	}
 	return out, nil
@@ -410,10 +412,11 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	j := &simJob{w: w, start: -1}
 	j.init(w.Name, m, w.BatchSize, w.Epochs)
 	j.cat = fmt.Sprintf("%s/%d", w.App, j.batch)
+	g := w.PerWorker()
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
 		// packed onto as few nodes as possible (restarts excluded).
-		r, err := m.Rate(packed(w.Requested, opts.GPUsPerNode), j.batch, 0)
+		r, err := m.Rate(packedWorkers(w.Requested, g, opts.GPUsPerNode), j.batch, 0)
 		if err != nil || !(r > 0) {
 			return nil, fmt.Errorf("simulate: job %s: no rate for %d workers: %v", w.Name, w.Requested, err)
 		}
@@ -422,7 +425,7 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	// Widen the range to what the model supports when the workload gave
 	// none: gradient accumulation keeps the global batch at any count up
 	// to the model's limit.
-	if mw := min(m.MaxWorkers(j.batch), totalGPUs); j.w.WidenMax && mw > j.w.MaxWorkers {
+	if mw := min(m.MaxWorkers(j.batch), totalGPUs) / g; j.w.WidenMax && mw > j.w.MaxWorkers {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
@@ -458,8 +461,15 @@ func (j *simJob) useGoodput(opts Options, totalGPUs int) error {
 		return nil
 	}
 	j.batch = initBatch
-	j.w.MaxWorkers = max(j.w.MaxWorkers, min(j.bounds.MaxReplicas(), 64, totalGPUs))
+	j.w.MaxWorkers = max(j.w.MaxWorkers, min(j.bounds.MaxReplicas(), 64, totalGPUs)/j.w.PerWorker())
 	return nil
+}
+
+// packedWorkers is packed for k workers of g GPUs each: as many whole
+// workers on each node as fit (at least one), in GPUs per node.
+func packedWorkers(k, g, perNode int) []int {
+	per := max(perNode/g, 1) * g
+	return packed(k*g, per)
 }
 
 func packed(k, perNode int) []int {
@@ -503,6 +513,10 @@ type engine struct {
 	// Per-cycle placement metrics, summed over cycles.
 	cycles          int
 	spreadJobCycles int
+	// stranded is the last cycle's CycleReport.Stranded, and
+	// strandedSeconds its integral over time (GPU-seconds).
+	stranded        int
+	strandedSeconds float64
 	placeTotal      time.Duration
 	placeMax        time.Duration
 }
@@ -514,6 +528,7 @@ func (e *engine) spec(j *simJob) model.JobSpec {
 		MinWorkers:       j.w.MinWorkers,
 		MaxWorkers:       j.w.MaxWorkers,
 		RequestedWorkers: j.w.Requested,
+		GPUsPerWorker:    j.w.GPUsPerWorker,
 		Priority:         j.w.Priority,
 		Epochs:           j.epochs,
 		SubmitTime:       at(j.w.Submit),
@@ -526,6 +541,7 @@ func (e *engine) advance(t instant) error {
 		return fmt.Errorf("simulate: time went backwards from %v (%g s) to %v (%g s)", e.clock, e.now, t.clock, t.sec)
 	}
 	dt := t.sec - e.now
+	e.strandedSeconds += float64(e.stranded) * dt
 	for _, j := range e.live {
 		if !j.done {
 			if err := j.step(e.now, dt, e.round, e.rechoose); err != nil {
@@ -614,11 +630,12 @@ func (e *engine) job(j *simJob) estimate.Job {
 	return ej
 }
 
-// curveLen is how far a job's speedup curve goes: its maximum workers,
-// but never past the cluster's GPUs, so that a job asking for 2^31
-// workers costs no more memory than one asking for the whole cluster.
+// curveLen is how far a job's speedup curve goes, in GPUs: its maximum
+// workers' GPUs, but never past the cluster's GPUs, so that a job asking
+// for 2^31 workers costs no more memory than one asking for the whole
+// cluster.
 func (e *engine) curveLen(j *simJob) int {
-	return max(min(j.w.MaxWorkers, e.opts.Nodes*e.opts.GPUsPerNode), 1)
+	return max(min(j.w.MaxWorkers*j.w.PerWorker(), e.opts.Nodes*e.opts.GPUsPerNode), 1)
 }
 
 // oracle is the estimator that knows each job's true performance: the
@@ -686,6 +703,7 @@ func (e *engine) cycle(ctx context.Context) error {
 	}
 	e.cycles++
 	e.spreadJobCycles += rep.Spread
+	e.stranded = rep.Stranded
 	e.placeTotal += rep.PlaceDuration
 	e.placeMax = max(e.placeMax, rep.PlaceDuration)
 	return nil
@@ -847,17 +865,18 @@ func (e *engine) noneCanRun() bool {
 
 func (e *engine) record(wall float64, gpus int) *report.Run {
 	run := &report.Run{
-		Algorithm:       e.opts.Allocator.Name(),
-		Placer:          e.opts.Placer.Name(),
-		Workload:        e.opts.Workload,
-		GPUs:            gpus,
-		Changes:         e.port.changes,
-		EndTime:         e.now,
-		WallSeconds:     wall,
-		Cycles:          e.cycles,
-		SpreadJobCycles: e.spreadJobCycles,
-		PlaceTotal:      e.placeTotal,
-		PlaceMax:        e.placeMax,
+		Algorithm:          e.opts.Allocator.Name(),
+		Placer:             e.opts.Placer.Name(),
+		Workload:           e.opts.Workload,
+		GPUs:               gpus,
+		Changes:            e.port.changes,
+		EndTime:            e.now,
+		WallSeconds:        wall,
+		Cycles:             e.cycles,
+		SpreadJobCycles:    e.spreadJobCycles,
+		StrandedGPUSeconds: e.strandedSeconds,
+		PlaceTotal:         e.placeTotal,
+		PlaceMax:           e.placeMax,
 	}
 	if e.online != nil && e.opts.stepModels() {
 		for _, a := range e.online.Accuracy() {

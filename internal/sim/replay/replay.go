@@ -394,7 +394,7 @@ func Manifest(j sim.JobSettings, gpuType string) ([]byte, error) {
 	container := func(name string, gpu bool) map[string]any {
 		c := map[string]any{"name": name, "image": "replay/" + dnsLabel(j.App)}
 		if gpu {
-			c["resources"] = map[string]any{"limits": map[string]any{"nvidia.com/gpu": 1}}
+			c["resources"] = map[string]any{"limits": map[string]any{"nvidia.com/gpu": max(j.GPUsPerWorker, 1)}}
 		}
 		return c
 	}
@@ -417,7 +417,7 @@ func Manifest(j sim.JobSettings, gpuType string) ([]byte, error) {
 			},
 		},
 		"spec": map[string]any{
-			"slotsPerWorker": 1,
+			"slotsPerWorker": max(j.GPUsPerWorker, 1),
 			"mpiReplicaSpecs": map[string]any{
 				"Launcher": map[string]any{"replicas": 1, "template": template(container("launcher", false))},
 				"Worker":   map[string]any{"replicas": j.Requested, "template": template(container("worker", true))},

@@ -24,6 +24,11 @@ type Run struct {
 	// placed, spanned more nodes than the fewest that could hold their
 	// workers (scheduler.CycleReport.Spread).
 	SpreadJobCycles int
+	// StrandedGPUSeconds is the GPU-time left free on nodes where no
+	// waiting job could run a worker of its G GPUs, while jobs waited: the
+	// cost of fragmentation (scheduler.CycleReport.Stranded, held from
+	// one cycle to the next).
+	StrandedGPUSeconds float64
 	// PlaceTotal and PlaceMax are the sum and the maximum over cycles of
 	// the wall-clock time the placer took. They are not deterministic.
 	PlaceTotal time.Duration

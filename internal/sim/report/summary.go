@@ -46,6 +46,9 @@ type Summary struct {
 	// placed, spanned more nodes than the fewest that could hold their
 	// workers.
 	AvgSpreadJobs float64 `json:"avg_spread_jobs"`
+	// StrandedGPUHours is Run.StrandedGPUSeconds in hours: GPUs free but
+	// too split for the jobs that waited (0 when every worker is one GPU).
+	StrandedGPUHours float64 `json:"stranded_gpu_hours,omitempty"`
 	// Cycles is the number of scheduling cycles.
 	Cycles int `json:"cycles"`
 	// PlaceMsAvg and PlaceMsMax are the mean and the maximum over cycles
@@ -116,6 +119,7 @@ func Summarize(run *Run) Summary {
 	}
 	if s.Cycles > 0 {
 		s.AvgSpreadJobs = float64(run.SpreadJobCycles) / float64(s.Cycles)
+		s.StrandedGPUHours = run.StrandedGPUSeconds / 3600
 		s.PlaceMsAvg = milliseconds(run.PlaceTotal) / float64(s.Cycles)
 	}
 	if s.Completed > 0 {
@@ -246,6 +250,7 @@ func MeanOverWorkloads(rows [][]Summary) []Summary {
 			m.AvgRestartsPerJob += s.AvgRestartsPerJob / n
 			m.MigrationsPerJob += s.MigrationsPerJob / n
 			m.AvgSpreadJobs += s.AvgSpreadJobs / n
+			m.StrandedGPUHours += s.StrandedGPUHours / n
 			m.Jobs += s.Jobs
 			m.Completed += s.Completed
 			m.AvgJCT += s.AvgJCT / n

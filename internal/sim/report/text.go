@@ -44,6 +44,9 @@ func WriteText(w io.Writer, s Summary) error {
 	line("migrations", "%d (%.2f per job)", s.Migrations, s.MigrationsPerJob)
 	line("cycles", "%d", s.Cycles)
 	line("spread", "%.2f jobs per cycle on more nodes than needed", s.AvgSpreadJobs)
+	if s.StrandedGPUHours > 0 {
+		line("stranded", "%.1f GPU-hours free but too split for the workers of the jobs that waited", s.StrandedGPUHours)
+	}
 	line("placement", "%.3f ms per cycle (max %.3f ms)", s.PlaceMsAvg, s.PlaceMsMax)
 	line("wall", "%.1f s", s.WallSeconds)
 	for i, e := range s.Estimator {

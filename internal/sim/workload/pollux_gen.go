@@ -101,7 +101,18 @@ type PolluxGenOptions struct {
 	// Configs maps each application to the configurations jobs draw from
 	// uniformly. It must cover every application in PolluxGenApps.
 	Configs map[string][]PolluxConfig
+	// MultiGPUShare is the fraction of jobs, in [0, 1], whose workers hold
+	// several GPUs: each such job draws G uniformly from GPUsPerWorker and
+	// rounds its replicas up to whole workers of G. 0 (the artifact's
+	// workloads) draws nothing, so the other jobs are the same as without.
+	MultiGPUShare float64
+	// GPUsPerWorker lists the G a multi-GPU job draws from; empty means
+	// DefaultGenGPUsPerWorker.
+	GPUsPerWorker []int
 }
+
+// DefaultGenGPUsPerWorker is the G a multi-GPU generated job draws from.
+func DefaultGenGPUsPerWorker() []int { return []int{2, 4, 8} }
 
 // Defaults of the Pollux artifact's generator.
 const (
@@ -130,9 +141,10 @@ const (
 // PCG streams: one per independent choice, so that adding or removing a
 // kind of choice leaves the others alone.
 const (
-	streamSample uint64 = 0x706f6c6c // "poll"
-	streamApp    uint64 = 0x61707073 // "apps"
-	streamBert   uint64 = 0x62657274 // "bert"
+	streamSample   uint64 = 0x706f6c6c // "poll"
+	streamApp      uint64 = 0x61707073 // "apps"
+	streamBert     uint64 = 0x62657274 // "bert"
+	streamMultiGPU uint64 = 0x67707573 // "gpus"
 )
 
 // GeneratePollux samples a workload from a Philly trace the way the Pollux
@@ -188,6 +200,18 @@ func GeneratePollux(trace []PhillyJob, opts PolluxGenOptions) ([]Job, error) {
 			}
 		}
 	}
+	if !(opts.MultiGPUShare >= 0 && opts.MultiGPUShare <= 1) {
+		return nil, fmt.Errorf("generate pollux workload: multi-GPU share %v, want a number in [0, 1]", opts.MultiGPUShare)
+	}
+	gs := opts.GPUsPerWorker
+	if len(gs) == 0 {
+		gs = DefaultGenGPUsPerWorker()
+	}
+	for _, g := range gs {
+		if g < 1 || g > MaxGPUsPerWorker {
+			return nil, fmt.Errorf("generate pollux workload: %d GPUs per worker, want 1 to %d", g, MaxGPUsPerWorker)
+		}
+	}
 	n := int(math.Round(float64(opts.Jobs) * load))
 	if n < 1 {
 		return nil, fmt.Errorf("generate pollux workload: %d jobs at load %v rounds to none", opts.Jobs, load)
@@ -217,6 +241,7 @@ func GeneratePollux(trace []PhillyJob, opts PolluxGenOptions) ([]Job, error) {
 	sample := rand.New(rand.NewPCG(opts.Seed, streamSample))
 	apps := rand.New(rand.NewPCG(opts.Seed, streamApp))
 	bert := rand.New(rand.NewPCG(opts.Seed, streamBert))
+	multi := rand.New(rand.NewPCG(opts.Seed, streamMultiGPU))
 	draw := func(rng *rand.Rand, app string) PolluxConfig {
 		cs := opts.Configs[app]
 		return cs[rng.IntN(len(cs))]
@@ -255,6 +280,11 @@ func GeneratePollux(trace []PhillyJob, opts PolluxGenOptions) ([]Job, error) {
 			BatchSize:  cfg.Batch,
 			WidenMax:   true,
 		}
+		if opts.MultiGPUShare > 0 && multi.Float64() < opts.MultiGPUShare {
+			g := gs[multi.IntN(len(gs))]
+			w := (cfg.Replicas + g - 1) / g // whole workers of g, at least the replicas
+			jobs[i].GPUsPerWorker, jobs[i].Requested, jobs[i].MaxWorkers = g, w, w
+		}
 	}
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i := range jobs {
@@ -266,25 +296,35 @@ func GeneratePollux(trace []PhillyJob, opts PolluxGenOptions) ([]Job, error) {
 }
 
 // WritePollux writes jobs as a Pollux artifact workload (the header
-// name,time,application,num_replicas,batch_size), which ReadPollux and
+// name,time,application,num_replicas,batch_size, and gpus_per_worker when a
+// job's workers hold several GPUs), which ReadPollux and
 // `voda simulate --workload` read back. Times are written as whole
 // seconds when they are whole.
 func WritePollux(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"name", "time", "application", "num_replicas", "batch_size"}); err != nil {
+	header := []string{"name", "time", "application", "num_replicas", "batch_size"}
+	multi := slices.ContainsFunc(jobs, func(j Job) bool { return j.PerWorker() > 1 })
+	if multi {
+		header = append(header, "gpus_per_worker")
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, j := range jobs {
 		if j.Name == "" || j.Requested < 1 {
 			return fmt.Errorf("write pollux workload: job %q needs a name and at least one replica", j.Name)
 		}
-		if err := cw.Write([]string{
+		row := []string{
 			j.Name,
 			strconv.FormatFloat(j.Submit, 'f', -1, 64),
 			j.App,
-			strconv.Itoa(j.Requested),
+			strconv.Itoa(j.Requested * j.PerWorker()), // replicas: GPUs
 			strconv.Itoa(j.BatchSize),
-		}); err != nil {
+		}
+		if multi {
+			row = append(row, strconv.Itoa(j.PerWorker()))
+		}
+		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}

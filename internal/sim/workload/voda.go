@@ -9,7 +9,7 @@ import (
 var vodaColumns = []string{
 	"name", "submit", "app",
 	"min_workers", "max_workers", "requested_workers",
-	"priority", "epochs", "duration", "batch_size",
+	"priority", "epochs", "duration", "batch_size", "gpus_per_worker",
 }
 
 // MaxNameLength is the longest job name the Voda format accepts, the limit
@@ -41,6 +41,8 @@ func ValidName(name string) bool {
 //	epochs             >= 0, 0 means the application's default
 //	duration           seconds > 0 at requested_workers
 //	batch_size         >= 0, 0 means the application's default
+//	gpus_per_worker    GPUs each worker holds, 1 to 64, default 1: the job
+//	                   holds workers x gpus_per_worker GPUs
 //
 // At most one of epochs and duration may be set; with neither the job
 // trains for the application's default number of epochs. An empty cell is
@@ -129,6 +131,13 @@ func vodaJob(t *table, seen names) (Job, error) {
 	}
 	if j.BatchSize, _, err = t.optInteger("batch_size", 0); err != nil {
 		return Job{}, err
+	}
+	g, err := gpusPerWorker(t)
+	if err != nil {
+		return Job{}, err
+	}
+	if g > 1 {
+		j.GPUsPerWorker = g // G = 1 stays 0
 	}
 	return j, nil
 }

@@ -10,8 +10,10 @@ type Job struct {
 	// directory, or a parametric model name).
 	App string
 	// MinWorkers, MaxWorkers and Requested are the worker range and the
-	// count non-elastic algorithms give the job.
+	// count non-elastic algorithms give the job, in workers.
 	MinWorkers, MaxWorkers, Requested int
+	// GPUsPerWorker is G, the GPUs each worker holds; 0 is read as 1.
+	GPUsPerWorker int
 	// Priority is 0 (highest) or more.
 	Priority int
 	// Epochs to train; 0 means the application's default.
@@ -26,4 +28,23 @@ type Job struct {
 	// performance model supports for the batch size, for formats that give
 	// no worker range (the Pollux artifact's).
 	WidenMax bool
+}
+
+// MaxGPUsPerWorker bounds a workload's GPUs per worker, as a job manifest
+// bounds them (jobspec.MaxGPUsPerWorker).
+const MaxGPUsPerWorker = 64
+
+// PerWorker returns G, the GPUs each of the job's workers holds: at least 1.
+func (j Job) PerWorker() int { return max(j.GPUsPerWorker, 1) }
+
+// gpusPerWorker reads the optional gpus_per_worker column: 1 when empty.
+func gpusPerWorker(t *table) (int, error) {
+	g, set, err := t.optInteger("gpus_per_worker", 1)
+	if err != nil || !set {
+		return 1, err
+	}
+	if g > MaxGPUsPerWorker {
+		return 0, t.err("gpus_per_worker", "%d is above the maximum %d", g, MaxGPUsPerWorker)
+	}
+	return g, nil
 }
