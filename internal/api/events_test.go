@@ -864,6 +864,12 @@ func TestEventStreamFinishedJobRemoved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := f.create(mpiJob("job", "1", "1", "v100"))
 			s.jobEvent(job.Name, func(je JobEvent) bool { return je.Job != nil && je.Job.Status == "Submitted" })
+			// Every poll the submission triggered has run before the job
+			// finishes in the store: a late one would otherwise read it
+			// finished before its removal, which is the other case (a busy
+			// machine made it so once, for "retention before the hub saw it
+			// finish").
+			seen(t, job.Name)
 			f.saveStatus(job.Name, store.JobStatus{State: model.JobState{Status: model.StatusCompleted},
 				FinishTime: t0.Add(-time.Hour), Updated: t0})
 			if tc.sentFinished {
