@@ -294,13 +294,7 @@ func valueText(v any) string {
 // that has the stored manifest (decoded with any JSON decoder) rather than
 // the Spec, such as the builder of the Kubernetes objects.
 func WorkerGPUContainer(kind Kind, manifest map[string]any) int {
-	specs := "mpiReplicaSpecs"
-	if kind == KindPyTorchJob {
-		specs = "pytorchReplicaSpecs"
-	}
-	c, _ := dig(manifest, "spec", specs, "Worker", "template", "spec", "containers")
-	containers, _ := c.([]any)
-	for i, c := range containers {
+	for i, c := range workerContainers(kind, manifest) {
 		for _, key := range []string{"limits", "requests"} {
 			if _, ok := dig(c, "resources", key, resourceGPU); ok {
 				return i
@@ -317,12 +311,7 @@ func WorkerGPUContainer(kind Kind, manifest map[string]any) int {
 // JobSpec.PerWorker(); it serves the builder of the Kubernetes objects,
 // which has the stored manifest.
 func GPUsPerWorker(kind Kind, manifest map[string]any) int {
-	specs := "mpiReplicaSpecs"
-	if kind == KindPyTorchJob {
-		specs = "pytorchReplicaSpecs"
-	}
-	c, _ := dig(manifest, "spec", specs, "Worker", "template", "spec", "containers")
-	containers, _ := c.([]any)
+	containers := workerContainers(kind, manifest)
 	i := WorkerGPUContainer(kind, manifest)
 	if i >= len(containers) {
 		return 1
@@ -346,4 +335,16 @@ func GPUsPerWorker(kind Kind, manifest map[string]any) int {
 		}
 	}
 	return 1
+}
+
+// workerContainers returns the Worker pod template's containers of a
+// kind's manifest, nil when it has none or they are not a list.
+func workerContainers(kind Kind, manifest map[string]any) []any {
+	specs := "mpiReplicaSpecs"
+	if kind == KindPyTorchJob {
+		specs = "pytorchReplicaSpecs"
+	}
+	c, _ := dig(manifest, "spec", specs, "Worker", "template", "spec", "containers")
+	containers, _ := c.([]any)
+	return containers
 }
