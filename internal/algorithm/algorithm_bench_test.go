@@ -164,3 +164,49 @@ func (c cpuTimer) report(b *testing.B) {
 		b.ReportMetric(float64(processCPU()-c.start)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// benchSnapshotMixed is benchSnapshot with a third of the jobs' workers
+// holding G in {2, 4, 8} GPUs (issue 29), their curves long enough for
+// their max workers' GPUs.
+func benchSnapshotMixed(jobs, gpus int, seed uint64) *model.Snapshot {
+	s := benchSnapshot(jobs, gpus, seed)
+	r := rand.New(rand.NewPCG(seed, 29))
+	for i := range s.Jobs {
+		if i%3 != 0 {
+			continue
+		}
+		j := &s.Jobs[i]
+		g := []int{2, 4, 8}[(i/3)%3]
+		j.Spec.GPUsPerWorker = g
+		j.Est.Speedup = concaveCurve(r, j.Spec.MaxWorkers*g+1)
+	}
+	return s
+}
+
+// BenchmarkAllocateMixedG/<Algorithm>/jobs=<N>/gpus=<G> is
+// BenchmarkAllocate at 10,000 and 100,000 jobs on 8,000 GPUs with a third
+// of the jobs' workers holding several GPUs: the issue-29 target is
+// within 1.5x of the single-G figures.
+func BenchmarkAllocateMixedG(b *testing.B) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		for _, size := range [][2]int{{10000, 8000}, {100000, 8000}} {
+			jobs, gpus := size[0], size[1]
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d", name, jobs, gpus), func(b *testing.B) {
+				a := mustNew(b, name)
+				snap := benchSnapshotMixed(jobs, gpus, 1)
+				if _, err := a.Allocate(snap); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				cpu := startCPUTimer()
+				for b.Loop() {
+					if _, err := a.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu.report(b)
+			})
+		}
+	}
+}
