@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table replay-table dashboard-cost scale clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table fragmentation-table replay-table dashboard-cost scale clean
 
 all: vet test build
 
@@ -174,6 +174,16 @@ placement-table: build
 	  echo "== workloads$$load"; \
 	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval 60s --compare ElasticFIFO,ElasticTiresias,AFS-L --placer greedy,topology -q | tail -8; \
 	done
+
+## fragmentation-table: workers of several GPUs (issue 29): eight generated workloads (seeds 101-108) where a third of the
+## jobs' workers hold 2, 4 or 8 GPUs, on 8 nodes of 8 GPUs: the fragmentation-aware topology placer against plain first fit
+## (greedy), with GPU utilisation, average JCT and stranded GPU-hours (free but too split for the jobs that waited)
+fragmentation-table: build
+	@dir=$$(mktemp -d); \
+	$(BIN) workload generate --profiles $(POLLUX)/traces --seed 101 --count 8 --multi-gpu-share 0.33 -o $$dir >/dev/null 2>&1; \
+	$(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --nodes 8 --gpus-per-node 8 --interval 60s \
+	  --compare ElasticFIFO,ElasticTiresias,AFS-L,FfDLOptimizer --placer topology,greedy -q | sed -n '/== mean over/,$$p'; \
+	rm -rf $$dir
 
 ## replay-table: voda workload replay against a voda server (16x4 simulated GPUs, the Pollux profiles, Goodput, --speed
 ## REPLAY_SPEED) on the eight 1.0x Pollux workloads (REPLAY_LOADS="" -2.0 adds 2.0x), the server's mean JCT and makespan

@@ -72,7 +72,8 @@ func secHours(sec float64) string {
 // given order: algorithm, placer, completed/jobs, avg/p50/p99 JCT,
 // makespan and avg queue (seconds), GPU utilization (%), restarts and
 // migrations per job, spread (jobs on more nodes than needed, averaged
-// over cycles) and wall time (seconds). The totals of restarts and
+// over cycles), stranded GPU-hours when any row has some, and wall time
+// (seconds). The totals of restarts and
 // migrations are in the text and JSON summaries. The algorithm and placer
 // columns are left-aligned, the numbers right-aligned.
 func WriteComparison(w io.Writer, sums []Summary) error {
@@ -91,8 +92,14 @@ type table struct {
 func comparisonTable(sums []Summary) table {
 	t := table{header: []string{"algorithm", "placer", "done", "avg JCT s", "p50 JCT s", "p99 JCT s",
 		"makespan s", "avg queue s", "util %", "restarts/job", "migrations/job", "spread", "wall s"}, left: 2}
+	// Stranded GPU-hours only arise with workers of several GPUs; the
+	// column shows when a row has some.
+	stranded := slices.ContainsFunc(sums, func(s Summary) bool { return s.StrandedGPUHours > 0 })
+	if stranded {
+		t.header = slices.Insert(t.header, len(t.header)-1, "stranded GPU-h")
+	}
 	for _, s := range sums {
-		t.rows = append(t.rows, []string{
+		row := []string{
 			s.Algorithm,
 			s.Placer,
 			fmt.Sprintf("%d/%d", s.Completed, s.Jobs),
@@ -106,7 +113,11 @@ func comparisonTable(sums []Summary) table {
 			fmt.Sprintf("%.2f", s.MigrationsPerJob),
 			fmt.Sprintf("%.2f", s.AvgSpreadJobs),
 			fmt.Sprintf("%.1f", s.WallSeconds),
-		})
+		}
+		if stranded {
+			row = slices.Insert(row, len(row)-1, fmt.Sprintf("%.1f", s.StrandedGPUHours))
+		}
+		t.rows = append(t.rows, row)
 	}
 	return t
 }
