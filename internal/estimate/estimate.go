@@ -20,11 +20,12 @@ type Job struct {
 	// App names what the job trains: jobs of one application share what
 	// they measured.
 	App string
-	// MaxWorkers is the most workers the speedup curve covers: the job's
-	// maximum, capped by the GPUs of the cluster (at least 1).
+	// MaxWorkers is how far the speedup curve goes, in GPUs (one process
+	// each, as reports count workers): the job's maximum workers times its
+	// GPUs per worker, capped by the GPUs of the cluster (at least 1).
 	MaxWorkers int
-	// Workers is how many workers the job runs on now (0: waiting): its
-	// curve reaches at least that far.
+	// Workers is how many GPUs (processes) the job runs on now (0:
+	// waiting): its curve reaches at least that far.
 	Workers int
 	// Remaining is the work left in the unit its throughput measurements
 	// count work in (epochs for the server, the simulator's progress);

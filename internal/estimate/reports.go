@@ -36,7 +36,7 @@ func FromReports(st *progress.State, spec model.JobSpec, app string, gpus int) (
 	if !ok {
 		return Job{}, m, false
 	}
-	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers, gpus), Workers: st.Latest.Workers, Remaining: rem, RemainingSteps: -1}
+	j := Job{Name: spec.Name, App: app, MaxWorkers: min(spec.MaxWorkers*spec.PerWorker(), gpus), Workers: st.Latest.Workers, Remaining: rem, RemainingSteps: -1}
 	if !adaptive {
 		return j, m, true
 	}
