@@ -126,7 +126,7 @@ func (pool *Pool) nodesChanged() {
 // Track makes a job known. The model name and epochs matter only to a
 // simulated cluster; progress is reported back as it was given, since a
 // real job's progress is its own.
-func (pool *Pool) Track(name, _ string, _ int, progress float64) error {
+func (pool *Pool) Track(name, _ string, _, _ int, progress float64) error {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	if _, ok := pool.jobs[name]; !ok {

@@ -38,7 +38,7 @@ func on(pairs ...any) model.JobPlacement {
 // test on an error.
 func (rp *runningPool) apply(t *testing.T, kind scheduler.ActionKind, job string, to model.JobPlacement) {
 	t.Helper()
-	if err := rp.Track(job, "", 0, 0); err != nil {
+	if err := rp.Track(job, "", 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := rp.Apply(t.Context(), scheduler.Action{Kind: kind, Job: job, To: to}); err != nil {
@@ -471,7 +471,7 @@ func TestPoolRefusesObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			rp := f.startPool()
-			if err := rp.Track("a", "", 0, 0); err != nil {
+			if err := rp.Track("a", "", 0, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 			f.dyn.ClearActions()
@@ -501,7 +501,7 @@ func TestPoolEndedJobs(t *testing.T) {
 					f := newFakeCluster(t, "n1")
 					f.addJob("a", kind, st)
 					rp := f.startPool()
-					if err := rp.Track("a", "", 0, 0); err != nil {
+					if err := rp.Track("a", "", 0, 1, 0); err != nil {
 						t.Fatal(err)
 					}
 					err := rp.Apply(t.Context(), scheduler.Action{Kind: scheduler.Start, Job: "a", To: on("n1", 1)})

@@ -128,7 +128,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "its spec is invalid: "+err.Error())
 		return
 	}
-	if err := s.cfg.Backend.Track(name, j.Model, j.Spec.Epochs, j.Status.Progress); err != nil {
+	if err := s.cfg.Backend.Track(name, j.Model, j.Spec.Epochs, j.Spec.PerWorker(), j.Status.Progress); err != nil {
 		s.statuses.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
 		return
 	}

@@ -32,9 +32,9 @@ type Backend interface {
 	scheduler.Port
 	// Nodes returns the GPU type's nodes.
 	Nodes() []model.Node
-	// Track makes a job known with its work (model name, epochs, fraction
-	// done) before it is started.
-	Track(name, app string, epochs int, progress float64) error
+	// Track makes a job known with its work (model name, epochs, GPUs per
+	// worker, fraction done) before it is started.
+	Track(name, app string, epochs, perWorker int, progress float64) error
 	// Forget drops a job that finished or was canceled and halted.
 	Forget(name string)
 	// Progress returns the fraction of a job's work done.

@@ -98,7 +98,7 @@ func (c *fakeBackend) Apply(_ context.Context, a scheduler.Action) error {
 	return nil
 }
 
-func (c *fakeBackend) Track(name, _ string, _ int, progress float64) error {
+func (c *fakeBackend) Track(name, _ string, _, _ int, progress float64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tracked[name]++

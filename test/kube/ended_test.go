@@ -46,7 +46,7 @@ func TestDefect_EndedJobIsNotCreatedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := c.Pool("ended-gpu")
-	if err := pool.Track(name, "", 0, 1); err != nil {
+	if err := pool.Track(name, "", 0, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	start := scheduler.Action{Kind: scheduler.Start, Job: name, To: model.JobPlacement{{Node: "nowhere", Workers: 1}}}

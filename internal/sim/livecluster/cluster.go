@@ -46,6 +46,7 @@ type Options struct {
 
 type job struct {
 	name, app string
+	perWorker int // GPUs a worker
 	p         *sim.JobProgress
 	// prof is the job's measured profile (nil for a parametric model);
 	// bounds its batch bounds, adaptive when the job lets Voda choose its
@@ -158,14 +159,15 @@ func Models() []string {
 func (c *SimPool) Nodes() []model.Node { return append([]model.Node(nil), c.nodes...) }
 
 // Track makes a job known with its work: epochs of its model (the model's
-// default when epochs <= 0), of which the fraction progress is done.
+// default when epochs <= 0), of which the fraction progress is done, and
+// its workers' GPUs (perWorker, at least 1): the model runs on GPUs.
 // Tracking a job already known updates nothing and is not an error.
 //
 // A job of a measured profile trains as the Pollux artifact's adaptive
 // jobs do: it declares its application's batch bounds and starts at the
 // initial batch, unless its application is pinned to one batch size
 // (perfmodel.Profiled.Pinned).
-func (c *SimPool) Track(name, app string, epochs int, progress float64) error {
+func (c *SimPool) Track(name, app string, epochs, perWorker int, progress float64) error {
 	if app == "" {
 		app = DefaultModel
 	}
@@ -178,7 +180,7 @@ func (c *SimPool) Track(name, app string, epochs int, progress float64) error {
 	if _, ok := c.jobs[name]; ok {
 		return nil
 	}
-	j := &job{name: name, app: app, last: c.clk.Now()}
+	j := &job{name: name, app: app, last: c.clk.Now(), perWorker: max(perWorker, 1)}
 	batch := 0
 	if prof, ok := m.(*perfmodel.Profiled); ok {
 		j.prof = prof
@@ -221,7 +223,7 @@ func (c *SimPool) Apply(_ context.Context, a scheduler.Action) error {
 		if _, ok := c.nodeIdx[nw.Node]; !ok {
 			return fmt.Errorf("simulated cluster %s: job %s: unknown node %s", c.opts.GPUType, a.Job, nw.Node)
 		}
-		place = append(place, nw.Workers)
+		place = append(place, nw.Workers*j.perWorker) // the models take GPUs per node
 	}
 	if err := c.advance(j, c.clk.Now()); err != nil {
 		return err

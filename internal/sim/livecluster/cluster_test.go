@@ -63,18 +63,18 @@ func TestNodesAreNamedAndIndexed(t *testing.T) {
 
 func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
 	c, _ := newSimPool(t, 1, 4, 0)
-	err := c.Track("a", "no-such-model", 1, 0)
+	err := c.Track("a", "no-such-model", 1, 1, 0)
 	if err == nil || !strings.Contains(err.Error(), "unknown model") {
 		t.Fatalf("Track with an unknown model: %v", err)
 	}
-	if err := c.Track("b", "linear", 10, 0.25); err != nil {
+	if err := c.Track("b", "linear", 10, 1, 0.25); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Progress("b"); !near(got, 0.25) {
 		t.Fatalf("progress %v, want 0.25", got)
 	}
 	// Tracking again changes nothing.
-	if err := c.Track("b", "linear", 10, 0.9); err != nil {
+	if err := c.Track("b", "linear", 10, 1, 0.9); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Progress("b"); !near(got, 0.25) {
@@ -86,7 +86,7 @@ func TestTrackValidatesModelAndKeepsProgress(t *testing.T) {
 // model's rate; a halted one stops.
 func TestProgressWaitsForTheRestartCost(t *testing.T) {
 	c, clk := newSimPool(t, 2, 4, 30*time.Second)
-	if err := c.Track("a", "linear", 10, 0); err != nil { // 600 one-GPU seconds
+	if err := c.Track("a", "linear", 10, 1, 0); err != nil { // 600 one-GPU seconds
 		t.Fatal(err)
 	}
 	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
@@ -110,12 +110,30 @@ func TestProgressWaitsForTheRestartCost(t *testing.T) {
 	}
 }
 
+// A job whose workers hold G GPUs trains on workers x G of them, and
+// reports them as its processes.
+func TestMultiGPUWorkersTrainOnTheirGPUs(t *testing.T) {
+	c, clk := newSimPool(t, 2, 8, 30*time.Second)
+	if err := c.Track("a", "linear", 10, 4, 0); err != nil { // 600 one-GPU seconds
+		t.Fatal(err)
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
+	clk.Step(30*time.Second + 15*time.Second) // the restart, then 8 GPUs x 15 s = 120 of 600
+	if got := c.Progress("a"); !near(got, 0.2) {
+		t.Fatalf("progress %v, want 0.2 (two workers of four GPUs)", got)
+	}
+	reps := c.Reports()
+	if len(reps) != 1 || reps[0].Report.Workers != 8 {
+		t.Fatalf("reports %+v, want one counting 8 processes", reps)
+	}
+}
+
 // Training jobs report as their rank 0 would: cumulative epochs and
 // steps, workers and nodes, and a new generation with every placement;
 // a job restarting does not report.
 func TestReports(t *testing.T) {
 	c, clk := newSimPool(t, 2, 4, 30*time.Second)
-	if err := c.Track("a", "linear", 10, 0); err != nil { // 600 one-GPU seconds
+	if err := c.Track("a", "linear", 10, 1, 0); err != nil { // 600 one-GPU seconds
 		t.Fatal(err)
 	}
 	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
@@ -145,7 +163,7 @@ func TestApplyRejectsUnknownJobsAndNodes(t *testing.T) {
 	if err := c.Apply(context.Background(), a); err == nil {
 		t.Error("Apply to an unknown job: no error")
 	}
-	if err := c.Track("a", "", 1, 0); err != nil {
+	if err := c.Track("a", "", 1, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	a = scheduler.Action{Kind: scheduler.Start, Job: "a", To: model.JobPlacement{{Node: "elsewhere", Workers: 1}}}
@@ -159,7 +177,7 @@ func TestApplyRejectsUnknownJobsAndNodes(t *testing.T) {
 func TestRunReportsEachFinishOnce(t *testing.T) {
 	c, clk := newSimPool(t, 1, 4, -1) // no restart cost
 	for _, name := range []string{"a", "b"} {
-		if err := c.Track(name, "linear", 1, 0); err != nil { // 60 one-GPU seconds
+		if err := c.Track(name, "linear", 1, 1, 0); err != nil { // 60 one-GPU seconds
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +253,7 @@ func TestRunReportsJobsDoneTogetherAtOnce(t *testing.T) {
 	c, clk := newSimPool(t, 1, 4, -1)
 	names := []string{"a", "b", "c", "d"}
 	for _, name := range names {
-		if err := c.Track(name, "linear", 1, 0); err != nil {
+		if err := c.Track(name, "linear", 1, 1, 0); err != nil {
 			t.Fatal(err)
 		}
 		start(t, c, name, model.NodeWorkers{Node: "v100-node-00", Workers: 1}) // all done after 60 s

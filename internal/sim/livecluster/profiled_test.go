@@ -44,7 +44,7 @@ func latest(t *testing.T, c *SimPool, job string) progress.Report {
 // generation, else from its next epoch.
 func TestProfiledJobReportsAndFollowsAdvice(t *testing.T) {
 	c, clk, models := newProfiledPool(t)
-	if err := c.Track("a", "cifar10", 0, 0); err != nil {
+	if err := c.Track("a", "cifar10", 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := models.Get("cifar10")
@@ -94,7 +94,7 @@ func TestProfiledJobReportsAndFollowsAdvice(t *testing.T) {
 // job on the same placement does: restart, then every epoch at its rate.
 func TestProfiledJobFinishesWhenTheSimulatorSays(t *testing.T) {
 	c, clk, models := newProfiledPool(t)
-	if err := c.Track("b", "ncf", 0, 0); err != nil { // pinned: its batch never changes
+	if err := c.Track("b", "ncf", 0, 1, 0); err != nil { // pinned: its batch never changes
 		t.Fatal(err)
 	}
 	m, _ := models.Get("ncf")
