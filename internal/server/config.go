@@ -91,6 +91,9 @@ type Config struct {
 	// MaxConnections bounds the client connections of each listener (-1:
 	// no limit); MaxWorkers the workers one job may ask for.
 	MaxConnections, MaxWorkers int
+	// MultiGPUWorkers accepts jobs whose workers hold several GPUs
+	// (api.Config.MultiGPUWorkers).
+	MultiGPUWorkers bool
 	// FirstRequestGrace is how long a new connection may go without a
 	// complete request before, at the cap, it goes first (0:
 	// api.DefaultFirstRequestGrace).

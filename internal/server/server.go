@@ -260,7 +260,7 @@ func (s *server) startAPI(ctx context.Context) error {
 		Authenticator: sec.authn, Authorizer: sec.authz, ReportAuthenticator: sec.reportAuthn, ReportAuthorizer: sec.reportAuthz,
 		Store: s.store, Queue: s.queue, GPUTypes: s.gpuTypes, Algorithms: s.algos,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit,
-		Models: s.cfg.Models, Clock: s.clock, ClockRate: s.cfg.Speed, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers,
+		Models: s.cfg.Models, Clock: s.clock, ClockRate: s.cfg.Speed, NameClock: k8sclock.RealClock{}, MaxWorkers: s.cfg.MaxWorkers, MultiGPUWorkers: s.cfg.MultiGPUWorkers,
 		Metrics: s.metrics, Gatherer: s.registry, Logger: s.log, Ready: s.running.Ready, OpenAPI: docs.OpenAPI,
 		ListenAddr:  ln.Addr().String(),
 		PodSecurity: s.cfg.PodSecurity, AllowServiceAccount: s.cfg.AllowServiceAccount, Namespaces: s.cfg.jobNamespaces(),
