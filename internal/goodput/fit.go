@@ -100,11 +100,7 @@ func Fit(obs []Obs, prior Params) Params {
 	if len(use) == 0 || !prior.Valid() {
 		return prior
 	}
-	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil)}
-	for i, o := range use {
-		f.logIter[i] = math.Log(o.Iteration)
-	}
-	f.at, f.try = make([]predicted, len(use)), make([]predicted, len(use))
+	f := newFitter(use, prior)
 	x := f.x0
 	cost := f.cost(&x, f.at)
 	lambda := 1e-3
@@ -149,7 +145,18 @@ type fitter struct {
 	// logIter are the observations' log iteration times, which every
 	// step of the search compares with.
 	logIter []float64
-	x0      [nParams]float64
+	// Observations share compute and synchronisation times: a local batch
+	// runs on many placements and a placement with many batches (an
+	// application's table holds a few distinct local batches and far
+	// fewer placements than configurations). Their powers and logarithms
+	// are computed once per distinct value: atom[i] indexes obs[i]'s
+	// local batch in atoms, place[i] its placement in places. The same
+	// operations on the same values give the same bits, so the fit is
+	// the one that computes them per observation.
+	atom, place []int
+	atoms       []atomic
+	places      []placing
+	x0          [nParams]float64
 	// at are the predictions at the search's current point, which the
 	// next step's derivatives start from; try those at a point tried.
 	at, try []predicted
@@ -157,6 +164,55 @@ type fitter struct {
 	u  [nParams * nParams]float64
 	m  *mat.SymDense
 	ch mat.Cholesky
+}
+
+// atomic is one distinct local batch of a fit's observations and what
+// cost and normal compute for it at the point they are at.
+type atomic struct {
+	n int
+	// synced: some observation runs it on more than one replica, so its
+	// power is needed.
+	synced bool
+	// c and cg are Compute(n) and its power Gamma; dc and lc are
+	// c^(Gamma-1) and log c for normal, when done.
+	c, cg, dc, lc float64
+	done          bool
+}
+
+// placing is one distinct placement of a fit's observations: s and sg
+// are Sync and its power Gamma (0 without synchronisation); ds and ls
+// are s^(Gamma-1) and log s for normal, when done.
+type placing struct {
+	nodes, replicas int
+	s, sg, ds, ls   float64
+	done            bool
+}
+
+func newFitter(use []Obs, prior Params) *fitter {
+	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil),
+		atom: make([]int, len(use)), place: make([]int, len(use))}
+	atoms, places := map[int]int{}, map[[2]int]int{}
+	for i, o := range use {
+		f.logIter[i] = math.Log(o.Iteration)
+		a, ok := atoms[o.Atomic]
+		if !ok {
+			a = len(f.atoms)
+			atoms[o.Atomic] = a
+			f.atoms = append(f.atoms, atomic{n: o.Atomic})
+		}
+		f.atom[i] = a
+		f.atoms[a].synced = f.atoms[a].synced || o.Replicas > 1
+		pk := [2]int{o.Nodes, o.Replicas}
+		pi, ok := places[pk]
+		if !ok {
+			pi = len(f.places)
+			places[pk] = pi
+			f.places = append(f.places, placing{nodes: o.Nodes, replicas: o.Replicas})
+		}
+		f.place[i] = pi
+	}
+	f.at, f.try = make([]predicted, len(use)), make([]predicted, len(use))
+	return f
 }
 
 // predicted is one observation's prediction at a point of the search,
@@ -169,12 +225,31 @@ type predicted struct {
 // cost is the objective at x; it fills out with the predictions there.
 func (f *fitter) cost(x *[nParams]float64, out []predicted) float64 {
 	p := fromX(x[:])
+	for i := range f.atoms {
+		a := &f.atoms[i]
+		a.c, a.cg = p.Compute(a.n), 0
+		if a.synced {
+			a.cg = math.Pow(a.c, p.Gamma)
+		}
+	}
+	for i := range f.places {
+		pl := &f.places[i]
+		pl.s, pl.sg = p.Sync(pl.nodes, pl.replicas), 0
+		if pl.s > 0 {
+			pl.sg = math.Pow(pl.s, p.Gamma)
+		}
+	}
 	s := 0.0
 	for i, o := range f.obs {
-		// Params.Iteration, in parts.
+		// Params.Iteration, in parts (Params.overlap).
 		e := &out[i]
-		e.c, e.s = p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
-		e.step, e.cg, e.sg = p.overlap(e.c, e.s)
+		a, pl := &f.atoms[f.atom[i]], &f.places[f.place[i]]
+		e.c, e.s = a.c, pl.s
+		e.step, e.cg, e.sg = e.c, 0, 0
+		if e.s > 0 {
+			e.cg, e.sg = a.cg, pl.sg
+			e.step = p.overlapPowers(e.cg, e.sg)
+		}
 		e.pred = float64(o.Accum)*e.c + e.step
 		e.r = math.Log(e.pred) - f.logIter[i]
 		s += e.r * e.r
@@ -197,6 +272,12 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 	*g = [nParams]float64{}
 	p := fromX(x[:])
 	sig := (p.Gamma - 1) / (MaxGamma - 1)
+	for i := range f.atoms {
+		f.atoms[i].done = false
+	}
+	for i := range f.places {
+		f.places[i].done = false
+	}
 	var d [nParams]float64
 	for i, o := range f.obs {
 		e := &f.at[i]
@@ -206,9 +287,16 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 		if s > 0 {
 			gm := p.Gamma
 			u := cg + sg
-			dC = step / u * math.Pow(c, gm-1)
-			dS = step / u * math.Pow(s, gm-1)
-			dG = step * (-math.Log(u)/(gm*gm) + (cg*math.Log(c)+sg*math.Log(s))/(gm*u))
+			a, pl := &f.atoms[f.atom[i]], &f.places[f.place[i]]
+			if !a.done {
+				a.dc, a.lc, a.done = math.Pow(c, gm-1), math.Log(c), true
+			}
+			if !pl.done {
+				pl.ds, pl.ls, pl.done = math.Pow(s, gm-1), math.Log(s), true
+			}
+			dC = step / u * a.dc
+			dS = step / u * pl.ds
+			dG = step * (-math.Log(u)/(gm*gm) + (cg*a.lc+sg*pl.ls)/(gm*u))
 		}
 		dC += float64(o.Accum)
 		d = [nParams]float64{}

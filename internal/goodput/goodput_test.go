@@ -435,3 +435,123 @@ func TestSolveDampedAgreesWithCholesky(t *testing.T) {
 		}
 	}
 }
+
+// TestFitterSharesPowersExactly holds the fitter, which computes the
+// powers and logarithms of each distinct local batch and placement once,
+// to the objective and derivatives computed observation by observation
+// (as Params.Iteration predicts), to the last bit.
+func TestFitterSharesPowersExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 4))
+	// appLike repeats local batches and placements as an application's
+	// table does, single replicas (no synchronisation) included.
+	appLike := func(n int) []Obs {
+		out := make([]Obs, n)
+		for i := range out {
+			rep := 1 << r.IntN(6)
+			o := Obs{Nodes: max(1, rep/4), Replicas: rep, Atomic: 8 * (1 + r.IntN(6)), Accum: r.IntN(3)}
+			o.Iteration = truth.Predict(o) * (0.9 + 0.2*r.Float64())
+			out[i] = o
+		}
+		return out
+	}
+	cases := map[string][]Obs{"configs": configs(32), "one replica": configs(1), "app-like": appLike(200), "few": appLike(3)}
+	for name, obs := range cases {
+		t.Run(name, func(t *testing.T) {
+			prior := Generic(obs[0])
+			f := newFitter(obs, prior)
+			for try := range 20 {
+				x := f.x0
+				if try > 0 {
+					for k := range x {
+						x[k] += r.NormFloat64()
+					}
+				}
+				got := f.cost(&x, f.at)
+				want, wantAt := naiveCost(f, &x)
+				if got != want {
+					t.Fatalf("point %d: cost %v, per observation %v", try, got, want)
+				}
+				for i := range wantAt {
+					if f.at[i] != wantAt[i] {
+						t.Fatalf("point %d, observation %d: %+v, per observation %+v", try, i, f.at[i], wantAt[i])
+					}
+				}
+				var jtj, wantJtJ [nParams * nParams]float64
+				var g, wantG [nParams]float64
+				f.normal(&x, &jtj, &g)
+				naiveNormal(f, &x, &wantJtJ, &wantG)
+				if jtj != wantJtJ || g != wantG {
+					t.Fatalf("point %d: normal equations differ:\n%v %v\nper observation:\n%v %v", try, jtj, g, wantJtJ, wantG)
+				}
+			}
+		})
+	}
+}
+
+// naiveCost is fitter.cost computed observation by observation.
+func naiveCost(f *fitter, x *[nParams]float64) (float64, []predicted) {
+	p := fromX(x[:])
+	out := make([]predicted, len(f.obs))
+	s := 0.0
+	for i, o := range f.obs {
+		e := &out[i]
+		e.c, e.s = p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
+		e.step, e.cg, e.sg = p.overlap(e.c, e.s)
+		e.pred = float64(o.Accum)*e.c + e.step
+		e.r = math.Log(e.pred) - f.logIter[i]
+		s += e.r * e.r
+	}
+	for k := range x {
+		d := x[k] - f.x0[k]
+		s += PriorWeight * d * d
+	}
+	if math.IsNaN(s) {
+		return math.Inf(1), out
+	}
+	return s, out
+}
+
+// naiveNormal is fitter.normal computed observation by observation, at
+// the point whose predictions are f.at.
+func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+	p := fromX(x[:])
+	sig := (p.Gamma - 1) / (MaxGamma - 1)
+	for i, o := range f.obs {
+		e := f.at[i]
+		dC, dS, dG := 1.0, 0.0, 0.0
+		if e.s > 0 {
+			gm := p.Gamma
+			u := e.cg + e.sg
+			dC = e.step / u * math.Pow(e.c, gm-1)
+			dS = e.step / u * math.Pow(e.s, gm-1)
+			dG = e.step * (-math.Log(u)/(gm*gm) + (e.cg*math.Log(e.c)+e.sg*math.Log(e.s))/(gm*u))
+		}
+		dC += float64(o.Accum)
+		var d [nParams]float64
+		d[0] = dC * p.AlphaC
+		d[1] = dC * float64(o.Atomic) * p.BetaC
+		if o.Replicas > 1 {
+			if o.Nodes <= 1 {
+				d[2] = dS * p.AlphaR
+				d[3] = dS * float64(o.Replicas-2) * p.BetaR
+			} else {
+				d[4] = dS * p.AlphaN
+				d[5] = dS * float64(o.Replicas-2) * p.BetaN
+			}
+			d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
+		}
+		for a := range nParams {
+			d[a] /= e.pred
+		}
+		for a := range nParams {
+			g[a] += d[a] * e.r
+			for b := range nParams {
+				jtj[a*nParams+b] += d[a] * d[b]
+			}
+		}
+	}
+	for a := range nParams {
+		jtj[a*nParams+a] += PriorWeight
+		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
