@@ -101,29 +101,17 @@ func (p Params) placed(nodes, replicas int) placement {
 
 // iteration is Params.Iteration on the placement.
 func (pl placement) iteration(atomic, accum int) float64 {
-	return pl.iterationPow(atomic, accum, nil)
+	c := pl.p.Compute(atomic)
+	if pl.s <= 0 {
+		return float64(accum)*c + c
+	}
+	return pl.synced(c, math.Pow(c, pl.p.Gamma), accum)
 }
 
-// iterationPow is iteration with Compute(atomic)^Gamma taken from, or
-// stored in, pow[atomic] when atomic indexes pow (0: not computed yet): a
-// table predicts each local batch on many placements.
-func (pl placement) iterationPow(atomic, accum int, pow []float64) float64 {
-	c := pl.p.Compute(atomic)
-	step := c
-	if pl.s > 0 {
-		var cg float64
-		if atomic < len(pow) {
-			cg = pow[atomic]
-		}
-		if cg == 0 {
-			cg = math.Pow(c, pl.p.Gamma)
-			if atomic < len(pow) {
-				pow[atomic] = cg
-			}
-		}
-		step = pl.p.overlapPowers(cg, pl.sg)
-	}
-	return float64(accum)*c + step
+// synced is iteration with synchronisation (pl.s > 0) for compute time c
+// and its power cg, which a table shares among its rows.
+func (pl placement) synced(c, cg float64, accum int) float64 {
+	return float64(accum)*c + pl.p.overlapPowers(cg, pl.sg)
 }
 
 // GradStats are a job's gradient statistics at its initial batch size:
