@@ -3,6 +3,7 @@ package goodput
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -553,5 +554,50 @@ func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64
 	for a := range nParams {
 		jtj[a*nParams+a] += PriorWeight
 		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
+
+// TestPlansSharedAgreeWithFresh: tables built from one Plans, whose rows
+// are reused by jobs of the same bounds and whose powers are memoised
+// table after table, are the tables built from nothing, to the last bit;
+// a row is computed once per bounds and worker count and again for other
+// bounds.
+func TestPlansSharedAgreeWithFresh(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 6))
+	bounds := []Bounds{
+		{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256},
+		{InitBatch: 32, MaxBatch: 1024, MinLocal: 8},
+		{InitBatch: 64, MaxBatch: 64},
+		{InitBatch: 64, MaxBatch: 2048, Fixed: 256},
+		{InitBatch: 1, MaxBatch: 8192, MaxLocal: 5000}, // beyond maxPowMemo
+	}
+	ps := NewPlans()
+	for i := range 200 {
+		p := Params{AlphaC: r.Float64() * 0.1, BetaC: r.Float64() * 0.01, AlphaR: r.Float64() * 0.05, BetaR: r.Float64() * 0.002,
+			AlphaN: r.Float64() * 0.3, BetaN: r.Float64() * 0.01, Gamma: 1 + r.Float64()*(MaxGamma-1)}
+		b := bounds[i%len(bounds)]
+		perNode, limit := 1+r.IntN(8), 1+r.IntN(64)
+		if i == 100 {
+			ps.gen = math.MaxUint32 // the next table wraps the stamps
+		}
+		shared, fresh := ps.NewTable(p, b, perNode, limit), NewTable(p, b, perNode, limit)
+		if !slices.Equal(shared.entries, fresh.entries) || !slices.Equal(shared.start, fresh.start) {
+			t.Fatalf("case %d (%+v): the shared plans' table differs from a fresh one", i, b)
+		}
+		g := GradStats{Sqr: r.Float64(), Var: r.Float64() * 100}
+		for _, k := range []int{1, limit, limit + 1} {
+			nodes := min(k, 1+r.IntN(k))
+			if got, want := shared.Best(g, nodes, k), Best(p, g, b, nodes, k); got != want {
+				t.Fatalf("case %d, %d workers on %d nodes: table %+v, Best %+v", i, k, nodes, got, want)
+			}
+		}
+	}
+	for _, b := range bounds {
+		if a, c := ps.row(b, 3), ps.row(b, 3); len(a) == 0 || &a[0] != &c[0] {
+			t.Errorf("%+v: the row for 3 workers was computed again", b)
+		}
+	}
+	if a, c := ps.row(bounds[0], 3), ps.row(Bounds{InitBatch: 128, MaxBatch: 2048, MinLocal: 16, MaxLocal: 256}, 3); c[len(c)-1].batch == a[len(a)-1].batch {
+		t.Errorf("other bounds took the row of %+v", bounds[0])
 	}
 }
