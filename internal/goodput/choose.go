@@ -399,8 +399,15 @@ func (t *Table) best(g GradStats, k int) (Choice, int) {
 // best is Best's choice among the candidates in row: the first with the
 // most goodput, scored as Evaluate scores it.
 func best(g GradStats, init int, row []entry) (best Choice, tried int) {
+	// GradStats.Gain, with what does not depend on the batch hoisted out
+	// of the loop: the same operations on the same values.
+	known := g.Known() && init > 0
+	sum := g.Var + g.Sqr
 	for i, e := range row {
-		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, init), Iteration: e.iter}
+		c := Choice{Batch: e.batch, Gain: 1, Iteration: e.iter}
+		if known && e.batch > 0 {
+			c.Gain = sum / (g.Var/(float64(e.batch)/float64(init)) + g.Sqr)
+		}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration
 		}
