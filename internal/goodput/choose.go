@@ -340,7 +340,7 @@ func (t *Table) appendRow(dst []entry, row []candidate, nodes, replicas int, mem
 			// placement.iteration, with the power shared.
 			cc := pl.p.Compute(c.atomic)
 			if ps.stamp[c.atomic] != ps.gen {
-				ps.pow[c.atomic], ps.stamp[c.atomic] = math.Pow(cc, pl.p.Gamma), ps.gen
+				ps.pow[c.atomic], ps.stamp[c.atomic] = pow(cc, pl.p.Gamma), ps.gen
 			}
 			iter = pl.synced(cc, ps.pow[c.atomic], c.accum)
 		} else {

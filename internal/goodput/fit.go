@@ -229,14 +229,14 @@ func (f *fitter) cost(x *[nParams]float64, out []predicted) float64 {
 		a := &f.atoms[i]
 		a.c, a.cg = p.Compute(a.n), 0
 		if a.synced {
-			a.cg = math.Pow(a.c, p.Gamma)
+			a.cg = pow(a.c, p.Gamma)
 		}
 	}
 	for i := range f.places {
 		pl := &f.places[i]
 		pl.s, pl.sg = p.Sync(pl.nodes, pl.replicas), 0
 		if pl.s > 0 {
-			pl.sg = math.Pow(pl.s, p.Gamma)
+			pl.sg = pow(pl.s, p.Gamma)
 		}
 	}
 	s := 0.0
@@ -289,10 +289,10 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 			u := cg + sg
 			a, pl := &f.atoms[f.atom[i]], &f.places[f.place[i]]
 			if !a.done {
-				a.dc, a.lc, a.done = math.Pow(c, gm-1), math.Log(c), true
+				a.dc, a.lc, a.done = pow(c, gm-1), math.Log(c), true
 			}
 			if !pl.done {
-				pl.ds, pl.ls, pl.done = math.Pow(s, gm-1), math.Log(s), true
+				pl.ds, pl.ls, pl.done = pow(s, gm-1), math.Log(s), true
 			}
 			dC = step / u * a.dc
 			dS = step / u * pl.ds

@@ -523,8 +523,8 @@ func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64
 		if e.s > 0 {
 			gm := p.Gamma
 			u := e.cg + e.sg
-			dC = e.step / u * math.Pow(e.c, gm-1)
-			dS = e.step / u * math.Pow(e.s, gm-1)
+			dC = e.step / u * pow(e.c, gm-1)
+			dS = e.step / u * pow(e.s, gm-1)
 			dG = e.step * (-math.Log(u)/(gm*gm) + (e.cg*math.Log(e.c)+e.sg*math.Log(e.s))/(gm*u))
 		}
 		dC += float64(o.Accum)
