@@ -223,10 +223,12 @@ type Table struct {
 }
 
 // entry is one candidate batch: the size tried, the size it runs
-// (Choice.Batch) and its predicted seconds per step.
+// (Choice.Batch), its predicted seconds per step and its scale over the
+// initial batch, float64(batch)/float64(InitBatch), which GradStats.Gain
+// computes for every curve.
 type entry struct {
 	tried, batch int
-	iter         float64
+	iter, scale  float64
 }
 
 // maxPowMemo bounds the local batches whose powers a table's rows share
@@ -346,7 +348,7 @@ func (t *Table) appendRow(dst []entry, row []candidate, nodes, replicas int, mem
 		} else {
 			iter = pl.iteration(c.atomic, c.accum)
 		}
-		e := entry{tried: c.tried, batch: c.batch, iter: iter}
+		e := entry{tried: c.tried, batch: c.batch, iter: iter, scale: float64(c.batch) / float64(t.bounds.InitBatch)}
 		if n := len(dst); n > first && dst[n-1].batch == e.batch && dst[n-1].iter == e.iter {
 			continue // the same batch again cannot do better
 		}
@@ -406,7 +408,7 @@ func best(g GradStats, init int, row []entry) (best Choice, tried int) {
 	for i, e := range row {
 		c := Choice{Batch: e.batch, Gain: 1, Iteration: e.iter}
 		if known && e.batch > 0 {
-			c.Gain = sum / (g.Var/(float64(e.batch)/float64(init)) + g.Sqr)
+			c.Gain = sum / (g.Var/e.scale + g.Sqr)
 		}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration
