@@ -328,7 +328,7 @@ func TestCurveCache(t *testing.T) {
 		{"statistics unknown", func(j *Job) { j.Grad = goodput.GradStats{} }, false, true, true},
 		{"a refit without statistics", func(*Job) {
 			bad := step(16, 4, 2048)
-			bad.Iteration *= 3 // beyond goodput.RefitTolerance of the first refit's extrapolation
+			bad.Iteration *= 1.5
 			o.ObserveStep("j", "app", bad)
 		}, false, false, false},
 		{"nothing changed without statistics", func(*Job) {}, true, false, false},

@@ -11,15 +11,8 @@ const MaxConfigs = 256
 
 // RefitTolerance is the relative error in a new configuration's iteration
 // time that makes a job's model fit again; a model within it already
-// explains the measurement. A job with adaptive batches measures a new
-// batch size at most epochs, predicted to about 2% on average; at 2% half
-// of them made a fit and a new goodput table (estimate.Online). At 5% a
-// run of Pollux workload 6 fits jobs 527 times instead of 944 and builds
-// 620 tables instead of 903, while new placements, mispredicted by 5-10%
-// on average, still fit again; the mean JCT of the Pollux workloads stays
-// within the spread of runs that differ only by chance (docs/simulator.md,
-// "Estimator cost").
-const RefitTolerance = 0.05
+// explains the measurement.
+const RefitTolerance = 0.02
 
 // AppRefitTolerance is RefitTolerance for an application's pooled model,
 // which every job of the application measures configurations for and
@@ -27,8 +20,7 @@ const RefitTolerance = 0.05
 // two thirds of the fitting on Pollux workload 6. At 5% the application
 // models there are fitted 246 times instead of 379, and the mean JCT of
 // the Pollux workloads moves by 0.03% (docs/simulator.md, "Estimator
-// cost"). Looser, the jobs that start from the application's model pay:
-// at 10% or 20% the mean and p99 JCT at 2.0x load grow beyond that spread.
+// cost").
 const AppRefitTolerance = 0.05
 
 // table is the mean iteration time per configuration, in the order the
