@@ -255,6 +255,12 @@ func (f *fitter) cost(x *[nParams]float64, out []predicted) float64 {
 		e.r = math.Log(e.pred) - f.logIter[i]
 		s += e.r * e.r
 	}
+	return f.withPrior(x, s)
+}
+
+// withPrior is the objective at x whose residuals' squares sum to s: with
+// the prior's pull, and infinite when not a number.
+func (f *fitter) withPrior(x *[nParams]float64, s float64) float64 {
 	for k := range x {
 		d := x[k] - f.x0[k]
 		s += PriorWeight * d * d
@@ -279,11 +285,10 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 	for i := range f.places {
 		f.places[i].done = false
 	}
-	var d [nParams]float64
 	for i, o := range f.obs {
 		e := &f.at[i]
 		c, s, step, cg, sg, pred, r := e.c, e.s, e.step, e.cg, e.sg, e.pred, e.r
-		// Derivatives of pred in the parameters, then in x.
+		// Derivatives of pred in the parameters.
 		dC, dS, dG := 1.0, 0.0, 0.0
 		if s > 0 {
 			gm := p.Gamma
@@ -299,33 +304,42 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 			dS = step / u * pl.ds
 			dG = step * (-math.Log(u)/(gm*gm) + (cg*a.lc+sg*pl.ls)/(gm*u))
 		}
-		dC += float64(o.Accum)
-		d = [nParams]float64{}
-		d[0] = dC * p.AlphaC
-		d[1] = dC * float64(o.Atomic) * p.BetaC
-		if o.Replicas > 1 {
-			if o.Nodes <= 1 {
-				d[2] = dS * p.AlphaR
-				d[3] = dS * float64(o.Replicas-2) * p.BetaR
-			} else {
-				d[4] = dS * p.AlphaN
-				d[5] = dS * float64(o.Replicas-2) * p.BetaN
-			}
-			d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
-		}
-		for a := range nParams {
-			d[a] /= pred
-		}
-		for a := range nParams {
-			g[a] += d[a] * r
-			for b := range nParams {
-				jtj[a*nParams+b] += d[a] * d[b]
-			}
-		}
+		addResidual(p, sig, o, dC, dS, dG, pred, r, jtj, g)
 	}
 	for a := range nParams {
 		jtj[a*nParams+a] += PriorWeight
 		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
+
+// addResidual adds to jtj and g observation o's residual r, whose
+// prediction pred has derivatives dC, dS and dG in its compute time,
+// synchronisation time and Gamma (besides accumulation), at the point p
+// (sig: its Gamma mapped to [0, 1]).
+func addResidual(p Params, sig float64, o Obs, dC, dS, dG, pred, r float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+	// Derivatives of pred in x.
+	dC += float64(o.Accum)
+	var d [nParams]float64
+	d[0] = dC * p.AlphaC
+	d[1] = dC * float64(o.Atomic) * p.BetaC
+	if o.Replicas > 1 {
+		if o.Nodes <= 1 {
+			d[2] = dS * p.AlphaR
+			d[3] = dS * float64(o.Replicas-2) * p.BetaR
+		} else {
+			d[4] = dS * p.AlphaN
+			d[5] = dS * float64(o.Replicas-2) * p.BetaN
+		}
+		d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
+	}
+	for a := range nParams {
+		d[a] /= pred
+	}
+	for a := range nParams {
+		g[a] += d[a] * r
+		for b := range nParams {
+			jtj[a*nParams+b] += d[a] * d[b]
+		}
 	}
 }
 

@@ -502,18 +502,11 @@ func naiveCost(f *fitter, x *[nParams]float64) (float64, []predicted) {
 		e.r = math.Log(e.pred) - f.logIter[i]
 		s += e.r * e.r
 	}
-	for k := range x {
-		d := x[k] - f.x0[k]
-		s += PriorWeight * d * d
-	}
-	if math.IsNaN(s) {
-		return math.Inf(1), out
-	}
-	return s, out
+	return f.withPrior(x, s), out
 }
 
-// naiveNormal is fitter.normal computed observation by observation, at
-// the point whose predictions are f.at.
+// naiveNormal is fitter.normal with each observation's powers and
+// logarithms computed for it, at the point whose predictions are f.at.
 func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
 	p := fromX(x[:])
 	sig := (p.Gamma - 1) / (MaxGamma - 1)
@@ -527,29 +520,7 @@ func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64
 			dS = e.step / u * pow(e.s, gm-1)
 			dG = e.step * (-math.Log(u)/(gm*gm) + (e.cg*math.Log(e.c)+e.sg*math.Log(e.s))/(gm*u))
 		}
-		dC += float64(o.Accum)
-		var d [nParams]float64
-		d[0] = dC * p.AlphaC
-		d[1] = dC * float64(o.Atomic) * p.BetaC
-		if o.Replicas > 1 {
-			if o.Nodes <= 1 {
-				d[2] = dS * p.AlphaR
-				d[3] = dS * float64(o.Replicas-2) * p.BetaR
-			} else {
-				d[4] = dS * p.AlphaN
-				d[5] = dS * float64(o.Replicas-2) * p.BetaN
-			}
-			d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
-		}
-		for a := range nParams {
-			d[a] /= e.pred
-		}
-		for a := range nParams {
-			g[a] += d[a] * e.r
-			for b := range nParams {
-				jtj[a*nParams+b] += d[a] * d[b]
-			}
-		}
+		addResidual(p, sig, o, dC, dS, dG, e.pred, e.r, jtj, g)
 	}
 	for a := range nParams {
 		jtj[a*nParams+a] += PriorWeight
