@@ -190,9 +190,8 @@ type placing struct {
 
 func newFitter(use []Obs, prior Params) *fitter {
 	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil),
-		atom: make([]int, len(use)), place: make([]int, len(use)),
-		atoms: make([]atomic, 0, len(use)), places: make([]placing, 0, len(use))}
-	atoms, places := make(map[int]int, len(use)), make(map[[2]int]int, len(use))
+		atom: make([]int, len(use)), place: make([]int, len(use))}
+	atoms, places := map[int]int{}, map[[2]int]int{}
 	for i, o := range use {
 		f.logIter[i] = math.Log(o.Iteration)
 		a, ok := atoms[o.Atomic]
