@@ -2,6 +2,7 @@ package goodput
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -191,22 +192,21 @@ type placing struct {
 func newFitter(use []Obs, prior Params) *fitter {
 	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil),
 		atom: make([]int, len(use)), place: make([]int, len(use))}
-	atoms, places := map[int]int{}, map[[2]int]int{}
 	for i, o := range use {
 		f.logIter[i] = math.Log(o.Iteration)
-		a, ok := atoms[o.Atomic]
-		if !ok {
+		// A scan rather than a map: a fit has at most MaxConfigs
+		// observations, and a map per fit was a fifth of the
+		// simulator's allocation.
+		a := slices.IndexFunc(f.atoms, func(a atomic) bool { return a.n == o.Atomic })
+		if a < 0 {
 			a = len(f.atoms)
-			atoms[o.Atomic] = a
 			f.atoms = append(f.atoms, atomic{n: o.Atomic})
 		}
 		f.atom[i] = a
 		f.atoms[a].synced = f.atoms[a].synced || o.Replicas > 1
-		pk := [2]int{o.Nodes, o.Replicas}
-		pi, ok := places[pk]
-		if !ok {
+		pi := slices.IndexFunc(f.places, func(p placing) bool { return p.nodes == o.Nodes && p.replicas == o.Replicas })
+		if pi < 0 {
 			pi = len(f.places)
-			places[pk] = pi
 			f.places = append(f.places, placing{nodes: o.Nodes, replicas: o.Replicas})
 		}
 		f.place[i] = pi
