@@ -27,6 +27,10 @@ type Online struct {
 	gpusPerNode int
 	curves      map[string]*curve
 	shared      map[shape]sharedCurve
+	// plans are the candidate batches of every table, which depend only
+	// on a job's bounds: jobs of an application share them, and a job's
+	// table is built again at each fit of its model.
+	plans *goodput.Plans
 	// declared is what each application's jobs last declared.
 	declared map[string]Declared
 }
@@ -76,7 +80,7 @@ const maxShared = 1024
 
 // NewOnline returns an estimator that knows nothing yet.
 func NewOnline(opts Options) *Online {
-	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, shared: map[shape]sharedCurve{}, declared: map[string]Declared{}}
+	return &Online{opts: opts, col: collector.New(), gp: goodput.NewEstimator(), curves: map[string]*curve{}, shared: map[shape]sharedCurve{}, plans: goodput.NewPlans(), declared: map[string]Declared{}}
 }
 
 // SetGPUsPerNode sets the GPUs of one node: curves are for k workers on
@@ -324,7 +328,7 @@ func (o *Online) take(c *curve, g goodput.GradStats) ([]float64, []int, float64)
 			return sc.speedup, sc.batch, sc.rate1
 		}
 	}
-	t := goodput.NewTable(c.params, c.bounds, c.gpusPerNode, c.limit)
+	t := o.plans.NewTable(c.params, c.bounds, c.gpusPerNode, c.limit)
 	speedup, batch, rate1 := t.Curve(g)
 	if g.Known() {
 		c.table = t

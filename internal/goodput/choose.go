@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"slices"
 )
 
 // Candidates is how many batch sizes Best tries between a job's bounds,
@@ -212,6 +211,7 @@ type Table struct {
 	p           Params
 	bounds      Bounds
 	gpusPerNode int
+	plans       *Plans
 	// entries[start[k]:start[k+1]] are the candidates for k workers, in
 	// the order Best tries them; k = 0 has none.
 	entries []entry
@@ -223,55 +223,132 @@ type Table struct {
 }
 
 // entry is one candidate batch: the size tried, the size it runs
-// (Choice.Batch) and its predicted seconds per step.
+// (Choice.Batch), its predicted seconds per step and its scale over the
+// initial batch, float64(batch)/float64(InitBatch), which GradStats.Gain
+// computes for every curve.
 type entry struct {
 	tried, batch int
-	iter         float64
+	iter, scale  float64
 }
 
-// maxPowMemo bounds the local batches whose powers NewTable keeps (8
-// bytes each).
+// maxPowMemo bounds the local batches whose powers a table's rows share
+// (8 bytes each, and 4 for their stamps).
 const maxPowMemo = 1 << 12
 
 // NewTable returns the table of Curve for model p, bounds b, and k =
 // 1..maxReplicas workers packed gpusPerNode to a node.
 func NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
+	return NewPlans().NewTable(p, b, gpusPerNode, maxReplicas)
+}
+
+// Plans keeps what tables compute that depends only on a job's bounds:
+// for each worker count, the batch sizes Best tries and how each splits
+// into local batch and accumulation steps. The jobs of an application
+// share their bounds, and a job's table is built again at every fit of
+// its model, so a caller that keeps one Plans for its tables computes
+// them once. Consecutive candidates that split alike run the same batch
+// at the same speed, and Best keeps the first of them, so a plan keeps
+// only the first. It is not safe for concurrent use, and nor are the
+// tables it makes.
+type Plans struct {
+	rows map[planKey][]candidate
+	// pow and stamp memoise Compute(atomic)^Gamma for one table at a
+	// time: pow[a] holds it when stamp[a] == gen.
+	pow   []float64
+	stamp []uint32
+	gen   uint32
+}
+
+type planKey struct {
+	b        Bounds
+	replicas int
+}
+
+// candidate is one batch size tried and how it runs.
+type candidate struct {
+	tried, batch, atomic, accum int
+}
+
+// maxPlanRows bounds a Plans' rows: it forgets them all when full. A row
+// is up to Candidates candidates of 32 bytes.
+const maxPlanRows = 1 << 14
+
+// NewPlans returns empty plans.
+func NewPlans() *Plans { return &Plans{rows: map[planKey][]candidate{}} }
+
+// row returns the candidates on replicas workers for bounds b.
+func (ps *Plans) row(b Bounds, replicas int) []candidate {
+	k := planKey{b, replicas}
+	if r, ok := ps.rows[k]; ok {
+		return r
+	}
+	var r []candidate
+	for batch := range b.candidates(replicas) {
+		atomic, accum := b.split(batch, replicas)
+		if n := len(r); n > 0 && r[n-1].atomic == atomic && r[n-1].accum == accum {
+			continue // the same batch at the same speed: Best keeps the first
+		}
+		r = append(r, candidate{tried: batch, batch: replicas * (accum + 1) * atomic, atomic: atomic, accum: accum})
+	}
+	if len(ps.rows) >= maxPlanRows {
+		clear(ps.rows)
+	}
+	ps.rows[k] = r
+	return r
+}
+
+// NewTable is NewTable with the candidates taken from ps.
+func (ps *Plans) NewTable(p Params, b Bounds, gpusPerNode, maxReplicas int) *Table {
 	maxReplicas = min(max(maxReplicas, 1), MaxReplicas)
 	gpusPerNode = max(gpusPerNode, 1)
-	t := &Table{p: p, bounds: b, gpusPerNode: gpusPerNode, start: make([]int, maxReplicas+2)}
-	var batches []int // Best's candidates for the lower bound batchesLo
-	batchesLo := -1
+	t := &Table{p: p, bounds: b, gpusPerNode: gpusPerNode, plans: ps, start: make([]int, maxReplicas+2)}
 	// Compute(atomic)^Gamma, which the rows share: a local batch is at
 	// most MaxLocal, else the largest batch (then the rows share less).
-	var pow []float64
+	memo := false
 	if n := cmp.Or(b.MaxLocal, max(b.MaxBatch, b.InitBatch, b.Fixed)); n <= maxPowMemo {
-		pow = make([]float64, n+1)
+		if len(ps.pow) <= n {
+			ps.pow, ps.stamp = make([]float64, n+1), make([]uint32, n+1)
+		}
+		ps.gen++
+		if ps.gen == 0 { // wrapped: no stamp may look current
+			clear(ps.stamp)
+			ps.gen = 1
+		}
+		memo = true
 	}
 	for k := 1; k <= maxReplicas; k++ {
 		t.start[k] = len(t.entries)
-		if lo := max(b.InitBatch, max(b.MinLocal, 1)*k); lo != batchesLo {
-			batches = slices.AppendSeq(batches[:0], b.candidates(k))
-			batchesLo = lo
-		}
+		row := ps.row(b, k)
 		if k == 1 {
 			// Most rows have as many candidates as the first.
-			t.entries = make([]entry, 0, maxReplicas*len(batches))
+			t.entries = make([]entry, 0, maxReplicas*len(row))
 		}
-		t.entries = t.appendRow(t.entries, batches, ceilDiv(k, gpusPerNode), k, pow)
+		t.entries = t.appendRow(t.entries, row, ceilDiv(k, gpusPerNode), k, memo)
 	}
 	t.start[maxReplicas+1] = len(t.entries)
 	return t
 }
 
-// appendRow appends to dst the candidates batches on replicas workers
-// over nodes nodes, predicted as Evaluate predicts them (pow: see
-// placement.iterationPow).
-func (t *Table) appendRow(dst []entry, batches []int, nodes, replicas int, pow []float64) []entry {
+// appendRow appends to dst the candidates row on replicas workers over
+// nodes nodes, predicted as Evaluate predicts them; memo: share the
+// powers of local batches through t.plans.
+func (t *Table) appendRow(dst []entry, row []candidate, nodes, replicas int, memo bool) []entry {
 	pl := t.p.placed(nodes, replicas)
 	first := len(dst)
-	for _, batch := range batches {
-		atomic, accum := t.bounds.split(batch, replicas)
-		e := entry{tried: batch, batch: replicas * (accum + 1) * atomic, iter: pl.iterationPow(atomic, accum, pow)}
+	ps := t.plans
+	for _, c := range row {
+		var iter float64
+		if memo && pl.s > 0 && c.atomic < len(ps.pow) {
+			// placement.iteration, with the power shared.
+			cc := pl.p.Compute(c.atomic)
+			if ps.stamp[c.atomic] != ps.gen {
+				ps.pow[c.atomic], ps.stamp[c.atomic] = pow(cc, pl.p.Gamma), ps.gen
+			}
+			iter = pl.synced(cc, ps.pow[c.atomic], c.accum)
+		} else {
+			iter = pl.iteration(c.atomic, c.accum)
+		}
+		e := entry{tried: c.tried, batch: c.batch, iter: iter, scale: float64(c.batch) / float64(t.bounds.InitBatch)}
 		if n := len(dst); n > first && dst[n-1].batch == e.batch && dst[n-1].iter == e.iter {
 			continue // the same batch again cannot do better
 		}
@@ -307,7 +384,7 @@ func (t *Table) Best(g GradStats, nodes, replicas int) Choice {
 	if replicas < len(t.start)-1 && nodes == ceilDiv(replicas, t.gpusPerNode) {
 		row = t.entries[t.start[replicas]:t.start[replicas+1]]
 	} else if nodes != t.spareNodes || replicas != t.spareReplicas {
-		t.spare = t.appendRow(t.spare[:0], slices.Collect(t.bounds.candidates(replicas)), nodes, replicas, nil)
+		t.spare = t.appendRow(t.spare[:0], t.plans.row(t.bounds, replicas), nodes, replicas, false)
 		t.spareNodes, t.spareReplicas, row = nodes, replicas, t.spare
 	}
 	c, tried := best(g, t.bounds.InitBatch, row)
@@ -324,8 +401,15 @@ func (t *Table) best(g GradStats, k int) (Choice, int) {
 // best is Best's choice among the candidates in row: the first with the
 // most goodput, scored as Evaluate scores it.
 func best(g GradStats, init int, row []entry) (best Choice, tried int) {
+	// GradStats.Gain, with what does not depend on the batch hoisted out
+	// of the loop: the same operations on the same values.
+	known := g.Known() && init > 0
+	sum := g.Var + g.Sqr
 	for i, e := range row {
-		c := Choice{Batch: e.batch, Gain: g.Gain(e.batch, init), Iteration: e.iter}
+		c := Choice{Batch: e.batch, Gain: 1, Iteration: e.iter}
+		if known && e.batch > 0 {
+			c.Gain = sum / (g.Var/e.scale + g.Sqr)
+		}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration
 		}

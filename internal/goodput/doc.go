@@ -29,7 +29,9 @@
 // read, with the batch size that goes with each worker count. A Table
 // keeps the candidates' predicted step times, which do not depend on the
 // gradient statistics, so that a job's curve and batch for its next
-// epoch's statistics cost a division per candidate.
+// epoch's statistics cost a division per candidate; Plans keep, for the
+// tables of jobs with the same bounds, the candidates and how each
+// splits, which do not depend on the model either.
 //
 // Estimator keeps the measurements of live jobs and of applications,
 // refits only when a new measurement disagrees with the model

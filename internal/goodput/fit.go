@@ -2,6 +2,7 @@ package goodput
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -100,11 +101,7 @@ func Fit(obs []Obs, prior Params) Params {
 	if len(use) == 0 || !prior.Valid() {
 		return prior
 	}
-	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil)}
-	for i, o := range use {
-		f.logIter[i] = math.Log(o.Iteration)
-	}
-	f.at, f.try = make([]predicted, len(use)), make([]predicted, len(use))
+	f := newFitter(use, prior)
 	x := f.x0
 	cost := f.cost(&x, f.at)
 	lambda := 1e-3
@@ -149,7 +146,18 @@ type fitter struct {
 	// logIter are the observations' log iteration times, which every
 	// step of the search compares with.
 	logIter []float64
-	x0      [nParams]float64
+	// Observations share compute and synchronisation times: a local batch
+	// runs on many placements and a placement with many batches (an
+	// application's table holds a few distinct local batches and far
+	// fewer placements than configurations). Their powers and logarithms
+	// are computed once per distinct value: atom[i] indexes obs[i]'s
+	// local batch in atoms, place[i] its placement in places. The same
+	// operations on the same values give the same bits, so the fit is
+	// the one that computes them per observation.
+	atom, place []int
+	atoms       []atomic
+	places      []placing
+	x0          [nParams]float64
 	// at are the predictions at the search's current point, which the
 	// next step's derivatives start from; try those at a point tried.
 	at, try []predicted
@@ -157,6 +165,54 @@ type fitter struct {
 	u  [nParams * nParams]float64
 	m  *mat.SymDense
 	ch mat.Cholesky
+}
+
+// atomic is one distinct local batch of a fit's observations and what
+// cost and normal compute for it at the point they are at.
+type atomic struct {
+	n int
+	// synced: some observation runs it on more than one replica, so its
+	// power is needed.
+	synced bool
+	// c and cg are Compute(n) and its power Gamma; dc and lc are
+	// c^(Gamma-1) and log c for normal, when done.
+	c, cg, dc, lc float64
+	done          bool
+}
+
+// placing is one distinct placement of a fit's observations: s and sg
+// are Sync and its power Gamma (0 without synchronisation); ds and ls
+// are s^(Gamma-1) and log s for normal, when done.
+type placing struct {
+	nodes, replicas int
+	s, sg, ds, ls   float64
+	done            bool
+}
+
+func newFitter(use []Obs, prior Params) *fitter {
+	f := &fitter{obs: use, logIter: make([]float64, len(use)), x0: toX(prior), m: mat.NewSymDense(nParams, nil),
+		atom: make([]int, len(use)), place: make([]int, len(use))}
+	for i, o := range use {
+		f.logIter[i] = math.Log(o.Iteration)
+		// A scan rather than a map: a fit has at most MaxConfigs
+		// observations, and a map per fit was a fifth of the
+		// simulator's allocation.
+		a := slices.IndexFunc(f.atoms, func(a atomic) bool { return a.n == o.Atomic })
+		if a < 0 {
+			a = len(f.atoms)
+			f.atoms = append(f.atoms, atomic{n: o.Atomic})
+		}
+		f.atom[i] = a
+		f.atoms[a].synced = f.atoms[a].synced || o.Replicas > 1
+		pi := slices.IndexFunc(f.places, func(p placing) bool { return p.nodes == o.Nodes && p.replicas == o.Replicas })
+		if pi < 0 {
+			pi = len(f.places)
+			f.places = append(f.places, placing{nodes: o.Nodes, replicas: o.Replicas})
+		}
+		f.place[i] = pi
+	}
+	f.at, f.try = make([]predicted, len(use)), make([]predicted, len(use))
+	return f
 }
 
 // predicted is one observation's prediction at a point of the search,
@@ -169,16 +225,41 @@ type predicted struct {
 // cost is the objective at x; it fills out with the predictions there.
 func (f *fitter) cost(x *[nParams]float64, out []predicted) float64 {
 	p := fromX(x[:])
+	for i := range f.atoms {
+		a := &f.atoms[i]
+		a.c, a.cg = p.Compute(a.n), 0
+		if a.synced {
+			a.cg = pow(a.c, p.Gamma)
+		}
+	}
+	for i := range f.places {
+		pl := &f.places[i]
+		pl.s, pl.sg = p.Sync(pl.nodes, pl.replicas), 0
+		if pl.s > 0 {
+			pl.sg = pow(pl.s, p.Gamma)
+		}
+	}
 	s := 0.0
 	for i, o := range f.obs {
-		// Params.Iteration, in parts.
+		// Params.Iteration, in parts (Params.overlap).
 		e := &out[i]
-		e.c, e.s = p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
-		e.step, e.cg, e.sg = p.overlap(e.c, e.s)
+		a, pl := &f.atoms[f.atom[i]], &f.places[f.place[i]]
+		e.c, e.s = a.c, pl.s
+		e.step, e.cg, e.sg = e.c, 0, 0
+		if e.s > 0 {
+			e.cg, e.sg = a.cg, pl.sg
+			e.step = p.overlapPowers(e.cg, e.sg)
+		}
 		e.pred = float64(o.Accum)*e.c + e.step
 		e.r = math.Log(e.pred) - f.logIter[i]
 		s += e.r * e.r
 	}
+	return f.withPrior(x, s)
+}
+
+// withPrior is the objective at x whose residuals' squares sum to s: with
+// the prior's pull, and infinite when not a number.
+func (f *fitter) withPrior(x *[nParams]float64, s float64) float64 {
 	for k := range x {
 		d := x[k] - f.x0[k]
 		s += PriorWeight * d * d
@@ -197,46 +278,67 @@ func (f *fitter) normal(x *[nParams]float64, jtj *[nParams * nParams]float64, g 
 	*g = [nParams]float64{}
 	p := fromX(x[:])
 	sig := (p.Gamma - 1) / (MaxGamma - 1)
-	var d [nParams]float64
+	for i := range f.atoms {
+		f.atoms[i].done = false
+	}
+	for i := range f.places {
+		f.places[i].done = false
+	}
 	for i, o := range f.obs {
 		e := &f.at[i]
 		c, s, step, cg, sg, pred, r := e.c, e.s, e.step, e.cg, e.sg, e.pred, e.r
-		// Derivatives of pred in the parameters, then in x.
+		// Derivatives of pred in the parameters.
 		dC, dS, dG := 1.0, 0.0, 0.0
 		if s > 0 {
 			gm := p.Gamma
 			u := cg + sg
-			dC = step / u * math.Pow(c, gm-1)
-			dS = step / u * math.Pow(s, gm-1)
-			dG = step * (-math.Log(u)/(gm*gm) + (cg*math.Log(c)+sg*math.Log(s))/(gm*u))
-		}
-		dC += float64(o.Accum)
-		d = [nParams]float64{}
-		d[0] = dC * p.AlphaC
-		d[1] = dC * float64(o.Atomic) * p.BetaC
-		if o.Replicas > 1 {
-			if o.Nodes <= 1 {
-				d[2] = dS * p.AlphaR
-				d[3] = dS * float64(o.Replicas-2) * p.BetaR
-			} else {
-				d[4] = dS * p.AlphaN
-				d[5] = dS * float64(o.Replicas-2) * p.BetaN
+			a, pl := &f.atoms[f.atom[i]], &f.places[f.place[i]]
+			if !a.done {
+				a.dc, a.lc, a.done = pow(c, gm-1), math.Log(c), true
 			}
-			d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
-		}
-		for a := range nParams {
-			d[a] /= pred
-		}
-		for a := range nParams {
-			g[a] += d[a] * r
-			for b := range nParams {
-				jtj[a*nParams+b] += d[a] * d[b]
+			if !pl.done {
+				pl.ds, pl.ls, pl.done = pow(s, gm-1), math.Log(s), true
 			}
+			dC = step / u * a.dc
+			dS = step / u * pl.ds
+			dG = step * (-math.Log(u)/(gm*gm) + (cg*a.lc+sg*pl.ls)/(gm*u))
 		}
+		addResidual(p, sig, o, dC, dS, dG, pred, r, jtj, g)
 	}
 	for a := range nParams {
 		jtj[a*nParams+a] += PriorWeight
 		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
+
+// addResidual adds to jtj and g observation o's residual r, whose
+// prediction pred has derivatives dC, dS and dG in its compute time,
+// synchronisation time and Gamma (besides accumulation), at the point p
+// (sig: its Gamma mapped to [0, 1]).
+func addResidual(p Params, sig float64, o Obs, dC, dS, dG, pred, r float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+	// Derivatives of pred in x.
+	dC += float64(o.Accum)
+	var d [nParams]float64
+	d[0] = dC * p.AlphaC
+	d[1] = dC * float64(o.Atomic) * p.BetaC
+	if o.Replicas > 1 {
+		if o.Nodes <= 1 {
+			d[2] = dS * p.AlphaR
+			d[3] = dS * float64(o.Replicas-2) * p.BetaR
+		} else {
+			d[4] = dS * p.AlphaN
+			d[5] = dS * float64(o.Replicas-2) * p.BetaN
+		}
+		d[6] = dG * (MaxGamma - 1) * sig * (1 - sig)
+	}
+	for a := range nParams {
+		d[a] /= pred
+	}
+	for a := range nParams {
+		g[a] += d[a] * r
+		for b := range nParams {
+			jtj[a*nParams+b] += d[a] * d[b]
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package goodput
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -433,5 +434,141 @@ func TestSolveDampedAgreesWithCholesky(t *testing.T) {
 		if okFast != okChecked || (okFast && fast != checked) {
 			t.Fatalf("case %d (scale %g, λ %g): fast %v %v, mat.Cholesky %v %v", i, scale, lambda, okFast, fast, okChecked, checked)
 		}
+	}
+}
+
+// TestFitterSharesPowersExactly holds the fitter, which computes the
+// powers and logarithms of each distinct local batch and placement once,
+// to the objective and derivatives computed observation by observation
+// (as Params.Iteration predicts), to the last bit.
+func TestFitterSharesPowersExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 4))
+	// appLike repeats local batches and placements as an application's
+	// table does, single replicas (no synchronisation) included.
+	appLike := func(n int) []Obs {
+		out := make([]Obs, n)
+		for i := range out {
+			rep := 1 << r.IntN(6)
+			o := Obs{Nodes: max(1, rep/4), Replicas: rep, Atomic: 8 * (1 + r.IntN(6)), Accum: r.IntN(3)}
+			o.Iteration = truth.Predict(o) * (0.9 + 0.2*r.Float64())
+			out[i] = o
+		}
+		return out
+	}
+	cases := map[string][]Obs{"configs": configs(32), "one replica": configs(1), "app-like": appLike(200), "few": appLike(3)}
+	for name, obs := range cases {
+		t.Run(name, func(t *testing.T) {
+			prior := Generic(obs[0])
+			f := newFitter(obs, prior)
+			for try := range 20 {
+				x := f.x0
+				if try > 0 {
+					for k := range x {
+						x[k] += r.NormFloat64()
+					}
+				}
+				got := f.cost(&x, f.at)
+				want, wantAt := naiveCost(f, &x)
+				if got != want {
+					t.Fatalf("point %d: cost %v, per observation %v", try, got, want)
+				}
+				for i := range wantAt {
+					if f.at[i] != wantAt[i] {
+						t.Fatalf("point %d, observation %d: %+v, per observation %+v", try, i, f.at[i], wantAt[i])
+					}
+				}
+				var jtj, wantJtJ [nParams * nParams]float64
+				var g, wantG [nParams]float64
+				f.normal(&x, &jtj, &g)
+				naiveNormal(f, &x, &wantJtJ, &wantG)
+				if jtj != wantJtJ || g != wantG {
+					t.Fatalf("point %d: normal equations differ:\n%v %v\nper observation:\n%v %v", try, jtj, g, wantJtJ, wantG)
+				}
+			}
+		})
+	}
+}
+
+// naiveCost is fitter.cost computed observation by observation.
+func naiveCost(f *fitter, x *[nParams]float64) (float64, []predicted) {
+	p := fromX(x[:])
+	out := make([]predicted, len(f.obs))
+	s := 0.0
+	for i, o := range f.obs {
+		e := &out[i]
+		e.c, e.s = p.Compute(o.Atomic), p.Sync(o.Nodes, o.Replicas)
+		e.step, e.cg, e.sg = p.overlap(e.c, e.s)
+		e.pred = float64(o.Accum)*e.c + e.step
+		e.r = math.Log(e.pred) - f.logIter[i]
+		s += e.r * e.r
+	}
+	return f.withPrior(x, s), out
+}
+
+// naiveNormal is fitter.normal with each observation's powers and
+// logarithms computed for it, at the point whose predictions are f.at.
+func naiveNormal(f *fitter, x *[nParams]float64, jtj *[nParams * nParams]float64, g *[nParams]float64) {
+	p := fromX(x[:])
+	sig := (p.Gamma - 1) / (MaxGamma - 1)
+	for i, o := range f.obs {
+		e := f.at[i]
+		dC, dS, dG := 1.0, 0.0, 0.0
+		if e.s > 0 {
+			gm := p.Gamma
+			u := e.cg + e.sg
+			dC = e.step / u * pow(e.c, gm-1)
+			dS = e.step / u * pow(e.s, gm-1)
+			dG = e.step * (-math.Log(u)/(gm*gm) + (e.cg*math.Log(e.c)+e.sg*math.Log(e.s))/(gm*u))
+		}
+		addResidual(p, sig, o, dC, dS, dG, e.pred, e.r, jtj, g)
+	}
+	for a := range nParams {
+		jtj[a*nParams+a] += PriorWeight
+		g[a] += PriorWeight * (x[a] - f.x0[a])
+	}
+}
+
+// TestPlansSharedAgreeWithFresh: tables built from one Plans, whose rows
+// are reused by jobs of the same bounds and whose powers are memoised
+// table after table, are the tables built from nothing, to the last bit;
+// a row is computed once per bounds and worker count and again for other
+// bounds.
+func TestPlansSharedAgreeWithFresh(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 6))
+	bounds := []Bounds{
+		{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256},
+		{InitBatch: 32, MaxBatch: 1024, MinLocal: 8},
+		{InitBatch: 64, MaxBatch: 64},
+		{InitBatch: 64, MaxBatch: 2048, Fixed: 256},
+		{InitBatch: 1, MaxBatch: 8192, MaxLocal: 5000}, // beyond maxPowMemo
+	}
+	ps := NewPlans()
+	for i := range 200 {
+		p := Params{AlphaC: r.Float64() * 0.1, BetaC: r.Float64() * 0.01, AlphaR: r.Float64() * 0.05, BetaR: r.Float64() * 0.002,
+			AlphaN: r.Float64() * 0.3, BetaN: r.Float64() * 0.01, Gamma: 1 + r.Float64()*(MaxGamma-1)}
+		b := bounds[i%len(bounds)]
+		perNode, limit := 1+r.IntN(8), 1+r.IntN(64)
+		if i == 100 {
+			ps.gen = math.MaxUint32 // the next table wraps the stamps
+		}
+		shared, fresh := ps.NewTable(p, b, perNode, limit), NewTable(p, b, perNode, limit)
+		if !slices.Equal(shared.entries, fresh.entries) || !slices.Equal(shared.start, fresh.start) {
+			t.Fatalf("case %d (%+v): the shared plans' table differs from a fresh one", i, b)
+		}
+		g := GradStats{Sqr: r.Float64(), Var: r.Float64() * 100}
+		for _, k := range []int{1, limit, limit + 1} {
+			nodes := min(k, 1+r.IntN(k))
+			if got, want := shared.Best(g, nodes, k), Best(p, g, b, nodes, k); got != want {
+				t.Fatalf("case %d, %d workers on %d nodes: table %+v, Best %+v", i, k, nodes, got, want)
+			}
+		}
+	}
+	for _, b := range bounds {
+		if a, c := ps.row(b, 3), ps.row(b, 3); len(a) == 0 || &a[0] != &c[0] {
+			t.Errorf("%+v: the row for 3 workers was computed again", b)
+		}
+	}
+	if a, c := ps.row(bounds[0], 3), ps.row(Bounds{InitBatch: 128, MaxBatch: 2048, MinLocal: 16, MaxLocal: 256}, 3); c[len(c)-1].batch == a[len(a)-1].batch {
+		t.Errorf("other bounds took the row of %+v", bounds[0])
 	}
 }
