@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -64,6 +65,14 @@ func (s *Service) onDone(ctx context.Context, name string, status model.Status) 
 	}
 }
 
+// endTimer is a Backend that knows when a job's work ended, earlier than
+// the service hears of it: the simulated cluster, whose jobs end at an
+// instant it computes. Their finish time is that instant (the GPUs are
+// freed, and counted as held, until the service hears).
+type endTimer interface {
+	EndedAt(name string) (time.Time, bool)
+}
+
 // removeEnded removes the jobs onDone queued (none if an earlier turn
 // took them). Loop goroutine only.
 func (s *Service) removeEnded(ctx context.Context) {
@@ -74,7 +83,11 @@ func (s *Service) removeEnded(ctx context.Context) {
 	now := s.cfg.Clock.Now()
 	apps := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(ended)) {
-		if app, ok := s.takeOut(ctx, now, name, endedHere(ended[name])); ok {
+		why := endedHere(ended[name])
+		if e, ok := s.cfg.Backend.(endTimer); ok {
+			why.ended, _ = e.EndedAt(name)
+		}
+		if app, ok := s.takeOut(ctx, now, name, why); ok {
 			apps[app] = true
 		}
 	}

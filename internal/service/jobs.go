@@ -55,6 +55,9 @@ type exit struct {
 	status model.Status
 	// record: write status to the store and count it.
 	record bool
+	// ended is when the job's work ended, if the cluster knows it to be
+	// earlier than now (endTimer): its finish time. Zero: now.
+	ended time.Time
 }
 
 // endedHere is the exit of a job that ends in this service with status.
@@ -225,7 +228,11 @@ func (s *Service) takeOut(ctx context.Context, now time.Time, name string, why e
 	delete(s.jobs, name)
 	if why.record {
 		// The cluster knows the job's progress until it forgets it.
-		s.statuses.ended(now, name, t, job, why.status, s.cfg.Backend.Progress(name))
+		finish := now
+		if !why.ended.IsZero() && why.ended.Before(now) && !why.ended.Before(job.State.LastChange) {
+			finish = why.ended
+		}
+		s.statuses.ended(now, finish, name, t, job, why.status, s.cfg.Backend.Progress(name))
 	}
 	s.cfg.Backend.Forget(name)
 	return t.app, true

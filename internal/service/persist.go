@@ -53,8 +53,9 @@ func (w *statuses) pending(name string) bool {
 }
 
 // ended counts a job that ended here with status and queues its terminal
-// status, with progress, the fraction of its work the cluster saw done.
-func (w *statuses) ended(now time.Time, name string, t *tracked, job model.Job, status model.Status, progress float64) {
+// status, with progress, the fraction of its work the cluster saw done,
+// and finish, when it ended (now, or earlier when the cluster knows).
+func (w *statuses) ended(now, finish time.Time, name string, t *tracked, job model.Job, status model.Status, progress float64) {
 	if status == model.StatusCompleted {
 		progress = 1
 	}
@@ -67,7 +68,7 @@ func (w *statuses) ended(now time.Time, name string, t *tracked, job model.Job, 
 	st := job.State
 	st.GPUs, st.Placement = 0, nil
 	w.final[name] = store.StatusWrite{
-		Status: store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: now, Updated: now,
+		Status: store.JobStatus{State: st, Est: job.Est, Progress: progress, FinishTime: finish, Updated: now,
 			Allocations: store.AppendAllocation(t.allocations, now, nil)},
 		Revision: t.revision,
 	}

@@ -51,6 +51,15 @@ type fakeBackend struct {
 	running      chan struct{}
 	// blocked counts Apply calls waiting on block.
 	blocked atomic.Int32
+	// ended holds the ends EndedAt reports, as the simulated cluster's.
+	ended map[string]time.Time
+}
+
+func (c *fakeBackend) EndedAt(name string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.ended[name]
+	return at, ok
 }
 
 func newFakeBackend(nodes, gpus int) *fakeBackend {
@@ -952,5 +961,40 @@ func TestJobsDoneTogetherFinishInOneTurn(t *testing.T) {
 	}
 	if got := h.counter(h.m.JobsCompleted); got != n {
 		t.Errorf("completed counter %d, want %d", got, n)
+	}
+}
+
+// A job's finish time is when the cluster says its work ended, when that
+// is known and earlier than the service heard of it (the simulated
+// cluster at --speed N, late by a busy process's milliseconds times N),
+// but never before the job's last change.
+func TestFinishTimeIsWhenTheWorkEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ended time.Duration // after the start; 0: unknown
+		want  time.Duration // the finish time after the start
+	}{
+		{"known", 20 * time.Second, 20 * time.Second},
+		{"unknown", 0, time.Minute},
+		{"before its last change", -time.Second, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 1, 4)
+			h.create("a", 1, 4)
+			h.run()
+			j := h.waitStatus("a", model.StatusRunning)
+			started := j.Status.State.LastChange
+			if tc.ended != 0 {
+				h.fake.mu.Lock()
+				h.fake.ended = map[string]time.Time{"a": started.Add(tc.ended)}
+				h.fake.mu.Unlock()
+			}
+			h.clk.Step(time.Minute)
+			h.fake.finish("a", model.StatusCompleted)
+			j = h.waitStatus("a", model.StatusCompleted)
+			if !j.Status.FinishTime.Equal(started.Add(tc.want)) {
+				t.Fatalf("finish time %v, want %v after the start at %v", j.Status.FinishTime, tc.want, started)
+			}
+		})
 	}
 }

@@ -47,6 +47,8 @@ type Options struct {
 type job struct {
 	name, app string
 	perWorker int // GPUs a worker
+	// ended is when the job's work was done (zero while it is not).
+	ended time.Time
 	p         *sim.JobProgress
 	// prof is the job's measured profile (nil for a parametric model);
 	// bounds its batch bounds, adaptive when the job lets Voda choose its
@@ -472,6 +474,20 @@ func (c *SimPool) advance(j *job, now time.Time) error {
 	})
 }
 
+// EndedAt returns when a job's work was done, for the service to record
+// as its finish time rather than when it heard of it (a busy process
+// hears late, and at --speed N every millisecond late is N of the job's);
+// false while the job is not done or not known.
+func (c *SimPool) EndedAt(name string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, ok := c.jobs[name]
+	if !ok || j.ended.IsZero() {
+		return time.Time{}, false
+	}
+	return j.ended, true
+}
+
 // finishAt returns when a running job will finish at its current rate.
 func (c *SimPool) finishAt(j *job) (time.Time, bool) {
 	secs, err := j.p.FinishIn()
@@ -507,6 +523,9 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 		c.mu.Lock()
 		for _, name := range c.sortedNames() {
 			j := c.jobs[name]
+			// Its rate has not changed since j.last (a placement advances
+			// it first), so the end predicted then is when its work ended.
+			at, predicted := c.finishAt(j)
 			if err := c.advance(j, now); err != nil {
 				c.log.Warn("simulated job", "job", name, "err", err)
 			}
@@ -514,6 +533,9 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 				if !reported[name] {
 					reported[name] = true
 					done = append(done, name)
+					if j.ended = now; predicted && at.Before(now) {
+						j.ended = at
+					}
 				}
 				continue
 			}

@@ -279,3 +279,33 @@ func TestRunReportsJobsDoneTogetherAtOnce(t *testing.T) {
 	clk.Step(time.Minute)
 	waitUntil(t, func() bool { return together.Load() == int32(len(names)) })
 }
+
+// A job that ended while nobody looked (a busy process wakes late) ends
+// at the instant its work was done, not when the cluster noticed.
+func TestEndedAtIsWhenTheWorkEnded(t *testing.T) {
+	c, clk := newSimPool(t, 1, 4, 30*time.Second)
+	if err := c.Track("a", "linear", 1, 1, 0); err != nil { // 60 one-GPU seconds
+		t.Fatal(err)
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2}) // the restart, then 30 s
+	if _, ok := c.EndedAt("a"); ok {
+		t.Fatal("EndedAt of a running job")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reported := make(chan string, 1)
+	go func() { _ = c.Run(ctx, func(name string, _ model.Status) { reported <- name }) }()
+	waitUntil(t, clk.HasWaiters)
+	clk.Step(10 * time.Minute) // woken 9 minutes late
+	select {
+	case <-reported:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job's end was not reported")
+	}
+	if at, ok := c.EndedAt("a"); !ok || !at.Equal(t0.Add(60*time.Second)) {
+		t.Fatalf("EndedAt = %v, %v; want %v", at, ok, t0.Add(60*time.Second))
+	}
+	if _, ok := c.EndedAt("ghost"); ok {
+		t.Error("EndedAt of an unknown job")
+	}
+}
