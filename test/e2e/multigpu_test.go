@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// multiGPUManifest is an elastic MPIJob of 1 to 2 workers holding G GPUs
+// each on v100 nodes, training 100 epochs of the default model (about 8 s
+// of wall time on 8 GPUs at --speed 100, long enough to be seen running).
+func multiGPUManifest(name, gpus string) string {
+	return `apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: ` + name + `
+spec:
+  slotsPerWorker: ` + gpus + `
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: horovod/horovod:0.28.1
+            env:
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "2"}
+            - {name: EPOCHS, value: "100"}
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector:
+            vodascheduler/accelerator: v100
+          containers:
+          - name: worker
+            image: horovod/horovod:0.28.1
+            resources:
+              limits:
+                nvidia.com/gpu: ` + gpus + `
+`
+}
+
+// Workers of several GPUs against the running binary: with
+// --multi-gpu-workers a job of two workers of 4 GPUs runs on 8 GPUs and
+// completes, and every manifest whose GPUs do not add up is a 400 naming
+// its field; without the flag, G > 1 is refused.
+func TestMultiGPUWorkers(t *testing.T) {
+	const workerGPU = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]"
+	off := startServer(t, "--sim-nodes", "v100=2x8", "--data-dir", t.TempDir(), "--log-level", "warn")
+	if code, body, _, _ := post(t, off, []byte(multiGPUManifest("four", "4"))); code != http.StatusBadRequest ||
+		!strings.Contains(body, workerGPU) || !strings.Contains(body, "not accepted yet") {
+		t.Fatalf("G=4 without --multi-gpu-workers: %d %s, want 400 naming %s", code, body, workerGPU)
+	}
+
+	srv := startServer(t, "--sim-nodes", "v100=2x8", "--data-dir", t.TempDir(), "--log-level", "warn",
+		"--speed", "100", "--multi-gpu-workers")
+	base := multiGPUManifest("bad", "4")
+	for _, tc := range []struct {
+		name, manifest, field string
+	}{
+		{"G=0", multiGPUManifest("bad", "0"), workerGPU},
+		{"G=-1", strings.Replace(base, "nvidia.com/gpu: 4", "nvidia.com/gpu: -1", 1), workerGPU},
+		{"G=2.5", strings.Replace(base, "nvidia.com/gpu: 4", "nvidia.com/gpu: 2.5", 1), workerGPU},
+		{`G="four"`, strings.Replace(base, "nvidia.com/gpu: 4", `nvidia.com/gpu: "four"`, 1), workerGPU},
+		{"G=1000", strings.Replace(base, "nvidia.com/gpu: 4", "nvidia.com/gpu: 1000", 1), workerGPU},
+		{"slotsPerWorker 1", strings.Replace(base, "slotsPerWorker: 4", "slotsPerWorker: 1", 1), "spec.slotsPerWorker"},
+		{"GPUs on the launcher", strings.Replace(base, "          - name: launcher\n", "          - name: launcher\n            resources: {limits: {nvidia.com/gpu: 1}}\n", 1),
+			"spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources.limits[nvidia.com/gpu]"},
+		{"GPUs on an init container", strings.Replace(base, "          containers:\n          - name: worker\n", "          initContainers: [{name: warm, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]\n          containers:\n          - name: worker\n", 1),
+			"spec.mpiReplicaSpecs.Worker.template.spec.initContainers[0].resources.limits[nvidia.com/gpu]"},
+		{"GPUs on a sidecar", base + "          - {name: sidecar, image: envoyproxy/envoy:v1.30.1, resources: {limits: {nvidia.com/gpu: 4}}}\n",
+			"spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[nvidia.com/gpu]"},
+	} {
+		code, body, _, _ := post(t, srv, []byte(tc.manifest))
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.field) {
+			t.Errorf("%s: %d %.300s, want 400 naming %s", tc.name, code, body, tc.field)
+		}
+	}
+
+	code, body, _, _ := post(t, srv, []byte(multiGPUManifest("four", "4")))
+	if code != http.StatusCreated {
+		t.Fatalf("G=4: %d %s", code, body)
+	}
+	name, _ := jsonField([]byte(body), "name")
+	c := srv.Client()
+	waitFor(t, "the job to run on two workers of 4 GPUs", 2*time.Minute, func() (bool, error) {
+		j, err := c.GetJob(ctxT(t), name)
+		if err != nil || j.Status == "Completed" {
+			return false, err
+		}
+		return j.GPUsPerWorker == 4 && j.Workers == 2 && j.GPUs == 8, nil
+	})
+	j, err := c.GetJob(ctxT(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, w := range j.Placement {
+		if w*4 > 8 {
+			t.Errorf("node %s holds %d workers of 4 GPUs, more than its 8", node, w)
+		}
+	}
+	waitFor(t, "the job to complete", 2*time.Minute, func() (bool, error) {
+		j, err := c.GetJob(ctxT(t), name)
+		return err == nil && j.Status == "Completed", err
+	})
+}
