@@ -33,8 +33,11 @@ type Metrics struct {
 	JobsWaiting   *prometheus.GaugeVec
 	JobsRunning   *prometheus.GaugeVec
 	JobsCrossNode *prometheus.GaugeVec
-	GPUs          *prometheus.GaugeVec
-	GPUsInUse     *prometheus.GaugeVec
+	// GPUsStranded is the GPUs the last cycle left free on nodes where no
+	// waiting job can run a worker of its G GPUs.
+	GPUsStranded *prometheus.GaugeVec
+	GPUs         *prometheus.GaugeVec
+	GPUsInUse    *prometheus.GaugeVec
 
 	// Per live job that reported its progress, labelled gpu_type and job;
 	// a job's series go when it leaves the scheduler.
@@ -139,6 +142,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		JobsCrossNode: gauge("jobs_cross_node", "Running jobs whose workers span more than one node."),
 		GPUs:          gauge("gpus", "GPUs of the GPU type's nodes."),
 		GPUsInUse:     gauge("gpus_in_use", "GPUs held by jobs."),
+		GPUsStranded: gauge("gpus_stranded", "GPUs the last cycle left free on nodes where no waiting job can run a worker: "+
+			"free but too few in one place for the GPUs per worker of the jobs that wait (0 when every worker is one GPU)."),
 
 		JobProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_progress",
 			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job_name"}),
@@ -187,7 +192,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.JobsCreated, m.JobsDeleted, m.JobsCompleted, m.JobsFailed, m.JobsSetAside, m.ProgressReports, m.ProgressConflicts,
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
-		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
+		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse, m.GPUsStranded,
 		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
 		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
 		m.HTTPRequests, m.HTTPDuration, m.EventStreams, m.EventStreamsDropped, m.EventPollDuration,
@@ -211,7 +216,7 @@ func (m *Metrics) Lead(gpuType string, leading bool) {
 	}
 	m.SchedulerLeader.WithLabelValues(gpuType).Set(0)
 	gt := prometheus.Labels{"gpu_type": gpuType}
-	for _, g := range []*prometheus.GaugeVec{m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse,
+	for _, g := range []*prometheus.GaugeVec{m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse, m.GPUsStranded,
 		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds, m.LastReschedule} {
 		g.DeletePartialMatch(gt)
 	}

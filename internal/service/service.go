@@ -247,6 +247,9 @@ func (s *Service) afterCycle(ctx context.Context, rep scheduler.CycleReport, err
 	m.PlacementDuration.WithLabelValues(gt).Observe(rep.PlaceDuration.Seconds())
 	m.WorkersMigrated.WithLabelValues(gt).Add(float64(rep.Migrated))
 	m.LaunchersRestarted.WithLabelValues(gt).Add(float64(len(rep.Actions) - rep.FailedActions))
+	if err == nil {
+		m.GPUsStranded.WithLabelValues(gt).Set(float64(rep.Stranded))
+	}
 	if err != nil {
 		s.log.Error("scheduling cycle failed", "err", err)
 	} else if len(rep.Actions) > 0 {

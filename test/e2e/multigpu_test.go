@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -106,5 +107,22 @@ func TestMultiGPUWorkers(t *testing.T) {
 	waitFor(t, "the job to complete", 2*time.Minute, func() (bool, error) {
 		j, err := c.GetJob(ctxT(t), name)
 		return err == nil && j.Status == "Completed", err
+	})
+
+	// Stranded GPUs: on one node of 8, a one-GPU job leaves 7 free that a
+	// job of one worker of 8 waits for; voda_gpus_stranded says so.
+	frag := startServer(t, "--sim-nodes", "v100=1x8", "--data-dir", t.TempDir(), "--log-level", "warn",
+		"--speed", "10", "--multi-gpu-workers")
+	one := strings.Replace(multiGPUManifest("one", "1"), `value: "2"}`, `value: "1"}`, 1)
+	if code, body, _, _ := post(t, frag, []byte(one)); code != http.StatusCreated {
+		t.Fatalf("one GPU: %d %s", code, body)
+	}
+	eight := strings.Replace(multiGPUManifest("eight", "8"), `value: "2"}`, `value: "1"}`, 1)
+	if code, body, _, _ := post(t, frag, []byte(eight)); code != http.StatusCreated {
+		t.Fatalf("G=8: %d %s", code, body)
+	}
+	waitFor(t, "voda_gpus_stranded to count the 7 GPUs the G=8 job cannot use", time.Minute, func() (bool, error) {
+		v := metric(t, frag, `voda_gpus_stranded{gpu_type="v100"}`)
+		return v == 7, fmt.Errorf("voda_gpus_stranded %v", v)
 	})
 }

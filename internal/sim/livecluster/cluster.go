@@ -49,7 +49,7 @@ type job struct {
 	perWorker int // GPUs a worker
 	// ended is when the job's work was done (zero while it is not).
 	ended time.Time
-	p         *sim.JobProgress
+	p     *sim.JobProgress
 	// prof is the job's measured profile (nil for a parametric model);
 	// bounds its batch bounds, adaptive when the job lets Voda choose its
 	// batch size.
