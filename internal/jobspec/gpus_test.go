@@ -2,6 +2,9 @@ package jobspec
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -274,6 +277,34 @@ func TestGPUsPerWorker(t *testing.T) {
 			if got := GPUsPerWorker(KindMPIJob, in); got != tc.want {
 				t.Errorf("%s: GPUsPerWorker = %d, want %d", name, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestMultiGPUExamples parses the examples of workers of several GPUs
+// (examples/multi-gpu): each is accepted with MultiGPUWorkers, refused
+// without it, and keeps its G.
+func TestMultiGPUExamples(t *testing.T) {
+	want := map[string]int{"mpijob-horovod-4-gpus-per-worker.yaml": 4, "pytorchjob-2-gpus-per-worker.yaml": 2}
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "multi-gpu", "*.yaml"))
+	if err != nil || len(files) != len(want) {
+		t.Fatalf("examples/multi-gpu: %v, %d files, want %d", err, len(files), len(want))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := Parse(data, Options{MultiGPUWorkers: true})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if g := spec.JobSpec.PerWorker(); g != want[filepath.Base(f)] {
+			t.Errorf("%s: G = %d, want %d", f, g, want[filepath.Base(f)])
+		}
+		if _, err := Parse(data, Options{}); err == nil || !strings.Contains(err.Error(), "not accepted yet") {
+			t.Errorf("%s without MultiGPUWorkers: %v, want refused", f, err)
 		}
 	}
 }
