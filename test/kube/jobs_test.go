@@ -39,36 +39,7 @@ var (
 		name: "MPIJob", resource: kube.MPIJobResource,
 		replicas: []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"},
 		manifest: func(name, gpuType string, min, max int, done time.Duration) []byte {
-			return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: %s
-  annotations:
-    vodascheduler/gpu-type: %s
-spec:
-  slotsPerWorker: 1
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        metadata:
-          annotations:
-            %s: "%s"
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            env:
-            - {name: MIN_NUM_PROC, value: "%d"}
-            - {name: MAX_NUM_PROC, value: "%d"}
-    Worker:
-      replicas: %d
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-`, name, gpuType, completeAfter, done, min, max, min))
+			return mpiJobManifest(name, gpuType, 1, min, max, done)
 		},
 	}
 	pyTorchJob = kind{
@@ -244,4 +215,44 @@ func noStrandedPods(ctx context.Context, ns string) (bool, error) {
 		return false, fmt.Errorf("%d pods gated or pending: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))
 	}
 	return true, nil
+}
+
+// mpiJobManifest is an MPIJob of min to max workers of gpus GPUs each
+// whose launcher completes after done: with one GPU a worker it says
+// slotsPerWorker 1 and leaves the worker's GPU to Voda; with more, it asks
+// for them on the worker container and leaves slotsPerWorker to Voda.
+func mpiJobManifest(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
+	slots, resources := "  slotsPerWorker: 1\n", ""
+	if gpus > 1 {
+		slots, resources = "", fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
+	}
+	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: %s
+  annotations:
+    vodascheduler/gpu-type: %s
+spec:
+%s  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        metadata:
+          annotations:
+            %s: "%s"
+        spec:
+          containers:
+          - name: launcher
+            image: horovod/horovod:0.28.1
+            env:
+            - {name: MIN_NUM_PROC, value: "%d"}
+            - {name: MAX_NUM_PROC, value: "%d"}
+    Worker:
+      replicas: %d
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: horovod/horovod:0.28.1
+%s`, name, gpuType, slots, completeAfter, done, min, max, min, resources))
 }

@@ -12,44 +12,6 @@ import (
 	"github.com/vodascheduler/voda/test/vodatest"
 )
 
-// multiGPUMPIJob is an MPIJob of min to max workers of gpus GPUs each,
-// without slotsPerWorker (Voda sets it to gpus), whose launcher completes
-// after done.
-func multiGPUMPIJob(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
-	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: %s
-  annotations:
-    vodascheduler/gpu-type: %s
-spec:
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        metadata:
-          annotations:
-            %s: "%s"
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            env:
-            - {name: MIN_NUM_PROC, value: "%d"}
-            - {name: MAX_NUM_PROC, value: "%d"}
-    Worker:
-      replicas: %d
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-            resources:
-              limits:
-                nvidia.com/gpu: %d
-`, name, gpuType, completeAfter, done, min, max, min, gpus))
-}
-
 // An MPIJob whose workers hold 4 GPUs each, on one 8-GPU kwok node with
 // the real mpi-operator: alone it grows to 2 pods, shrinks to 1 when a
 // second such job arrives, and grows back when that one completes; its
@@ -61,7 +23,7 @@ func TestMultiGPUMPIJob(t *testing.T) {
 	vc := srv.Client()
 	ctx := t.Context()
 
-	a := submit(t, vc, multiGPUMPIJob("wide", c.gpuType, 4, 1, 2, time.Hour))
+	a := submit(t, vc, mpiJobManifest("wide", c.gpuType, 4, 1, 2, time.Hour))
 	ja := c.waitPlaced(t, vc, mpiJob, a, 2)
 	if ja.GPUsPerWorker != 4 || ja.GPUs != 8 {
 		t.Errorf("job %s: %d GPUs per worker, %d GPUs; want 4 and 8", a, ja.GPUsPerWorker, ja.GPUs)
@@ -86,7 +48,7 @@ func TestMultiGPUMPIJob(t *testing.T) {
 	}
 
 	// A second job of one worker of 4: the first shrinks to one pod.
-	b := submit(t, vc, multiGPUMPIJob("narrow", c.gpuType, 4, 1, 1, 20*time.Second))
+	b := submit(t, vc, mpiJobManifest("narrow", c.gpuType, 4, 1, 1, 20*time.Second))
 	c.waitPlaced(t, vc, mpiJob, b, 1)
 	c.waitPlaced(t, vc, mpiJob, a, 1)
 	c.waitHostfileSlots(t, a, 1, 4)
