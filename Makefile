@@ -7,7 +7,7 @@ SHARED    ?= ../shared
 POLLUX    := $(SHARED)/traces/pollux
 LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
-COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover
+COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover|TestMultiGPUMPIJob
 
 .PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table fragmentation-table replay-table dashboard-cost scale clean
 
@@ -41,7 +41,7 @@ test: vet test-deps sdk-test
 	$(GO) test -race -count=1 -timeout 40m -v ./test/kube
 	$(MAKE) compat
 
-## compat: the MPIJob tests again, against mpi-operator v0.8.0 (the newest release the Go module proxy serves; the stack runs v0.6.0 otherwise)
+## compat: the MPIJob tests (workers of several GPUs included) again, against mpi-operator v0.8.0 (the newest release the Go module proxy serves; the stack runs v0.6.0 otherwise)
 compat: test-deps
 	VODA_MPI_OPERATOR=v0.8.0 $(GO) test -race -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' ./test/kube
 
