@@ -243,6 +243,10 @@ func (j *JobProgress) step(now, dt float64, round bool, h stepHooks) error {
 	return nil
 }
 
+// Ended returns when the job's last epoch ended, on the clock its steps
+// were given (Advance's now), and whether it has.
+func (j *JobProgress) Ended() (float64, bool) { return j.end, j.done }
+
 // FinishIn returns the seconds until the job completes if nothing
 // changes: what is left of its restart, then each epoch at its rate.
 func (j *JobProgress) FinishIn() (float64, error) {

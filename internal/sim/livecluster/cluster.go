@@ -457,6 +457,7 @@ func (c *SimPool) advance(j *job, now time.Time) error {
 	if dt <= 0 {
 		return nil
 	}
+	start := j.last
 	j.last = now
 	var ran func(seconds, work float64)
 	if j.prof != nil {
@@ -466,12 +467,19 @@ func (c *SimPool) advance(j *job, now time.Time) error {
 			}
 		}
 	}
-	return j.p.Advance(0, dt, ran, func() error {
+	err := j.p.Advance(0, dt, ran, func() error {
 		if k := j.workers(); j.bounds.Adaptive() && j.adviceWorkers == k {
 			j.p.SetBatch(j.advice)
 		}
 		return nil
 	})
+	// The step knows when within it the last epoch ended: that instant,
+	// whichever caller advanced the job (Run, a report, Apply), is when
+	// its work was done.
+	if end, done := j.p.Ended(); done && j.ended.IsZero() {
+		j.ended = start.Add(time.Duration(end * float64(time.Second)))
+	}
+	return err
 }
 
 // EndedAt returns when a job's work was done, for the service to record
@@ -523,19 +531,16 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 		c.mu.Lock()
 		for _, name := range c.sortedNames() {
 			j := c.jobs[name]
-			// Its rate has not changed since j.last (a placement advances
-			// it first), so the end predicted then is when its work ended.
-			at, predicted := c.finishAt(j)
 			if err := c.advance(j, now); err != nil {
 				c.log.Warn("simulated job", "job", name, "err", err)
 			}
 			if j.p.Finish(0) {
+				if j.ended.IsZero() {
+					j.ended = j.last // done within rounding error, as of its last step
+				}
 				if !reported[name] {
 					reported[name] = true
 					done = append(done, name)
-					if j.ended = now; predicted && at.Before(now) {
-						j.ended = at
-					}
 				}
 				continue
 			}

@@ -308,4 +308,19 @@ func TestEndedAtIsWhenTheWorkEnded(t *testing.T) {
 	if _, ok := c.EndedAt("ghost"); ok {
 		t.Error("EndedAt of an unknown job")
 	}
+
+	// Another caller (here a progress read; on the server, the reports)
+	// steps the job past its end before Run looks: the end stays exact.
+	c, clk = newSimPool(t, 1, 4, 30*time.Second)
+	if err := c.Track("b", "linear", 1, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c, "b", model.NodeWorkers{Node: "v100-node-00", Workers: 2})
+	clk.Step(10 * time.Minute)
+	if p := c.Progress("b"); p != 1 {
+		t.Fatalf("progress %v 10 minutes on, want 1", p)
+	}
+	if at, ok := c.EndedAt("b"); !ok || !at.Equal(t0.Add(60*time.Second)) {
+		t.Fatalf("EndedAt after a progress read = %v, %v; want %v", at, ok, t0.Add(60*time.Second))
+	}
 }
