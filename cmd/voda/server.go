@@ -146,7 +146,7 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&c.Cluster, "cluster", server.ClusterSim, "cluster the schedulers drive: sim (a simulated cluster) or kubernetes")
 	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
 	f.StringSliceVar(&c.GPUTypes, "gpu-types", nil, "GPU types the API accepts and the schedulers run (default: those of --sim-nodes, or of the Kubernetes nodes' vodascheduler/accelerator labels)")
-	f.Float64Var(&c.Speed, "speed", 1, "how many times faster than real time simulated time runs")
+	f.Float64Var(&c.Speed, "speed", 1, "how many times faster than real time simulated time runs (on a simulated cluster; the clock stands still while the scheduler catches up, see docs/server.md)")
 	f.BoolVar(&c.NoSimReports, "no-sim-reports", false, "simulated jobs do not report their progress; processes beside the simulated cluster report it over HTTP instead (docs/progress.md)")
 	f.StringVar(&c.Algorithm, "algorithm", algorithm.DefaultName, "algorithm of GPU types with none set at run time (see voda algorithms)")
 	f.StringVar(&c.Placer, "placer", placement.DefaultName, "placement policy (see voda placers)")

@@ -30,6 +30,12 @@ type Loop struct {
 	// OnCycle, if set, receives every cycle's report and error, on the
 	// loop's goroutine, with the context Run was given.
 	OnCycle func(ctx context.Context, rep CycleReport, err error)
+	// Hold, if set, stops the clock at a time until released (a simulated
+	// cluster's clock.Scaled.HoldAt): the loop holds it at its next due
+	// cycle and, from the cycle's start to the end of OnCycle, at the
+	// cycle's time, so that however late the loop runs, its cycles run at
+	// their due times and take no time on the clock, as in the simulator.
+	Hold func(at time.Time) (release func())
 
 	mu      sync.Mutex
 	calls   []*call
@@ -130,7 +136,10 @@ func (l *Loop) setBusy(busy bool) {
 // may be called once.
 func (l *Loop) Run(ctx context.Context) error {
 	var timer clock.Timer
+	// due lets go of the hold at the next due cycle.
+	due := func() {}
 	defer func() {
+		due()
 		if timer != nil {
 			timer.Stop()
 		}
@@ -158,10 +167,22 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		now := l.clock.Now()
 		var timerC <-chan time.Time
-		if at, ok := l.core.Due(); ok {
+		at, ok := l.core.Due()
+		prev := due
+		due = func() {}
+		if ok && l.Hold != nil {
+			due = l.Hold(at)
+			now = l.clock.Now() // no later than at
+		}
+		prev()
+		if ok {
 			wait := at.Sub(now)
 			if wait <= 0 {
 				l.setBusy(true)
+				release := func() {}
+				if l.Hold != nil {
+					release = l.Hold(now)
+				}
 				if l.BeforeCycle != nil {
 					l.BeforeCycle(ctx, now)
 				}
@@ -169,6 +190,7 @@ func (l *Loop) Run(ctx context.Context) error {
 				if l.OnCycle != nil {
 					l.OnCycle(ctx, rep, err)
 				}
+				release()
 				l.setBusy(false)
 				continue
 			}

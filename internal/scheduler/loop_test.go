@@ -11,6 +11,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	vodaclock "github.com/vodascheduler/voda/internal/clock"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
 )
@@ -302,5 +303,55 @@ func TestBeforeCycleRunsBeforeEachCycle(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
 		t.Errorf("the cycles saw remaining times %v, want [1 2]: the estimates set just before each", seen)
+	}
+}
+
+// With Hold (a simulated cluster's scaled clock), a loop that wakes late
+// still runs each cycle at its due time: the clock stops there until the
+// cycle is done, so the lateness costs the jobs nothing.
+func TestHoldRunsLateCyclesAtTheirDueTime(t *testing.T) {
+	c, _ := newTestCore(t, &fixedAlloc{gpus: map[string]int{"a": 1}}, 1)
+	if err := c.Submit(t0, spec("a", 1, 1, t0)); err != nil {
+		t.Fatal(err)
+	}
+	real := testingclock.NewFakeClock(t0)
+	clk := vodaclock.NewScaled(real, t0, 1)
+	loop := NewLoop(c, clk, real)
+	loop.Hold = clk.HoldAt
+	var mu sync.Mutex
+	var times []time.Time
+	loop.OnCycle = func(_ context.Context, rep CycleReport, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		times = append(times, rep.Time)
+	}
+	cycles := func() int { mu.Lock(); defer mu.Unlock(); return len(times) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return cycles() == 1 })
+	waitFor(t, real.HasWaiters)
+	// Three ticks of wall time pass before the loop runs again: the
+	// clock stood at the due cycle, and the two ticks late are not
+	// counted.
+	real.Step(3 * DefaultTick)
+	waitFor(t, func() bool { return cycles() == 2 })
+	waitFor(t, real.HasWaiters)
+	real.Step(DefaultTick)
+	waitFor(t, func() bool { return cycles() == 3 })
+	var j model.Job
+	if err := loop.Do(ctx, func(c *Core) { j, _ = c.Job("a") }); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, at := range times {
+		if want := t0.Add(time.Duration(i) * DefaultTick); !at.Equal(want) {
+			t.Errorf("cycle %d ran at %v, want its due time %v", i, at, want)
+		}
+	}
+	if want := 2 * DefaultTick.Seconds(); j.State.AttainedService != want {
+		t.Errorf("attained service %v after two ticks, want %v", j.State.AttainedService, want)
 	}
 }

@@ -174,8 +174,18 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		GPUType:          gpuType, Store: s.store, Queue: s.queue, Backend: backend, Algorithms: s.algos, Placer: s.placer,
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
 		StartInterval: startInterval(s.cfg.Speed),
-		Clock:         s.clock, Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+		Clock:         s.clock, HoldClock: s.holdClock(), Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
 	})
+}
+
+// holdClock is what stops the schedulers' clock while they decide: the
+// scaled clock's Hold on a simulated cluster, whose jobs progress by that
+// clock; nothing on Kubernetes, where time is the real one.
+func (s *server) holdClock() func(time.Time) (release func()) {
+	if s.cfg.Cluster != ClusterSim {
+		return nil
+	}
+	return s.clock.HoldAt
 }
 
 // startInterval is the schedulers' least time between a cycle and a

@@ -57,5 +57,6 @@ func (s *Service) start(ctx context.Context) error {
 	s.loop = scheduler.NewLoop(core, s.cfg.Clock, s.cfg.WallClock)
 	s.loop.BeforeCycle = s.beforeCycle
 	s.loop.OnCycle = s.afterCycle
+	s.loop.Hold = s.cfg.HoldClock
 	return nil
 }

@@ -79,6 +79,11 @@ type Config struct {
 	// Clock is the scheduler's clock: job times, cycles, the rate limit.
 	// It may run faster than real time (a simulated cluster).
 	Clock clock.Clock
+	// HoldClock, if set, stops Clock at a time until released (a simulated
+	// cluster's clock.Scaled.HoldAt): cycles then run at their due times
+	// and take no time on the cluster's clock, however late or slow they
+	// are on a busy machine (scheduler.Loop.Hold). Nil on a real cluster.
+	HoldClock func(at time.Time) (release func())
 	// WallClock paces what happens in real time whatever Clock does: the
 	// resync, retries of unhandled notifications and the wedge detection
 	// of Health. Nil means the real clock.

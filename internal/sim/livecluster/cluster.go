@@ -512,6 +512,12 @@ func (c *SimPool) signal() {
 	}
 }
 
+// holder is a clock that can be stopped at a time until released: the
+// server's scaled clock (clock.Scaled.HoldAt).
+type holder interface {
+	HoldAt(at time.Time) (release func())
+}
+
 // Run advances jobs until ctx ends, calling onFinish (never with the
 // cluster's lock held, from goroutines of their own for jobs done at the
 // same time) once for each job whose work is done. The job
@@ -519,7 +525,11 @@ func (c *SimPool) signal() {
 func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status model.Status)) error {
 	reported := map[string]bool{}
 	var timer clock.Timer
+	// release lets go of the hold at the next job's end, if the clock
+	// can be held (see holder).
+	release := func() {}
 	defer func() {
+		release()
 		if timer != nil {
 			timer.Stop()
 		}
@@ -567,6 +577,15 @@ func (c *SimPool) Run(ctx context.Context, onFinish func(name string, status mod
 			continue
 		}
 		var timerC <-chan time.Time
+		// The clock stops at the next end until this loop has seen it, so
+		// that however late it wakes, the job ends and its GPUs are freed
+		// at that instant, as in the simulator.
+		prev := release
+		release = func() {}
+		if h, ok := c.clk.(holder); ok && !next.IsZero() {
+			release = h.HoldAt(next)
+		}
+		prev()
 		if !next.IsZero() {
 			wait := max(next.Sub(now), time.Millisecond)
 			if timer == nil {

@@ -11,6 +11,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	vodaclock "github.com/vodascheduler/voda/internal/clock"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -322,5 +323,35 @@ func TestEndedAtIsWhenTheWorkEnded(t *testing.T) {
 	}
 	if at, ok := c.EndedAt("b"); !ok || !at.Equal(t0.Add(60*time.Second)) {
 		t.Fatalf("EndedAt after a progress read = %v, %v; want %v", at, ok, t0.Add(60*time.Second))
+	}
+}
+
+// On a clock that can be held (the server's), Run stops it at the next
+// job's end: woken late, it reports the end with the clock still there,
+// so the scheduler frees the job's GPUs at that instant.
+func TestRunHoldsTheClockAtTheNextEnd(t *testing.T) {
+	real := testingclock.NewFakeClock(t0)
+	clk := vodaclock.NewScaled(real, t0, 1)
+	c, err := New(Options{GPUType: "v100", Nodes: 1, GPUsPerNode: 4, RestartCost: 30 * time.Second, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Track("a", "linear", 1, 1, 0); err != nil { // 60 one-GPU seconds
+		t.Fatal(err)
+	}
+	start(t, c, "a", model.NodeWorkers{Node: "v100-node-00", Workers: 2}) // the restart, then 30 s
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan time.Time, 1)
+	go func() { _ = c.Run(ctx, func(string, model.Status) { seen <- clk.Now() }) }()
+	waitUntil(t, real.HasWaiters)
+	real.Step(10 * time.Minute) // woken 9 minutes late
+	select {
+	case at := <-seen:
+		if want := t0.Add(60 * time.Second); !at.Equal(want) {
+			t.Errorf("the clock read %v when the end was reported, want it held at the end, %v", at, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job's end was not reported")
 	}
 }

@@ -3,7 +3,8 @@
 // playwright-core and prints what happened as JSON. Usage:
 //   node dashboard.cjs BASE_URL ADMIN_TOKEN USER_TOKEN MANIFEST_FILE WAITING_MANIFEST_FILE SHOTS_DIR
 // As the admin: open /ui/, submit the manifest through the API, time until
-// the job's row and its GPUs show, wait for the job to complete without a
+// the job's row and its GPUs show and list what the page requested
+// meanwhile, wait for the job to complete without a
 // reload (it moves from the live jobs to the finished ones), open its page
 // by clicking it under Finished; submit a job that cannot start and read
 // its waiting time twice; reload and find the finished job's GPUs in the
@@ -40,6 +41,10 @@ async function main() {
     const submit = (body) => fetch(`${base}/api/v1/jobs`, {
       method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/yaml' }, body,
     });
+    // What the page asks the server for while the job appears: nothing,
+    // if the open event stream brings it (no reconnect, no polling).
+    const requests = [];
+    admin.on('request', (r) => requests.push(new URL(r.url()).pathname));
     const submitted = Date.now();
     const res = await submit(manifest);
     const created = await res.json();
@@ -50,6 +55,7 @@ async function main() {
     out.steps.rowMs = Date.now() - submitted;
     await admin.waitForSelector(`a.gpu[title="${job}"]`, { timeout: 10000 });
     out.steps.gpusMs = Date.now() - submitted;
+    out.steps.requestsWhileWaiting = requests.slice();
     await admin.screenshot({ path: path.join(shots, 'dashboard-cluster.png') });
     const navigations = [];
     admin.on('framenavigated', (f) => { if (f === admin.mainFrame()) navigations.push(f.url()); });
