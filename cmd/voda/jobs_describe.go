@@ -203,6 +203,10 @@ func describeMeasured(d *describer, j api.Job, now time.Time) {
 	}
 	for _, tp := range m.Throughput {
 		where := fmt.Sprintf("%d %s", tp.Workers, plural(tp.Workers, "worker", "workers"))
+		if tp.Pods > 0 {
+			// Workers of several GPUs: a report counts processes, one a GPU.
+			where = fmt.Sprintf("%d GPUs in %d %s", tp.Workers, tp.Pods, plural(tp.Pods, "pod", "pods"))
+		}
 		if tp.Nodes > 0 {
 			where += fmt.Sprintf(", %d %s", tp.Nodes, plural(tp.Nodes, "node", "nodes"))
 		}

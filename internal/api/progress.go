@@ -153,7 +153,7 @@ func (s *Server) measured(out *Job, j store.Job, now time.Time) {
 		m.RestartSeconds = st.Measured.RestartSeconds / float64(n)
 	}
 	for _, p := range collector.Placements(st.Measured) {
-		m.Throughput = append(m.Throughput, Throughput{Workers: p.Workers, Nodes: p.Nodes, EpochsPerHour: p.Rate * 3600,
+		m.Throughput = append(m.Throughput, Throughput{Workers: p.Workers, Nodes: p.Nodes, Pods: p.Pods, EpochsPerHour: p.Rate * 3600,
 			RelativeError: p.RateRelErr, Seconds: p.Seconds})
 	}
 	out.Measured = m

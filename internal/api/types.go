@@ -153,7 +153,10 @@ type Measured struct {
 type Throughput struct {
 	Workers int `json:"workers"`
 	// Nodes is absent when the reports did not say.
-	Nodes         int     `json:"nodes,omitempty"`
+	Nodes int `json:"nodes,omitempty"`
+	// Pods is how many worker pods held Workers processes when they hold
+	// several GPUs each; absent for one pod per worker.
+	Pods          int     `json:"pods,omitempty"`
 	EpochsPerHour float64 `json:"epochsPerHour"`
 	// RelativeError is the standard error of the speed over the speed;
 	// absent with fewer than two measured intervals.

@@ -24,7 +24,10 @@ type Observation struct {
 	Workers  int
 	// Nodes is how many distinct nodes the workers ran on; 0 is unknown,
 	// which is its own placement and counts as one node in the fit.
-	Nodes   int
+	Nodes int
+	// Pods is how many worker pods held the workers when they hold
+	// several GPUs each; 0 or Workers is one pod per worker.
+	Pods    int
 	Seconds float64
 	// Work is the progress made, in one-GPU seconds.
 	Work float64

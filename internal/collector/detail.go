@@ -38,6 +38,7 @@ type Detail struct {
 type PlacementDetail struct {
 	Workers   int     `json:"workers"`
 	Nodes     int     `json:"nodes,omitempty"` // 0: unknown
+	Pods      int     `json:"pods,omitempty"`  // 0: one per worker (PlacementRate.Pods)
 	Seconds   float64 `json:"seconds"`
 	Intervals int     `json:"intervals"`
 	// Rate is the mean work per second: work over seconds.
@@ -83,7 +84,7 @@ func Placements(m Measurements) []PlacementDetail {
 	var out []PlacementDetail
 	for _, p := range m.Placements {
 		out = append(out, PlacementDetail{
-			Workers: p.Workers, Nodes: p.Nodes, Seconds: p.Seconds, Intervals: p.Intervals,
+			Workers: p.Workers, Nodes: p.Nodes, Pods: p.Pods, Seconds: p.Seconds, Intervals: p.Intervals,
 			Rate: p.Work / p.Seconds, RateRelErr: rateRelErr(p),
 		})
 	}

@@ -16,8 +16,14 @@ const MaxRestartSeconds = 86400.0
 
 // PlacementRate sums what was measured on one placement.
 type PlacementRate struct {
-	Workers   int     `json:"workers"`
-	Nodes     int     `json:"nodes,omitempty"` // distinct nodes; 0 = unknown
+	Workers int `json:"workers"`
+	Nodes   int `json:"nodes,omitempty"` // distinct nodes; 0 = unknown
+	// Pods is how many worker pods held the workers (processes, one per
+	// GPU) when they hold several GPUs each; 0 is one pod per worker, as
+	// every job's before issue 29. 2 pods of 4 GPUs and 8 pods of 1 are
+	// different placements: processes within a pod share NVLink and
+	// memory, across pods they do not.
+	Pods      int     `json:"pods,omitempty"`
 	Seconds   float64 `json:"seconds"`
 	Work      float64 `json:"work"`
 	Intervals int     `json:"intervals"` // observations summed
@@ -28,7 +34,7 @@ type PlacementRate struct {
 // progress measured per placement and the restarts timed. It is plain data,
 // meant to be stored as JSON and handed back to a Collector.
 type Measurements struct {
-	Placements     []PlacementRate `json:"placements,omitempty"` // sorted by workers, then nodes
+	Placements     []PlacementRate `json:"placements,omitempty"` // sorted by workers, nodes, then pods
 	Restarts       int             `json:"restarts,omitempty"`
 	RestartSeconds float64         `json:"restartSeconds,omitempty"` // total over Restarts
 }
@@ -41,19 +47,41 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // and nodes from 0 (unknown) to workers.
 func validObservation(o Observation) bool {
 	return o.Workers > 0 && o.Seconds > 0 && !math.IsInf(o.Seconds, 0) &&
-		o.Work >= 0 && finite(o.Work) && o.Nodes >= 0 && o.Nodes <= o.Workers
+		o.Work >= 0 && finite(o.Work) && o.Nodes >= 0 && o.Nodes <= o.Workers && checkPods(o.Workers, o.Nodes, o.Pods) == nil
 }
 
-func comparePlacement(p PlacementRate, workers, nodes int) int {
-	return cmp.Or(cmp.Compare(p.Workers, workers), cmp.Compare(p.Nodes, nodes))
+// checkPods checks a placement's pods: 0 (one per worker), or a divisor of
+// the workers no fewer than the nodes.
+func checkPods(workers, nodes, pods int) error {
+	if pods != 0 && (pods < 1 || pods > workers || workers%pods != 0 || pods < nodes) {
+		return fmt.Errorf("pods: %d, must be 0 (one per worker) or divide workers (%d) and be at least nodes (%d)", pods, workers, nodes)
+	}
+	return nil
 }
 
-// find returns the index of placement (workers, nodes), or where it would
-// be inserted, and whether it is there.
-func (m *Measurements) find(workers, nodes int) (int, bool) {
-	return slices.BinarySearchFunc(m.Placements, [2]int{workers, nodes}, func(p PlacementRate, key [2]int) int {
-		return comparePlacement(p, key[0], key[1])
-	})
+// podsKey is how a placement's pods are kept: one pod per worker is 0,
+// however it was given, so that G=1 measurements read as they always
+// have.
+func podsKey(workers, pods int) int {
+	if pods == workers {
+		return 0
+	}
+	return pods
+}
+
+// placementKey identifies a placement: its workers, nodes and pods.
+type placementKey struct{ workers, nodes, pods int }
+
+func (p PlacementRate) key() placementKey { return placementKey{p.Workers, p.Nodes, p.Pods} }
+
+func comparePlacement(p PlacementRate, k placementKey) int {
+	return cmp.Or(cmp.Compare(p.Workers, k.workers), cmp.Compare(p.Nodes, k.nodes), cmp.Compare(p.Pods, k.pods))
+}
+
+// find returns the index of placement k, or where it would be inserted,
+// and whether it is there.
+func (m *Measurements) find(k placementKey) (int, bool) {
+	return slices.BinarySearchFunc(m.Placements, k, comparePlacement)
 }
 
 // Add sums an observation into its placement. An invalid observation (the
@@ -67,13 +95,13 @@ func (m *Measurements) add(o Observation) bool {
 		return false
 	}
 	rate := o.Work / o.Seconds
-	return m.addSums(PlacementRate{Workers: o.Workers, Nodes: o.Nodes, Seconds: o.Seconds, Work: o.Work, Intervals: 1, SumSqRate: rate * rate})
+	return m.addSums(PlacementRate{Workers: o.Workers, Nodes: o.Nodes, Pods: podsKey(o.Workers, o.Pods), Seconds: o.Seconds, Work: o.Work, Intervals: 1, SumSqRate: rate * rate})
 }
 
 // addSums adds p's sums to its placement unless the result would not be
 // valid.
 func (m *Measurements) addSums(p PlacementRate) bool {
-	i, found := m.find(p.Workers, p.Nodes)
+	i, found := m.find(p.key())
 	if !found {
 		if len(m.Placements) >= MaxPlacements || !finite(p.SumSqRate) {
 			return false
@@ -125,7 +153,7 @@ func (m Measurements) clone() Measurements {
 }
 
 // Validate checks measurements decoded from storage: placements sorted by
-// workers then nodes without duplicates, at most MaxPlacements of them,
+// workers, nodes then pods without duplicates, at most MaxPlacements of them,
 // each with at least one worker, nodes from 0 to workers, seconds above 0,
 // at least one interval, finite non-negative sums and a finite rate; restarts not
 // negative, their total finite and at most MaxRestartSeconds a restart.
@@ -138,9 +166,12 @@ func (m Measurements) Validate() error {
 		if err := checkPlacement(p); err != nil {
 			return fmt.Errorf("placements[%d].%w", i, err)
 		}
-		if i > 0 && comparePlacement(m.Placements[i-1], p.Workers, p.Nodes) >= 0 {
-			return fmt.Errorf("placements[%d]: workers %d, nodes %d not after placements[%d] (workers %d, nodes %d): must be sorted by workers then nodes, without duplicates",
-				i, p.Workers, p.Nodes, i-1, m.Placements[i-1].Workers, m.Placements[i-1].Nodes)
+		if i == 0 {
+			continue
+		}
+		if q := m.Placements[i-1]; comparePlacement(q, p.key()) >= 0 {
+			return fmt.Errorf("placements[%d]: workers %d, nodes %d, pods %d not after placements[%d] (workers %d, nodes %d, pods %d): must be sorted by workers, nodes then pods, without duplicates",
+				i, p.Workers, p.Nodes, p.Pods, i-1, q.Workers, q.Nodes, q.Pods)
 		}
 	}
 	return checkRestarts(m.Restarts, m.RestartSeconds)
@@ -152,6 +183,10 @@ func checkPlacement(p PlacementRate) error {
 		return fmt.Errorf("workers: %d, must be at least 1", p.Workers)
 	case p.Nodes < 0 || p.Nodes > p.Workers:
 		return fmt.Errorf("nodes: %d, must be from 0 (unknown) to workers (%d)", p.Nodes, p.Workers)
+	case checkPods(p.Workers, p.Nodes, p.Pods) != nil:
+		return checkPods(p.Workers, p.Nodes, p.Pods)
+	case p.Pods == p.Workers:
+		return fmt.Errorf("pods: %d, one per worker, is kept as 0", p.Pods)
 	case !(p.Seconds > 0) || !finite(p.Seconds):
 		return fmt.Errorf("seconds: %v, must be finite and above 0", p.Seconds)
 	case !(p.Work >= 0) || !finite(p.Work):

@@ -17,6 +17,11 @@ func TestMeasurementsAdd(t *testing.T) {
 		{Workers: 4, Nodes: 1, Seconds: 10, Work: 40},
 		{Workers: 4, Nodes: 2, Seconds: 30, Work: 30},
 		{Workers: 2, Nodes: 2, Seconds: 5, Work: 0}, // no work: kept, no evidence of speed
+		// Workers of several GPUs: 2 pods of 4 GPUs on one node are not 4
+		// pods of 1 on one node; 8 pods for 8 workers is one per worker.
+		{Workers: 8, Nodes: 1, Pods: 2, Seconds: 10, Work: 60},
+		{Workers: 8, Nodes: 1, Pods: 8, Seconds: 10, Work: 40},
+		{Workers: 8, Nodes: 1, Seconds: 10, Work: 40},
 	} {
 		m.Add(o)
 	}
@@ -26,6 +31,8 @@ func TestMeasurementsAdd(t *testing.T) {
 		{Workers: 4, Nodes: 0, Seconds: 10, Work: 20, Intervals: 1, SumSqRate: 4},
 		{Workers: 4, Nodes: 1, Seconds: 10, Work: 40, Intervals: 1, SumSqRate: 16},
 		{Workers: 4, Nodes: 2, Seconds: 40, Work: 60, Intervals: 2, SumSqRate: 9 + 1},
+		{Workers: 8, Nodes: 1, Seconds: 20, Work: 80, Intervals: 2, SumSqRate: 16 + 16},
+		{Workers: 8, Nodes: 1, Pods: 2, Seconds: 10, Work: 60, Intervals: 1, SumSqRate: 36},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("after Add:\n got %+v\nwant %+v", m, want)
@@ -51,6 +58,9 @@ func TestMeasurementsAddIgnoresInvalid(t *testing.T) {
 		{"negative work", Observation{Workers: 4, Seconds: 60, Work: -5}},
 		{"negative nodes", Observation{Workers: 4, Nodes: -1, Seconds: 60, Work: 10}},
 		{"more nodes than workers", Observation{Workers: 4, Nodes: 5, Seconds: 60, Work: 10}},
+		{"pods not dividing workers", Observation{Workers: 4, Pods: 3, Seconds: 60, Work: 10}},
+		{"more pods than workers", Observation{Workers: 4, Pods: 8, Seconds: 60, Work: 10}},
+		{"fewer pods than nodes", Observation{Workers: 4, Nodes: 2, Pods: 1, Seconds: 60, Work: 10}},
 		{"rate squared overflows", Observation{Workers: 4, Seconds: 1e-300, Work: 1e300}},
 	}
 	for _, tc := range tests {
@@ -169,7 +179,11 @@ func TestMeasurementsValidate(t *testing.T) {
 		{"no intervals", with(func(p *PlacementRate) { p.Intervals = 0 }), "placements[0].intervals"},
 		{"negative sumSqRate", with(func(p *PlacementRate) { p.SumSqRate = -1 }), "placements[0].sumSqRate"},
 		{"infinite sumSqRate", with(func(p *PlacementRate) { p.SumSqRate = math.Inf(1) }), "placements[0].sumSqRate"},
-		{"unsorted", Measurements{Placements: []PlacementRate{ok, {Workers: 2, Seconds: 1, Intervals: 1}}}, "placements[1]: workers 2, nodes 0 not after"},
+		{"unsorted", Measurements{Placements: []PlacementRate{ok, {Workers: 2, Seconds: 1, Intervals: 1}}}, "placements[1]: workers 2, nodes 0, pods 0 not after"},
+		{"pods unsorted", Measurements{Placements: []PlacementRate{{Workers: 4, Nodes: 1, Pods: 2, Seconds: 1, Intervals: 1}, {Workers: 4, Nodes: 1, Seconds: 1, Intervals: 1}}}, "placements[1]: workers 4, nodes 1, pods 0 not after"},
+		{"pods not dividing workers", with(func(p *PlacementRate) { p.Pods = 3 }), "placements[0].pods: 3"},
+		{"fewer pods than nodes", with(func(p *PlacementRate) { p.Workers, p.Nodes, p.Pods = 4, 2, 1 }), "placements[0].pods: 1"},
+		{"one pod per worker not kept as 0", with(func(p *PlacementRate) { p.Pods = p.Workers }), "is kept as 0"},
 		{"nodes unsorted", Measurements{Placements: []PlacementRate{ok, {Workers: 4, Nodes: 1, Seconds: 1, Intervals: 1}}}, "placements[1]: workers 4, nodes 1"},
 		{"duplicate", Measurements{Placements: []PlacementRate{ok, ok}}, "without duplicates"},
 		{"too many", many, "placements: 4097"},

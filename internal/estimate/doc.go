@@ -43,6 +43,10 @@
 //     the evidence allows), and Amdahl's law with collector.DefaultSerial
 //     otherwise, and an unknown remaining time (-1).
 //   - The restart cost is the job's measured mean, else its application's.
+//   - Jobs whose workers hold several GPUs pool with the jobs of their
+//     application and of the same GPUs per worker only (AppKey), and
+//     their throughput is kept per placement in workers, nodes and pods
+//     (collector.PlacementRate.Pods).
 //
 // Online with StepModels off is the Amdahl estimator alone, which `voda
 // simulate --estimator amdahl` replays.

@@ -137,6 +137,7 @@ func (in *Ingester) IngestRead(ctx context.Context, name string, r Report, read 
 		}
 		prev := in.decode(name, j.Progress)
 		alloc := Allocation{Workers: j.Status.State.GPUs, ChangedAt: j.Status.State.LastChange, Nodes: j.Status.State.Placement.Nodes(),
+			Pods:  j.Status.State.GPUs / j.Spec.PerWorker(),
 			Batch: j.Status.Est.BatchAt(j.Status.State.GPUs), Fit: j.Status.Fit}
 		next, out, ferr := Ingest(prev, r, in.Clock.Now(), alloc)
 		if ferr != nil {

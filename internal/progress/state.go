@@ -43,6 +43,10 @@ type Allocation struct {
 	ChangedAt time.Time
 	// Nodes is the nodes the workers are placed on, 0 when unknown.
 	Nodes int
+	// Pods is the worker pods that hold the workers (processes, one per
+	// GPU): Workers over the job's GPUs per worker. Measurements are kept
+	// by placement in workers, nodes and pods (collector.PlacementRate).
+	Pods int
 	// Batch is the global batch size the scheduler's estimates chose for
 	// Workers (model.Estimates.BatchAt), 0 when none: what an adaptive
 	// job is advised when Fit is nil.
@@ -134,7 +138,7 @@ func sameGeneration(next State, r Report, now time.Time, alloc Allocation) (Stat
 	}
 	var step *goodput.Obs
 	if seconds := now.Sub(next.At).Seconds(); out.Used && seconds > 0 {
-		out.Observation = collector.Observation{Workers: r.Workers, Nodes: r.Nodes, Seconds: seconds, Work: r.Epoch - last.Epoch}
+		out.Observation = collector.Observation{Workers: r.Workers, Nodes: r.Nodes, Pods: alloc.Pods, Seconds: seconds, Work: r.Epoch - last.Epoch}
 		next.Measured.Add(out.Observation)
 		if o, ok := measure(r, last, seconds, alloc); ok {
 			step = &o

@@ -122,3 +122,32 @@ func TestIngestRestartCost(t *testing.T) {
 		}
 	}
 }
+
+// A job whose pods hold 2 GPUs each reports its processes (4 on 2 pods,
+// then 8 on 4): each measurement is kept under its pods, apart from what
+// the same processes on pods of one GPU would measure.
+func TestIngestKeepsPodsOfSeveralGPUs(t *testing.T) {
+	var s *State
+	for i, st := range []struct {
+		r     Report
+		now   float64
+		alloc Allocation
+	}{
+		{rep("a", 4, 0, 0), 10, Allocation{Workers: 4, Pods: 2, ChangedAt: at(0)}},
+		{rep("a", 4, 100, 0.5), 40, Allocation{Workers: 4, Pods: 2, ChangedAt: at(0)}},
+		{rep("a", 4, 200, 1.0), 70, Allocation{Workers: 4, Pods: 2, ChangedAt: at(0)}},
+		{rep("b", 8, 200, 1.0), 100, Allocation{Workers: 8, Pods: 4, ChangedAt: at(80)}},
+		{rep("b", 8, 300, 2.0), 130, Allocation{Workers: 8, Pods: 4, ChangedAt: at(80)}},
+		{rep("b", 8, 400, 3.0), 160, Allocation{Workers: 8, Pods: 4, ChangedAt: at(80)}},
+	} {
+		next, _, err := Ingest(s, st.r, at(st.now), st.alloc)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		s = &next
+	}
+	got := s.Measured.Placements
+	if len(got) != 2 || got[0].Workers != 4 || got[0].Pods != 2 || got[1].Workers != 8 || got[1].Pods != 4 {
+		t.Errorf("placements %+v, want 4 workers on 2 pods and 8 on 4", got)
+	}
+}

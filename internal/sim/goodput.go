@@ -49,7 +49,7 @@ func (e *engine) flush(j *simJob, done bool) {
 	}
 	app := e.job(j).App
 	if j.obsSeconds > 0 && j.prof == nil && !done {
-		e.online.Observe(collector.Observation{Job: j.w.Name, App: app, Workers: j.workers(), Seconds: j.obsSeconds, Work: j.obsWork})
+		e.online.Observe(collector.Observation{Job: j.w.Name, App: app, Workers: j.workers(), Pods: j.workers() / j.w.PerWorker(), Seconds: j.obsSeconds, Work: j.obsWork})
 	}
 	for _, o := range j.pending {
 		e.online.ObserveStep(j.w.Name, app, o)
