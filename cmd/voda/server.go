@@ -173,9 +173,9 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.IntVar(&c.MaxEventStreamsPerUser, "max-event-streams-per-user", api.DefaultMaxStreamsPerCaller,
 		"most event streams one caller may hold open at once (a user; without authentication, a client address or IPv6 /64), so that one caller cannot take all of --max-event-streams; more are answered 429")
 	f.IntVar(&c.MaxWorkers, "max-workers", jobspec.DefaultMaxWorkers,
-		"most workers (GPUs) one job may ask for as its minimum, maximum or requested count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
-	f.BoolVar(&c.MultiGPUWorkers, "multi-gpu-workers", false,
-		"accept jobs whose worker pods hold several GPUs (nvidia.com/gpu: G on the container that trains; docs/job-spec.md): they are allocated and placed in whole workers of G GPUs; experimental until the Kubernetes integration tests of such jobs are in, so off by default and such manifests are refused")
+		"most GPUs one job may ask for as its minimum, maximum or requested count: workers of one GPU, or workers x G for workers of G GPUs, which is also the most processes a progress report may count; a manifest asking more is rejected at submission rather than left waiting for GPUs no cluster has")
+	f.BoolVar(&c.MultiGPUWorkers, "multi-gpu-workers", true,
+		"accept jobs whose worker pods hold several GPUs (nvidia.com/gpu: G on the container that trains; docs/job-spec.md): they are allocated and placed in whole workers of G GPUs; --multi-gpu-workers=false refuses such manifests (400)")
 	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,
 		"Kubernetes Pod Security Standards level every pod template of a submitted job must meet, since Voda creates the job with its own rights: privileged (no check), baseline (no privileged containers, host namespaces, hostPath volumes, host ports or added capabilities) or restricted (baseline, and non-root, no privilege escalation, capabilities dropped, seccomp RuntimeDefault); nodeName and Voda's own vodascheduler/ keys are refused at every level")
 	f.BoolVar(&c.AllowServiceAccount, "allow-service-account", false,

@@ -63,8 +63,8 @@ type Config struct {
 	// jobspec.DefaultMaxWorkers.
 	MaxWorkers int
 	// MultiGPUWorkers accepts manifests whose workers hold several GPUs
-	// each (jobspec.Options.MultiGPUWorkers). Off by default: such a
-	// manifest is refused until the scheduler places them.
+	// each (jobspec.Options.MultiGPUWorkers); without it such a manifest
+	// is refused. voda server sets it unless --multi-gpu-workers=false.
 	MultiGPUWorkers bool
 
 	Metrics  *metrics.Metrics

@@ -308,3 +308,20 @@ func TestMultiGPUExamples(t *testing.T) {
 		}
 	}
 }
+
+// --max-workers bounds a job's GPUs, which its reports count as
+// processes: with a limit of 8, a job of workers of 4 GPUs may have at
+// most 2 workers (its max of 4 is refused), and the same job of one GPU
+// each is accepted.
+func TestMaxWorkersCountsGPUs(t *testing.T) {
+	opts := Options{MultiGPUWorkers: true, MaxWorkers: 8}
+	g4 := edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 4")
+	checkFieldError(t, []byte(g4), opts, "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env[MAX_NUM_PROC]",
+		"4 workers of 4 GPUs is above the limit of 8 GPUs per job that this server accepts (voda server --max-workers): at most 2 such workers")
+	if _, err := Parse([]byte(edit(g4, `{name: MAX_NUM_PROC, value: "4"}`, `{name: MAX_NUM_PROC, value: "2"}`)), opts); err != nil {
+		t.Errorf("2 workers of 4 GPUs under a limit of 8: %v", err)
+	}
+	if _, err := Parse([]byte(baseMPIJob), opts); err != nil {
+		t.Errorf("4 workers of one GPU under a limit of 8: %v", err)
+	}
+}

@@ -87,8 +87,8 @@ type Options struct {
 	// Models, when not empty, lists the performance models the simulated
 	// cluster knows; the vodascheduler/sim-model annotation must name one.
 	Models []string
-	// MaxWorkers is the most workers (GPUs) one job may ask for as its
-	// minimum, maximum or requested count; 0 (or less) means
+	// MaxWorkers is the most GPUs one job may ask for as its minimum,
+	// maximum or requested count (workers x G); 0 (or less) means
 	// DefaultMaxWorkers.
 	MaxWorkers int
 	// MultiGPUWorkers accepts workers of several GPUs (nvidia.com/gpu: G

@@ -108,8 +108,12 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	if minW < 1 {
 		return js, "", minSrc.fail(fmt.Sprintf("%d must be at least 1", minW))
 	}
-	if minW > opts.MaxWorkers {
-		return js, "", aboveWorkerLimit(minW, minSrc, opts.MaxWorkers)
+	// --max-workers bounds a job's GPUs (its processes, which its
+	// reports count): workers of G GPUs each may be MaxWorkers/G.
+	g := max(l.gpu.gpus, 1)
+	limit := opts.MaxWorkers / g
+	if minW > limit {
+		return js, "", aboveWorkerLimit(minW, minSrc, opts.MaxWorkers, g)
 	}
 
 	maxW, maxSrc, err := l.intSetting(settingMax)
@@ -122,8 +126,8 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	if maxW < 1 {
 		return js, "", maxSrc.fail(fmt.Sprintf("%d must be at least 1", maxW))
 	}
-	if maxW > opts.MaxWorkers {
-		return js, "", aboveWorkerLimit(maxW, maxSrc, opts.MaxWorkers)
+	if maxW > limit {
+		return js, "", aboveWorkerLimit(maxW, maxSrc, opts.MaxWorkers, g)
 	}
 	if minW > maxW {
 		return js, "", minSrc.fail(fmt.Sprintf("%d is above max workers %d (%s)", minW, maxW, maxSrc.field))
@@ -136,9 +140,9 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	switch {
 	case reqSrc == nil:
 		req = minW
-	case req > opts.MaxWorkers:
+	case req > limit:
 		// Outside [min, max] too; the limit is the clearer reason.
-		return js, "", aboveWorkerLimit(req, reqSrc, opts.MaxWorkers)
+		return js, "", aboveWorkerLimit(req, reqSrc, opts.MaxWorkers, g)
 	case req < minW || req > maxW:
 		return js, "", reqSrc.fail(fmt.Sprintf("%d is outside [min, max] = [%d, %d]", req, minW, maxW))
 	}
@@ -196,10 +200,14 @@ func (l *layout) resolve(opts Options) (model.JobSpec, string, *FieldError) {
 	return js, simModel, nil
 }
 
-// aboveWorkerLimit rejects a worker count over Options.MaxWorkers. The
-// scheduler and the cluster size per-job structures by these counts, so
-// a job must not be able to ask for two billion workers.
-func aboveWorkerLimit(n int, src *source, limit int) *FieldError {
+// aboveWorkerLimit rejects a worker count whose GPUs (n workers of g
+// GPUs) are over Options.MaxWorkers. The scheduler and the cluster size
+// per-job structures by these counts, so a job must not be able to ask
+// for two billion workers.
+func aboveWorkerLimit(n int, src *source, limit, g int) *FieldError {
+	if g > 1 {
+		return src.fail(fmt.Sprintf("%d workers of %d GPUs is above the limit of %d GPUs per job that this server accepts (voda server --max-workers): at most %d such workers", n, g, limit, limit/g))
+	}
 	return src.fail(fmt.Sprintf("%d is above the limit of %d workers (one GPU each) per job that this server accepts (voda server --max-workers)", n, limit))
 }
 

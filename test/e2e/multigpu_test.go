@@ -45,20 +45,20 @@ spec:
 `
 }
 
-// Workers of several GPUs against the running binary: with
-// --multi-gpu-workers a job of two workers of 4 GPUs runs on 8 GPUs and
-// completes, and every manifest whose GPUs do not add up is a 400 naming
-// its field; without the flag, G > 1 is refused.
+// Workers of several GPUs against the running binary: by default a job
+// of two workers of 4 GPUs runs on 8 GPUs and completes, and every
+// manifest whose GPUs do not add up is a 400 naming its field; with
+// --multi-gpu-workers=false, G > 1 is refused.
 func TestMultiGPUWorkers(t *testing.T) {
 	const workerGPU = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]"
-	off := startServer(t, "--sim-nodes", "v100=2x8", "--data-dir", t.TempDir(), "--log-level", "warn")
+	off := startServer(t, "--sim-nodes", "v100=2x8", "--data-dir", t.TempDir(), "--log-level", "warn", "--multi-gpu-workers=false")
 	if code, body, _, _ := post(t, off, []byte(multiGPUManifest("four", "4"))); code != http.StatusBadRequest ||
 		!strings.Contains(body, workerGPU) || !strings.Contains(body, "not accepted yet") {
-		t.Fatalf("G=4 without --multi-gpu-workers: %d %s, want 400 naming %s", code, body, workerGPU)
+		t.Fatalf("G=4 with --multi-gpu-workers=false: %d %s, want 400 naming %s", code, body, workerGPU)
 	}
 
 	srv := startServer(t, "--sim-nodes", "v100=2x8", "--data-dir", t.TempDir(), "--log-level", "warn",
-		"--speed", "100", "--multi-gpu-workers")
+		"--speed", "100")
 	base := multiGPUManifest("bad", "4")
 	for _, tc := range []struct {
 		name, manifest, field string
