@@ -367,7 +367,23 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 	every := ReportEvery
 	next := c.clk.Now().Add(every)
 	t := c.clk.NewTimer(every)
-	defer t.Stop()
+	// On a clock that can be held, it stops at the next round until the
+	// round's reports are in, so that however late this loop wakes, the
+	// scheduler measures the jobs when the simulator would.
+	release := func() {}
+	holdAt := func(at time.Time) {
+		prev := release
+		release = func() {}
+		if h, ok := c.clk.(holder); ok {
+			release = h.HoldAt(at)
+		}
+		prev()
+	}
+	holdAt(next)
+	defer func() {
+		t.Stop()
+		release()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -377,16 +393,18 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 		// Every ReportEvery all training jobs report; in between, a job
 		// reports as soon as its restart ends, as a trainer does when it
 		// starts again.
-		onlyNew := c.clk.Now().Before(next)
+		now := c.clk.Now()
+		onlyNew := now.Before(next)
 		if !onlyNew {
-			next = c.clk.Now().Add(every)
+			next = now.Add(every)
 		}
-		wait := next.Sub(c.clk.Now())
+		wait := next.Sub(now)
 		if d, ok := c.restartEnds(); ok && d < wait {
 			wait = d
 		}
 		t.Reset(wait)
-		for _, r := range c.reports(onlyNew) {
+		reports := c.reports(onlyNew)
+		for _, r := range reports {
 			reply, err := in.Ingest(ctx, r.Job, r.Report)
 			if err != nil {
 				if !errors.Is(err, progress.ErrFinished) && ctx.Err() == nil {
@@ -396,6 +414,7 @@ func (c *SimPool) RunReports(ctx context.Context, in progress.Sink) error {
 			}
 			c.Advise(r.Job, r.Report.Generation, reply)
 		}
+		holdAt(now.Add(wait))
 	}
 }
 
