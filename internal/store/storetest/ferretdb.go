@@ -89,7 +89,14 @@ func startFerretDB(verbose bool) (uri, dir string, err error) {
 		Logger:   logger,
 		Handler:  "sqlite",
 		// The URL names a directory; FerretDB keeps one file per database.
-		SQLiteURL: (&url.URL{Scheme: "file", Path: dir + "/"}).String(),
+		// Its transactions take SQLite's write lock when they begin
+		// (_txlock=immediate) and wait up to a minute for it: a deferred
+		// transaction that read before another writer committed fails at
+		// once with "database is locked" (SQLITE_BUSY), whatever the busy
+		// timeout, and FerretDB's default 10 s was too short for 1,000
+		// concurrent creates on a machine busy with other tests
+		// (TestMongoFerretDB/ConcurrentCreates lost 6 of them).
+		SQLiteURL: (&url.URL{Scheme: "file", Path: dir + "/", RawQuery: "_txlock=immediate&_pragma=busy_timeout(60000)"}).String(),
 	})
 	if err != nil {
 		_ = os.RemoveAll(dir)
