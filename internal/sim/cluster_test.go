@@ -373,33 +373,50 @@ func TestDurationJobOnMixedNodes(t *testing.T) {
 	}
 }
 
-// A job whose workers only the 8-GPU node holds is widened to one
-// worker, not to the cluster's 16 GPUs in workers of 8: an allocation of
-// two would leave it unplaced whole.
-func TestMaxWorkersBoundByNodesThatHoldThem(t *testing.T) {
+// A job's worker range stops at the workers of its G the nodes hold: on
+// one 8-GPU and two 4-GPU nodes, one of 8, four of 4. A job widened to
+// the model's range gets that many, not the cluster's 16 GPUs in workers
+// of G; one asking for more, as the workload gave it, asks for that many,
+// and runs (given two workers of 8 it would be left unplaced whole and
+// wait for ever); a minimum the nodes do not hold stays, and waits. With
+// one GPU a worker the range is the workload's, past the cluster or not.
+func TestWorkerRangeBoundByNodesThatHoldThem(t *testing.T) {
 	groups := []NodeGroup{{1, 8}, {2, 4}}
-	jobs := []workload.Job{
-		{Name: "g8", App: "linear", MinWorkers: 1, MaxWorkers: 1, Requested: 1, GPUsPerWorker: 8, Epochs: 10, WidenMax: true},
-		{Name: "g4", App: "linear", MinWorkers: 1, MaxWorkers: 1, Requested: 1, GPUsPerWorker: 4, Epochs: 10, WidenMax: true},
-		{Name: "g1", App: "linear", MinWorkers: 1, MaxWorkers: 1, Requested: 1, Epochs: 10, WidenMax: true},
+	job := func(name string, g, lo, req, hi int, widen bool) workload.Job {
+		return workload.Job{Name: name, App: "linear", MinWorkers: lo, MaxWorkers: hi, Requested: req, GPUsPerWorker: g, Epochs: 10, WidenMax: widen}
 	}
-	got, err := Settings(jobs, Options{NodeGroups: groups, Models: parametricSet(t)})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		job           workload.Job
+		requested, hi int
+		jct           float64 // 0: waits
+	}{
+		{job: job("g8-widened", 8, 1, 1, 1, true), requested: 1, hi: 1, jct: 600.0/8 + 30},
+		{job: job("g4-widened", 4, 1, 1, 1, true), requested: 1, hi: 4, jct: 600.0/16 + 30},
+		{job: job("g8-asks-3", 8, 1, 3, 3, false), requested: 1, hi: 1, jct: 600.0/8 + 30},
+		{job: job("g4-asks-6", 4, 2, 6, 8, false), requested: 4, hi: 4, jct: 600.0/16 + 30},
+		{job: job("g8-needs-2", 8, 2, 2, 3, false), requested: 2, hi: 2},
+		{job: job("g1-widened", 1, 1, 1, 1, true), requested: 1, hi: 16, jct: 600.0/16 + 30},
+		{job: job("g1-asks-20", 1, 1, 20, 24, false), requested: 20, hi: 24, jct: 600.0/16 + 30},
 	}
-	want := map[string]int{"g8": 1, "g4": 4, "g1": 16}
-	for _, s := range got {
-		if s.MaxWorkers != want[s.Name] {
-			t.Errorf("%s: max %d workers, want %d", s.Name, s.MaxWorkers, want[s.Name])
-		}
-	}
-	r, err := Run(context.Background(), jobs[:1], Options{NodeGroups: groups, Allocator: newAlloc(t, "ElasticFIFO"),
-		Placer: topologyPlacer(t), Models: parametricSet(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j := r.Jobs[0]; !j.Done || math.Abs(j.End-105) > 1e-6 {
-		t.Errorf("g8 done %v at %v s, want done at 105 s", j.Done, j.End)
+	for _, tc := range tests {
+		t.Run(tc.job.Name, func(t *testing.T) {
+			opts := Options{NodeGroups: groups, Models: parametricSet(t)}
+			got, err := Settings([]workload.Job{tc.job}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := got[0]; s.MinWorkers != tc.job.MinWorkers || s.Requested != tc.requested || s.MaxWorkers != tc.hi {
+				t.Errorf("workers min %d, requested %d, max %d; want %d, %d, %d", s.MinWorkers, s.Requested, s.MaxWorkers, tc.job.MinWorkers, tc.requested, tc.hi)
+			}
+			opts.Allocator, opts.Placer = newAlloc(t, "ElasticFIFO"), topologyPlacer(t)
+			r, err := Run(context.Background(), []workload.Job{tc.job}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j := r.Jobs[0]; j.Done != (tc.jct > 0) || (j.Done && math.Abs(j.End-tc.jct) > 1e-6) {
+				t.Errorf("done %v at %v s, want done at %v s (0: waiting)", j.Done, j.End, tc.jct)
+			}
+		})
 	}
 }
 

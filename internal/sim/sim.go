@@ -447,6 +447,18 @@ func newSimJob(w workload.Job, opts Options, cl *cluster) (*simJob, error) {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
+	// The algorithms count GPUs, not where workers fit: a job of G > 1
+	// given more workers than the nodes hold is left unplaced whole, and
+	// would wait for ever though fewer would run (on 4x8,8x4 a job asking
+	// for six workers of 8). Its requested and largest counts stop at what
+	// the nodes hold, never below its minimum: a job whose minimum they do
+	// not hold waits. With one GPU a worker the algorithms never hand out
+	// more than the cluster's GPUs, and the range stays as the workload
+	// gives it.
+	if fit := cl.workers(g); g > 1 {
+		j.w.MaxWorkers = max(min(j.w.MaxWorkers, fit), j.w.MinWorkers)
+		j.w.Requested = max(min(j.w.Requested, fit), j.w.MinWorkers)
+	}
 	if opts.stepModels() {
 		if err := j.useGoodput(opts, usable); err != nil {
 			return nil, err
