@@ -176,13 +176,17 @@ placement-table: build
 	done
 
 ## fragmentation-table: workers of several GPUs (issue 29): eight generated workloads (seeds 101-108) where a third of the
-## jobs' workers hold 2, 4 or 8 GPUs, on 8 nodes of 8 GPUs: the fragmentation-aware topology placer against plain first fit
-## (greedy), with GPU utilisation, average JCT and stranded GPU-hours (free but too split for the jobs that waited)
+## jobs' workers hold 2, 4 or 8 GPUs, on 8 nodes of 8 GPUs, then on a cluster mixing sizes, 4 nodes of 8 GPUs and 8 of 4
+## (the same 64 GPUs): the fragmentation-aware topology placer against plain first fit (greedy), with GPU utilisation,
+## average JCT and stranded GPU-hours (free but too split for the jobs that waited)
 fragmentation-table: build
 	@dir=$$(mktemp -d); \
 	$(BIN) workload generate --profiles $(POLLUX)/traces --seed 101 --count 8 --multi-gpu-share 0.33 -o $$dir >/dev/null 2>&1; \
-	$(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --nodes 8 --gpus-per-node 8 --interval 60s \
-	  --compare ElasticFIFO,ElasticTiresias,AFS-L,FfDLOptimizer --placer topology,greedy -q | sed -n '/== mean over/,$$p'; \
+	for cluster in 8x8 4x8,8x4; do \
+	  echo "== cluster $$cluster (nodes x GPUs)"; \
+	  $(BIN) simulate --workload $$dir --profiles $(POLLUX)/traces --cluster $$cluster --interval 60s \
+	    --compare ElasticFIFO,ElasticTiresias,AFS-L,FfDLOptimizer --placer topology,greedy -q | sed -n '/== mean over/,$$p'; \
+	done; \
 	rm -rf $$dir
 
 ## replay-table: voda workload replay against a voda server (16x4 simulated GPUs, the Pollux profiles, Goodput, --speed

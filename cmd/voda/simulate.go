@@ -48,6 +48,11 @@ type simulateFlags struct {
 	plot        string
 	html        string
 	quiet       bool
+	// cluster is --cluster; nodesSet says --nodes or --gpus-per-node was
+	// given on the command line, which --cluster excludes.
+	cluster    string
+	clusterSet bool
+	nodesSet   bool
 	// command is the command line as the flags read it, for reports.
 	command string
 }
@@ -84,6 +89,13 @@ most free GPUs first, as the Pollux artifact's baselines do. A comma-separated
 list, or 'all', runs every algorithm with every placer. --placer-param
 name=value tunes them; with several placers each gets the parameters it
 declares.
+
+Cluster: --nodes and --gpus-per-node give nodes of one size (16 x 4 by
+default); --cluster NODESxGPUS[,NODESxGPUS...] mixes sizes instead:
+--cluster 4x8,8x4 is four nodes of 8 GPUs and eight of 4, named node-000
+onwards in that order. Each worker of a job runs on one node with its G GPUs
+free; a job whose workers no node can hold waits. Limits: %d nodes, %d GPUs
+a node, %d GPUs in all.
 
 Modes: --interval 60s advances the clock in fixed steps with one scheduling
 cycle per step (the Pollux artifact's mode); the default (0) is event-driven,
@@ -122,18 +134,24 @@ const simulateExample = `  # Synthetic workload, default algorithm (ElasticFIFO)
 
   # Compare placers, with a smaller migration budget for topology
   voda simulate --compare ElasticFIFO,AFS-L --placer greedy,topology \
-    --placer-param migration_budget=4`
+    --placer-param migration_budget=4
+
+  # Nodes of two sizes: four of 8 GPUs and eight of 4
+  voda simulate --cluster 4x8,8x4 --placer greedy,topology`
 
 func newSimulateCommand() *cobra.Command {
 	f := &simulateFlags{}
 	cmd := &cobra.Command{
 		Use:     "simulate",
 		Short:   "Replay a workload on a simulated cluster and report job completion times",
-		Long:    simulateLong,
+		Long:    fmt.Sprintf(simulateLong, sim.MaxNodes, sim.MaxGPUsPerNode, sim.MaxGPUs),
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.command = commandLine(cmd)
+			fl := cmd.Flags()
+			f.clusterSet = fl.Changed("cluster")
+			f.nodesSet = fl.Changed("nodes") || fl.Changed("gpus-per-node")
 			return runSimulate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -153,6 +171,7 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.sim.PlacerParams, "placer-param", nil, "placer parameter name=value (repeatable; see 'voda placers')")
 	fl.IntVar(&f.sim.Options.Nodes, "nodes", 16, "number of nodes")
 	fl.IntVar(&f.sim.Options.GPUsPerNode, "gpus-per-node", 4, "GPUs per node")
+	fl.StringVar(&f.cluster, "cluster", "", "nodes of several sizes instead of --nodes and --gpus-per-node: NODESxGPUS groups, comma-separated (4x8,8x4: four 8-GPU nodes and eight 4-GPU nodes)")
 	fl.DurationVar(&f.sim.Options.Interval, "interval", 0, "fixed scheduling interval (60s reproduces the Pollux artifact); 0 is event-driven")
 	fl.DurationVar(&f.sim.Options.RateLimit, "rate-limit", 30*time.Second, "event-driven mode: least time between two cycles that change running jobs; a job that fits in free GPUs starts at once")
 	fl.DurationVar(&f.sim.Options.Tick, "tick", 60*time.Second, "event-driven mode: period of cycles without events")
@@ -246,8 +265,8 @@ func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 	if !strings.EqualFold(f.format, workload.FormatAuto) && !slices.Contains(workload.Formats(), strings.ToLower(f.format)) {
 		return nil, fmt.Errorf("--format: unknown format %q (known: auto, %s)", f.format, strings.Join(workload.Formats(), ", "))
 	}
-	if o := c.Options; o.Nodes < 1 || o.GPUsPerNode < 1 {
-		return nil, fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d and %d)", o.Nodes, o.GPUsPerNode)
+	if err := f.nodes(&c.Options); err != nil {
+		return nil, err
 	}
 	if c.Options.Interval < 0 {
 		return nil, fmt.Errorf("--interval: %s must not be negative", c.Options.Interval)
@@ -258,6 +277,29 @@ func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 		}
 	}
 	return c, nil
+}
+
+// nodes sets the cluster of opts from --cluster, or checks --nodes and
+// --gpus-per-node.
+func (f *simulateFlags) nodes(opts *sim.Options) error {
+	if !f.clusterSet {
+		if opts.Nodes < 1 || opts.GPUsPerNode < 1 {
+			return fmt.Errorf("--nodes and --gpus-per-node must be at least 1 (got %d and %d)", opts.Nodes, opts.GPUsPerNode)
+		}
+		if err := sim.CheckNodeGroups([]sim.NodeGroup{{Nodes: opts.Nodes, GPUs: opts.GPUsPerNode}}); err != nil {
+			return fmt.Errorf("--nodes %d --gpus-per-node %d: %w", opts.Nodes, opts.GPUsPerNode, err)
+		}
+		return nil
+	}
+	if f.nodesSet {
+		return errors.New("--cluster gives every node's size: it cannot be combined with --nodes or --gpus-per-node")
+	}
+	groups, err := sim.ParseNodeGroups(f.cluster)
+	if err != nil {
+		return fmt.Errorf("--cluster %q: %w", f.cluster, err)
+	}
+	opts.NodeGroups, opts.Nodes, opts.GPUsPerNode = groups, 0, 0
+	return nil
 }
 
 // withDataHint adds polluxDataHint to an error about a missing file.

@@ -639,6 +639,22 @@ func TestSimulateErrors(t *testing.T) {
 		{name: "missing profiles", args: []string{"--profiles", filepath.Join(dir, "nothing-here")}, want: []string{"--profiles"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{"extra"}},
 		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"--bogus"}},
+		// A bad --cluster, or one given with --nodes or --gpus-per-node.
+		{name: "cluster: empty", args: []string{"--cluster", ""}, want: []string{"--cluster", "no node groups"}},
+		{name: "cluster: zero nodes", args: []string{"--cluster", "0x8"}, want: []string{`--cluster "0x8"`, "at least 1 node"}},
+		{name: "cluster: zero GPUs", args: []string{"--cluster", "4x8,2x0"}, want: []string{"--cluster", "group 2x0", "at least 1 GPU"}},
+		{name: "cluster: negative", args: []string{"--cluster", "-1x8"}, want: []string{"--cluster", `nodes "-1"`, "positive whole number"}},
+		{name: "cluster: not a number", args: []string{"--cluster", "4xeight"}, want: []string{"--cluster", `GPUs per node "eight"`}},
+		{name: "cluster: fraction", args: []string{"--cluster", "2.5x8"}, want: []string{"--cluster", `nodes "2.5"`}},
+		{name: "cluster: no size", args: []string{"--cluster", "4"}, want: []string{"--cluster", `group "4"`, "NODESxGPUS"}},
+		{name: "cluster: empty group", args: []string{"--cluster", "4x8,"}, want: []string{"--cluster", `group ""`}},
+		{name: "cluster: too many nodes", args: []string{"--cluster", "60000x8,6000x8"}, want: []string{"--cluster", "more than 65536 nodes"}},
+		{name: "cluster: too large a node", args: []string{"--cluster", "1x2048"}, want: []string{"--cluster", "2048 GPUs per node", "at most 1024"}},
+		{name: "cluster: too many GPUs", args: []string{"--cluster", "2000x1024"}, want: []string{"--cluster", "more than 1048576 GPUs"}},
+		{name: "cluster: with --nodes", args: []string{"--cluster", "4x8", "--nodes", "16"}, want: []string{"--cluster", "--nodes or --gpus-per-node"}},
+		{name: "cluster: with --gpus-per-node", args: []string{"--gpus-per-node", "8", "--cluster", "4x8"}, want: []string{"--cluster", "--nodes or --gpus-per-node"}},
+		{name: "too many --nodes", args: []string{"--nodes", "70000", "--gpus-per-node", "1"}, want: []string{"--nodes 70000", "more than 65536 nodes"}},
+		{name: "too large --gpus-per-node", args: []string{"--gpus-per-node", "4096"}, want: []string{"--gpus-per-node 4096", "at most 1024"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,7 +30,7 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	models := polluxModels(t, polluxDir(t))
 	const perNode, restart = 4, 30.0
 	w := workload.Job{Name: "job", App: "cifar10", MinWorkers: 1, MaxWorkers: 16, Requested: 1}
-	j, err := newSimJob(w, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: perNode}, 16)
+	j, err := newSimJob(w, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: perNode}, oneSize(t, 4, perNode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	init, maxBatch, minLocal, maxLocal := prof.BatchLimits()
 
 	// The simulator's path.
-	e := &engine{opts: Options{Nodes: 4, GPUsPerNode: perNode, Estimator: EstimatorGoodput},
+	e := &engine{opts: Options{Nodes: 4, GPUsPerNode: perNode, Estimator: EstimatorGoodput}, cl: oneSize(t, 4, perNode),
 		port: &replayPort{jobs: map[string]*simJob{w.Name: j}, restartCost: restart}}
 	e.online = estimate.NewOnline(estimate.Options{StepModels: true})
 	e.online.SetGPUsPerNode(perNode)
@@ -154,7 +154,7 @@ func TestEstimatesAgreeWithServerPath(t *testing.T) {
 	// as the server estimates a job that has not reported, from what the
 	// first declared and measured.
 	w2 := workload.Job{Name: "job2", App: "cifar10", MinWorkers: 1, MaxWorkers: 16, Requested: 1}
-	j2, err := newSimJob(w2, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: perNode}, 16)
+	j2, err := newSimJob(w2, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: perNode}, oneSize(t, 4, perNode))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestMeasuredAtReportInstants(t *testing.T) {
 
 	models := polluxModels(t, polluxDir(t))
 	w := workload.Job{Name: "job", App: "cifar10", MinWorkers: 1, MaxWorkers: 4, Requested: 1}
-	j, err := newSimJob(w, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: 4}, 4)
+	j, err := newSimJob(w, Options{Models: models, Estimator: EstimatorGoodput, AdaptiveBatch: true, GPUsPerNode: 4}, oneSize(t, 1, 4))
 	if err != nil {
 		t.Fatal(err)
 	}

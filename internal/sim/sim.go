@@ -66,8 +66,13 @@ func earlier(a, b instant) instant {
 
 // Options configure one simulation run.
 type Options struct {
+	// Nodes nodes of GPUsPerNode GPUs each make the cluster, unless
+	// NodeGroups gives nodes of several sizes (then both must be 0).
 	Nodes       int
 	GPUsPerNode int
+	// NodeGroups, if not empty, are the cluster's nodes by size, named
+	// node-000 onwards in this order.
+	NodeGroups []NodeGroup
 	// Interval > 0 runs in fixed-interval mode; 0 is event-driven.
 	Interval time.Duration
 	// RateLimit and Tick configure the core in event-driven mode
@@ -283,8 +288,9 @@ func (p *replayPort) Apply(_ context.Context, a scheduler.Action) error {
 // Run simulates the workload and returns its record.
 func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, error) {
 	wallStart := time.Now()
-	if opts.Nodes < 1 || opts.GPUsPerNode < 1 {
-		return nil, fmt.Errorf("simulate: need at least one node with one GPU (got %d x %d)", opts.Nodes, opts.GPUsPerNode)
+	cl, err := newCluster(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Allocator == nil || opts.Placer == nil || opts.Models == nil {
 		return nil, errors.New("simulate: allocator, placer and models are required")
@@ -309,12 +315,10 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if maxTime <= 0 {
 		maxTime = 365 * 24 * time.Hour
 	}
-	totalGPUs := opts.Nodes * opts.GPUsPerNode
-
 	port := &replayPort{jobs: map[string]*simJob{}, nodeIndex: map[string]int{}, restartCost: opts.restartCost().Seconds()}
 	sjobs := make([]*simJob, len(jobs))
 	for i, w := range jobs {
-		j, err := newSimJob(w, opts, totalGPUs)
+		j, err := newSimJob(w, opts, cl)
 		if err != nil {
 			return nil, err
 		}
@@ -342,20 +346,28 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < opts.Nodes; i++ {
-		name := fmt.Sprintf("node-%03d", i)
-		port.nodeIndex[name] = i
-		if err := core.AddNode(epoch0, model.Node{Name: name, GPUs: opts.GPUsPerNode}); err != nil {
-			return nil, err
+	for _, g := range cl.groups {
+		for range g.Nodes {
+			i := len(port.nodeIndex)
+			name := fmt.Sprintf("node-%03d", i)
+			port.nodeIndex[name] = i
+			if err := core.AddNode(epoch0, model.Node{Name: name, GPUs: g.GPUs}); err != nil {
+				return nil, err
+			}
 		}
 	}
 
-	e := &engine{opts: opts, core: core, port: port, jobs: sjobs, round: opts.Interval > 0}
+	e := &engine{opts: opts, cl: cl, core: core, port: port, jobs: sjobs, round: opts.Interval > 0}
 	if opts.Estimator == EstimatorOracle {
-		e.est = &oracle{perNode: opts.GPUsPerNode, jobs: port.jobs, cache: map[oracleKey]oracleCurve{}}
+		e.est = &oracle{cl: cl, jobs: port.jobs, cache: map[oracleKey]oracleCurve{}}
 	} else {
 		e.online = estimate.NewOnline(estimate.Options{StepModels: opts.stepModels()})
-		e.online.SetGPUsPerNode(opts.GPUsPerNode)
+		// The online estimates' curves are for k workers on as few nodes
+		// as hold them, and one size of node says how many that is: the
+		// largest, as the server's service tells its estimator
+		// (Service.mostGPUs), since the placers pack a job onto the
+		// largest free room first.
+		e.online.SetGPUsPerNode(cl.largest())
 		e.est = e.online
 	}
 	port.placed = e.placed
@@ -367,7 +379,7 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if err != nil {
 		return nil, err
 	}
-	return e.record(time.Since(wallStart).Seconds(), totalGPUs), nil
+	return e.record(time.Since(wallStart).Seconds()), nil
 }
 
 // JobSettings are what the simulator runs a workload's job with, for
@@ -383,17 +395,21 @@ type JobSettings struct {
 }
 
 // Settings returns the settings Run would give each of jobs under opts
-// (its Models, cluster size, Estimator and AdaptiveBatch count).
+// (its Models, cluster, Estimator and AdaptiveBatch count).
 func Settings(jobs []workload.Job, opts Options) ([]JobSettings, error) {
 	if opts.Models == nil {
 		return nil, errors.New("simulate: models are required")
+	}
+	cl, err := newCluster(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.AdaptiveBatch {
 		opts.Estimator = EstimatorGoodput
 	}
 	out := make([]JobSettings, len(jobs))
 	for i, w := range jobs {
-		j, err := newSimJob(w, opts, opts.Nodes*opts.GPUsPerNode)
+		j, err := newSimJob(w, opts, cl)
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +420,7 @@ func Settings(jobs []workload.Job, opts Options) ([]JobSettings, error) {
 	return out, nil
 }
 
-func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
+func newSimJob(w workload.Job, opts Options, cl *cluster) (*simJob, error) {
 	m, err := opts.Models.Get(w.App)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: job %s: %w", w.Name, err)
@@ -416,7 +432,7 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
 		// packed onto as few nodes as possible (restarts excluded).
-		r, err := m.Rate(packedWorkers(w.Requested, g, opts.GPUsPerNode), j.batch, 0)
+		r, err := m.Rate(cl.pack(w.Requested, g), j.batch, 0)
 		if err != nil || !(r > 0) {
 			return nil, fmt.Errorf("simulate: job %s: no rate for %d workers: %v", w.Name, w.Requested, err)
 		}
@@ -424,13 +440,27 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 	}
 	// Widen the range to what the model supports when the workload gave
 	// none: gradient accumulation keeps the global batch at any count up
-	// to the model's limit.
-	if mw := min(m.MaxWorkers(j.batch), totalGPUs) / g; j.w.WidenMax && mw > j.w.MaxWorkers {
+	// to the model's limit, and the cluster's nodes hold so many workers
+	// of G GPUs. A count past those a placer would leave unplaced whole.
+	usable := cl.workers(g) * g
+	if mw := min(m.MaxWorkers(j.batch), usable) / g; j.w.WidenMax && mw > j.w.MaxWorkers {
 		j.w.MaxWorkers = mw
 	}
 	j.w.MaxWorkers = max(j.w.MaxWorkers, j.w.Requested, j.w.MinWorkers)
+	// The algorithms count GPUs, not where workers fit: a job of G > 1
+	// given more workers than the nodes hold is left unplaced whole, and
+	// would wait for ever though fewer would run (on 4x8,8x4 a job asking
+	// for six workers of 8). Its requested and largest counts stop at what
+	// the nodes hold, never below its minimum: a job whose minimum they do
+	// not hold waits. With one GPU a worker the algorithms never hand out
+	// more than the cluster's GPUs, and the range stays as the workload
+	// gives it.
+	if fit := cl.workers(g); g > 1 {
+		j.w.MaxWorkers = max(min(j.w.MaxWorkers, fit), j.w.MinWorkers)
+		j.w.Requested = max(min(j.w.Requested, fit), j.w.MinWorkers)
+	}
 	if opts.stepModels() {
-		if err := j.useGoodput(opts, totalGPUs); err != nil {
+		if err := j.useGoodput(opts, usable); err != nil {
 			return nil, err
 		}
 	}
@@ -439,8 +469,8 @@ func newSimJob(w workload.Job, opts Options, totalGPUs int) (*simJob, error) {
 
 // useGoodput sets the job up for goodput estimates: its bounds (the
 // application's, or its fixed batch), and with adaptive batches the most
-// workers its application can use.
-func (j *simJob) useGoodput(opts Options, totalGPUs int) error {
+// workers its application can use, up to usable GPUs (in whole workers).
+func (j *simJob) useGoodput(opts Options, usable int) error {
 	prof, ok := j.m.(*perfmodel.Profiled)
 	if !ok {
 		return fmt.Errorf("simulate: job %s: goodput estimates and adaptive batches need a measured profile (--profiles), not the %s model", j.w.Name, j.m.Name())
@@ -461,29 +491,13 @@ func (j *simJob) useGoodput(opts Options, totalGPUs int) error {
 		return nil
 	}
 	j.batch = initBatch
-	j.w.MaxWorkers = max(j.w.MaxWorkers, min(j.bounds.MaxReplicas(), 64, totalGPUs)/j.w.PerWorker())
+	j.w.MaxWorkers = max(j.w.MaxWorkers, min(j.bounds.MaxReplicas(), 64, usable)/j.w.PerWorker())
 	return nil
-}
-
-// packedWorkers is packed for k workers of g GPUs each: as many whole
-// workers on each node as fit (at least one), in GPUs per node.
-func packedWorkers(k, g, perNode int) []int {
-	per := max(perNode/g, 1) * g
-	return packed(k*g, per)
-}
-
-func packed(k, perNode int) []int {
-	var p []int
-	for k > 0 {
-		n := min(k, perNode)
-		p = append(p, n)
-		k -= n
-	}
-	return p
 }
 
 type engine struct {
 	opts Options
+	cl   *cluster
 	core *scheduler.Core
 	port *replayPort
 	jobs []*simJob // in workload order
@@ -635,17 +649,18 @@ func (e *engine) job(j *simJob) estimate.Job {
 // for 2^31 workers costs no more memory than one asking for the whole
 // cluster.
 func (e *engine) curveLen(j *simJob) int {
-	return max(min(j.w.MaxWorkers*j.w.PerWorker(), e.opts.Nodes*e.opts.GPUsPerNode), 1)
+	return max(min(j.w.MaxWorkers*j.w.PerWorker(), e.cl.total), 1)
 }
 
 // oracle is the estimator that knows each job's true performance: the
-// speedup of its workers packed onto as few nodes as possible, and the
-// remaining time on one GPU, at its current batch size and epoch.
+// speedup of its workers packed onto as few nodes as possible (the
+// largest first), and the remaining time on one GPU, at its current batch
+// size and epoch.
 type oracle struct {
-	perNode int
-	jobs    map[string]*simJob
-	cache   map[oracleKey]oracleCurve
-	err     error // the first model error, which Run returns
+	cl    *cluster
+	jobs  map[string]*simJob
+	cache map[oracleKey]oracleCurve
+	err   error // the first model error, which Run returns
 }
 
 // Estimate implements estimate.Estimator.
@@ -662,7 +677,7 @@ func (o *oracle) Estimate(ej estimate.Job) model.Estimates {
 		}
 		c = oracleCurve{rate1: r1, speedup: make([]float64, n+1)}
 		for k := 1; k <= n; k++ {
-			r, err := j.m.Rate(packed(k, o.perNode), j.batch, j.epoch)
+			r, err := j.m.Rate(o.cl.pack(k, 1), j.batch, j.epoch)
 			if err != nil {
 				o.err = cmp.Or(o.err, err)
 				return model.Estimates{RemainingSeconds: -1}
@@ -851,24 +866,25 @@ func (e *engine) nextEvent() (instant, error) {
 	return next, nil
 }
 
-// noneCanRun reports whether every waiting job needs more GPUs than the
-// cluster has.
+// noneCanRun reports whether every waiting job needs more workers than
+// the cluster's nodes hold: of one GPU, more than its GPUs; of G GPUs,
+// more than its nodes of at least G GPUs hold whole.
 func (e *engine) noneCanRun() bool {
-	total := e.opts.Nodes * e.opts.GPUsPerNode
 	for _, j := range e.live {
-		if j.w.MinWorkers <= total {
+		if j.w.MinWorkers <= e.cl.workers(j.w.PerWorker()) {
 			return false
 		}
 	}
 	return true
 }
 
-func (e *engine) record(wall float64, gpus int) *report.Run {
+func (e *engine) record(wall float64) *report.Run {
 	run := &report.Run{
 		Algorithm:          e.opts.Allocator.Name(),
 		Placer:             e.opts.Placer.Name(),
 		Workload:           e.opts.Workload,
-		GPUs:               gpus,
+		GPUs:               e.cl.total,
+		Cluster:            e.cl.String(),
 		Changes:            e.port.changes,
 		EndTime:            e.now,
 		WallSeconds:        wall,

@@ -270,7 +270,10 @@ func workloadCharts(row []*Run, id, name string, withPlacer bool, limit, steps i
 		label := runLabel(r, i, withPlacer)
 		title := fmt.Sprintf("GPUs held per job over time, %s, workload %s", label, name)
 		cluster := ""
-		if r.GPUs > 0 {
+		switch {
+		case r.GPUs > 0 && r.Cluster != "":
+			cluster = fmt.Sprintf(" on a cluster of %d GPUs, nodes x GPUs %s (dashed line)", r.GPUs, r.Cluster)
+		case r.GPUs > 0:
 			cluster = fmt.Sprintf(" on a cluster of %d GPUs (dashed line)", r.GPUs)
 		}
 		svg, err := chartSVG(g, heights[i], fmt.Sprintf("%s-gpus-%d", id, i+1), title, fmt.Sprintf(

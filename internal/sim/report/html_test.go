@@ -395,3 +395,23 @@ func TestCoarsened(t *testing.T) {
 	}
 	t.Logf("page of two runs of 400 jobs: %d bytes; exact stack %d points, coarsened %d", buf.Len(), points(fine), points(coarse))
 }
+
+// The GPUs held per job over time name the cluster's shape when the run
+// has one.
+func TestWriteHTMLClusterShape(t *testing.T) {
+	for _, shape := range []string{"", "4x8,8x4"} {
+		runs := htmlRuns(1, 1)
+		runs[0][0].Cluster = shape
+		var buf bytes.Buffer
+		if err := WriteHTML(&buf, "r", runs, HTMLOptions{Generated: htmlTime}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("on a cluster of %d GPUs (dashed line)", runs[0][0].GPUs)
+		if shape != "" {
+			want = fmt.Sprintf("on a cluster of %d GPUs, nodes x GPUs 4x8,8x4 (dashed line)", runs[0][0].GPUs)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("cluster %q: the page does not say %q", shape, want)
+		}
+	}
+}

@@ -11,7 +11,10 @@ type Run struct {
 	Workload string
 	// GPUs is the cluster's GPU count.
 	GPUs int
-	Jobs []JobResult
+	// Cluster is the cluster's shape as 'voda simulate --cluster' takes
+	// it: groups of NODESxGPUS, comma-separated ("16x4", "4x8,8x4").
+	Cluster string
+	Jobs    []JobResult
 	// Changes lists every change of a job's GPU count, in time order.
 	Changes []Change
 	// EndTime is the simulated time when the run stopped, in seconds.

@@ -18,6 +18,8 @@ type Summary struct {
 	Workload string `json:"workload,omitempty"`
 	// GPUs is the cluster's GPU count.
 	GPUs int `json:"gpus"`
+	// Cluster is the cluster's nodes by size, as Run.Cluster.
+	Cluster string `json:"cluster,omitempty"`
 	// Jobs is the number of jobs in the run, Completed those that finished.
 	Jobs      int `json:"jobs"`
 	Completed int `json:"completed"`
@@ -86,6 +88,7 @@ func Summarize(run *Run) Summary {
 		Placer:      run.Placer,
 		Workload:    run.Workload,
 		GPUs:        run.GPUs,
+		Cluster:     run.Cluster,
 		Jobs:        len(run.Jobs),
 		Cycles:      run.Cycles,
 		PlaceMsMax:  milliseconds(run.PlaceMax),
@@ -246,6 +249,7 @@ func MeanOverWorkloads(rows [][]Summary) []Summary {
 			m.Algorithm = s.Algorithm
 			m.Placer = s.Placer
 			m.GPUs = s.GPUs
+			m.Cluster = s.Cluster
 			m.MaxJCT = max(m.MaxJCT, s.MaxJCT)
 			m.AvgRestartsPerJob += s.AvgRestartsPerJob / n
 			m.MigrationsPerJob += s.MigrationsPerJob / n

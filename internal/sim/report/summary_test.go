@@ -295,3 +295,31 @@ c,ncf,50,,,,,2,2,2,0,0,0,false
 		t.Errorf("csv (-want,+got):\n%s", diff)
 	}
 }
+
+// A run's cluster shape reaches its summary, the text (a line after the
+// GPUs) and the mean over workloads; without one the text has no line.
+func TestSummaryClusterShape(t *testing.T) {
+	run := &Run{Algorithm: "FIFO", GPUs: 64, Cluster: "4x8,8x4"}
+	s := Summarize(run)
+	if s.Cluster != "4x8,8x4" {
+		t.Errorf("Summarize: cluster %q, want 4x8,8x4", s.Cluster)
+	}
+	if m := MeanOverWorkloads([][]Summary{{s}, {s}}); m[0].Cluster != "4x8,8x4" {
+		t.Errorf("MeanOverWorkloads: cluster %q, want 4x8,8x4", m[0].Cluster)
+	}
+	for _, tc := range []struct {
+		cluster, want string
+	}{
+		{"4x8,8x4", "cluster      64 GPUs\nnodes        4x8,8x4 (nodes x GPUs)\njobs"},
+		{"", "cluster      64 GPUs\njobs"},
+	} {
+		s.Cluster = tc.cluster
+		var buf bytes.Buffer
+		if err := WriteText(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("cluster %q: text does not hold %q:\n%s", tc.cluster, tc.want, buf.String())
+		}
+	}
+}

@@ -32,6 +32,9 @@ func WriteText(w io.Writer, s Summary) error {
 		line("workload", "%s", s.Workload)
 	}
 	line("cluster", "%d GPUs", s.GPUs)
+	if s.Cluster != "" {
+		line("nodes", "%s (nodes x GPUs)", s.Cluster)
+	}
 	line("jobs", "%d (%d completed)", s.Jobs, s.Completed)
 	line("avg JCT", "%s", secHours(s.AvgJCT))
 	line("p50 JCT", "%s", secHours(s.P50JCT))
