@@ -656,6 +656,7 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	}
 
 	// 3. Allocate and check the invariants before anything is applied.
+	fitWorkers(snap)
 	rep.Algorithm = c.cfg.Allocator.Name()
 	var allocStart time.Time
 	if c.cfg.Stopwatch != nil {
@@ -914,6 +915,38 @@ func moved(from, to model.JobPlacement) int {
 
 // cordonedCapacity shrinks every cordoned node to the GPUs its workers
 // use, so that jobs keep their workers there and no new ones arrive.
+// fitWorkers bounds, for the allocator, the worker range of each job
+// whose workers hold several GPUs by the workers of that size the nodes
+// hold, never below its minimum. The algorithms count GPUs, not where
+// workers fit: on 8 and 4-GPU nodes, a job of workers of 8 given more of
+// them than the 8-GPU nodes hold was left unplaced whole, and waited for
+// ever though fewer would run. A job whose minimum the nodes do not hold
+// keeps it, and waits Unschedulable. Workers of one GPU are untouched:
+// the algorithms never hand out more than the cluster's GPUs. snap's jobs
+// are the cycle's copies; the jobs' specs are not changed.
+func fitWorkers(snap *model.Snapshot) {
+	var fit map[int]int // GPUs per worker -> workers the nodes hold
+	for i := range snap.Jobs {
+		s := &snap.Jobs[i].Spec
+		g := s.PerWorker()
+		if g <= 1 {
+			continue
+		}
+		if fit == nil {
+			fit = map[int]int{}
+		}
+		n, ok := fit[g]
+		if !ok {
+			for _, nd := range snap.Nodes {
+				n += nd.GPUs / g
+			}
+			fit[g] = n
+		}
+		s.MaxWorkers = max(min(s.MaxWorkers, n), s.MinWorkers)
+		s.RequestedWorkers = max(min(s.RequestedWorkers, n), s.MinWorkers)
+	}
+}
+
 func cordonedCapacity(nodes []model.Node, jobs []*jobEntry) {
 	if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.Cordoned }) {
 		return

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
 )
@@ -192,5 +193,44 @@ func TestCycleMultiGPUWorkers(t *testing.T) {
 		if j.State.GPUs != j.State.Placement.Workers()*j.Spec.PerWorker() {
 			t.Errorf("%s after q left: %d GPUs on %d workers of %d", name, j.State.GPUs, j.State.Placement.Workers(), j.Spec.PerWorker())
 		}
+	}
+}
+
+// A job of workers of 8 GPUs on nodes of 8, 4 and 4 GPUs: ElasticFIFO
+// would give it the 16 GPUs it may use (2 workers), which no placement
+// holds, and it waited for ever unplaced; bounded by the one worker of 8
+// the nodes hold, it runs on the 8-GPU node.
+func TestCycleBoundsWorkersToWhatNodesHold(t *testing.T) {
+	alloc, err := algorithm.Builtin().New(algorithm.NameElasticFIFO, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := placement.Builtin().New(placement.TopologyName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCore(Config{GPUType: "v100", Allocator: alloc, Placer: pl, Port: &recordPort{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range []int{8, 4, 4} {
+		if err := c.AddNode(t0, model.Node{Name: string(rune('p' + i)), GPUs: g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := spec("wide", 1, 2, t0)
+	js.RequestedWorkers, js.GPUsPerWorker = 2, 8
+	if err := c.Submit(t0, js); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cycle(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := c.Job("wide")
+	if j.State.GPUs != 8 || j.State.Placement.Workers() != 1 || j.State.Placement[0].Node != "p" {
+		t.Errorf("wide: %d GPUs on %v, want one worker of 8 on p", j.State.GPUs, j.State.Placement)
+	}
+	if j.Spec.MaxWorkers != 2 || j.Spec.RequestedWorkers != 2 {
+		t.Errorf("the job's spec changed to max %d, requested %d; want 2 and 2", j.Spec.MaxWorkers, j.Spec.RequestedWorkers)
 	}
 }
