@@ -22,6 +22,7 @@ import (
 	"github.com/vodascheduler/voda/internal/scheduler"
 	"github.com/vodascheduler/voda/internal/server"
 	"github.com/vodascheduler/voda/internal/service"
+	"github.com/vodascheduler/voda/internal/sim"
 	"github.com/vodascheduler/voda/internal/sim/livecluster"
 	"github.com/vodascheduler/voda/internal/sim/perfmodel"
 )
@@ -144,7 +145,7 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&o.queueFile, "queue-file", "", "file whose content (trimmed) is the --queue URL, e.g. a mounted Kubernetes Secret")
 	f.StringVar(&o.components, "components", "all", "parts to run: all, or a list of api,scheduler")
 	f.StringVar(&c.Cluster, "cluster", server.ClusterSim, "cluster the schedulers drive: sim (a simulated cluster) or kubernetes")
-	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[,TYPE=NODESxGPUS...]")
+	f.StringVar(&o.simNodes, "sim-nodes", "nvidia-tesla-v100=4x8", "simulated nodes per GPU type: TYPE=NODESxGPUS[+NODESxGPUS...][,TYPE=...]; nodes of one type may differ in size (v100=2x8+4x4: two nodes of 8 GPUs, four of 4)")
 	f.StringSliceVar(&c.GPUTypes, "gpu-types", nil, "GPU types the API accepts and the schedulers run (default: those of --sim-nodes, or of the Kubernetes nodes' vodascheduler/accelerator labels)")
 	f.Float64Var(&c.Speed, "speed", 1, "how many times faster than real time simulated time runs (on a simulated cluster; the clock stands still while the scheduler catches up, see docs/server.md)")
 	f.BoolVar(&c.NoSimReports, "no-sim-reports", false, "simulated jobs do not report their progress; processes beside the simulated cluster report it over HTTP instead (docs/progress.md)")
@@ -268,8 +269,12 @@ func secretURL(name, flagValue, file, env string, getenv func(string) string) (s
 // simPool builds the simulated clusters of voda server.
 func simPool(restartCost time.Duration, models *perfmodel.Set) server.SimPoolFunc {
 	return func(g server.SimGroup, clk k8sclock.Clock, log *slog.Logger) (service.Backend, error) {
+		more := make([]livecluster.NodeSize, len(g.More))
+		for i, m := range g.More {
+			more[i] = livecluster.NodeSize{Nodes: m.Nodes, GPUs: m.GPUs}
+		}
 		cl, err := livecluster.New(livecluster.Options{
-			GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode,
+			GPUType: g.GPUType, Nodes: g.Nodes, GPUsPerNode: g.GPUsPerNode, More: more,
 			RestartCost: restartCost, Models: models, Clock: clk, Logger: log,
 		})
 		if err != nil {
@@ -279,6 +284,15 @@ func simPool(restartCost time.Duration, models *perfmodel.Set) server.SimPoolFun
 	}
 }
 
+// The simulated cluster's limits: the simulator's (sim.MaxNodes,
+// sim.MaxGPUsPerNode), so that a typo cannot build a million nodes.
+const (
+	maxSimNodes       = sim.MaxNodes
+	maxSimGPUsPerNode = sim.MaxGPUsPerNode
+)
+
+// parseSimNodes reads --sim-nodes: TYPE=NODESxGPUS[+NODESxGPUS...], comma
+// separated.
 func parseSimNodes(s string) ([]server.SimGroup, error) {
 	var out []server.SimGroup
 	seen := map[string]bool{}
@@ -287,18 +301,35 @@ func parseSimNodes(s string) ([]server.SimGroup, error) {
 		if part == "" {
 			continue
 		}
-		t, shape, ok := strings.Cut(part, "=")
-		ns, gs, ok2 := strings.Cut(shape, "x")
-		n, err1 := strconv.Atoi(ns)
-		g, err2 := strconv.Atoi(gs)
-		if !ok || !ok2 || t == "" || err1 != nil || err2 != nil || n < 1 || g < 1 {
-			return nil, fmt.Errorf("--sim-nodes: %q: want TYPE=NODESxGPUS with both at least 1, e.g. nvidia-tesla-v100=4x8", part)
+		t, shapes, ok := strings.Cut(part, "=")
+		if !ok || t == "" {
+			return nil, fmt.Errorf("--sim-nodes: %q: want TYPE=NODESxGPUS[+NODESxGPUS...] with both at least 1, e.g. nvidia-tesla-v100=4x8 or nvidia-tesla-v100=2x8+4x4", part)
 		}
 		if seen[t] {
 			return nil, fmt.Errorf("--sim-nodes: GPU type %s given twice", t)
 		}
 		seen[t] = true
-		out = append(out, server.SimGroup{GPUType: t, Nodes: n, GPUsPerNode: g})
+		// Nodes of one type may differ in size: 2x8+4x4.
+		g := server.SimGroup{GPUType: t}
+		nodes := 0
+		for i, shape := range strings.Split(shapes, "+") {
+			ns, gs, ok := strings.Cut(shape, "x")
+			n, err1 := strconv.Atoi(ns)
+			gpus, err2 := strconv.Atoi(gs)
+			if !ok || err1 != nil || err2 != nil || n < 1 || gpus < 1 {
+				return nil, fmt.Errorf("--sim-nodes: %q: %q: want NODESxGPUS with both at least 1, e.g. nvidia-tesla-v100=4x8 or nvidia-tesla-v100=2x8+4x4", part, shape)
+			}
+			if n > maxSimNodes || gpus > maxSimGPUsPerNode || nodes+n > maxSimNodes {
+				return nil, fmt.Errorf("--sim-nodes: %q: at most %d nodes of a GPU type and %d GPUs a node", part, maxSimNodes, maxSimGPUsPerNode)
+			}
+			nodes += n
+			if i == 0 {
+				g.Nodes, g.GPUsPerNode = n, gpus
+			} else {
+				g.More = append(g.More, server.NodeSize{Nodes: n, GPUs: gpus})
+			}
+		}
+		out = append(out, g)
 	}
 	return out, nil // server.Run rejects an empty list
 }

@@ -34,7 +34,12 @@ const (
 type SimGroup struct {
 	GPUType            string
 	Nodes, GPUsPerNode int
+	// More are nodes of other sizes of the same GPU type.
+	More []NodeSize
 }
+
+// NodeSize is a count of simulated nodes of one size.
+type NodeSize struct{ Nodes, GPUs int }
 
 // SimPoolFunc builds the simulated cluster of one GPU type on the
 // server's clock.

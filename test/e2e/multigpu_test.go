@@ -126,3 +126,40 @@ func TestMultiGPUWorkers(t *testing.T) {
 		return v == 7, fmt.Errorf("voda_gpus_stranded %v", v)
 	})
 }
+
+// A simulated cluster whose v100 nodes differ in size (--sim-nodes
+// v100=1x8+2x4): a job of workers of 8 GPUs that may grow to 2 runs on
+// the one node that holds such a worker, offered no more than that one
+// worker (before, ElasticFIFO gave it 16 GPUs that no placement holds and
+// it waited for ever), and a job of workers of 4 runs on the 4-GPU nodes
+// beside it.
+func TestMixedNodeSizes(t *testing.T) {
+	srv := startServer(t, "--sim-nodes", "v100=1x8+2x4", "--data-dir", t.TempDir(), "--log-level", "warn", "--speed", "20")
+	c := srv.Client()
+	waitFor(t, "the scheduler to show 16 GPUs on 3 nodes", time.Minute, func() (bool, error) {
+		s, err := c.GetScheduler(ctxT(t), "v100")
+		return err == nil && s.Nodes == 3 && s.GPUs == 16, fmt.Errorf("%d GPUs on %d nodes (%v)", s.GPUs, s.Nodes, err)
+	})
+	submit := func(g string) string {
+		code, body, _, _ := post(t, srv, []byte(multiGPUManifest("g"+g, g)))
+		if code != http.StatusCreated {
+			t.Fatalf("G=%s: %d %s", g, code, body)
+		}
+		name, _ := jsonField([]byte(body), "name")
+		return name
+	}
+	// Alone, the job of workers of 8 could use 16 GPUs: it gets the one
+	// worker the nodes hold.
+	wide := submit("8")
+	waitFor(t, "the job of workers of 8 on the 8-GPU node", 2*time.Minute, func() (bool, error) {
+		j, err := c.GetJob(ctxT(t), wide)
+		return err == nil && j.GPUs == 8 && j.Placement["v100-node-00"] == 1,
+			fmt.Errorf("%d GPUs on %v (%s, %v)", j.GPUs, j.Placement, j.Status, err)
+	})
+	narrow := submit("4")
+	waitFor(t, "the job of workers of 4 on the 4-GPU nodes", 2*time.Minute, func() (bool, error) {
+		j, err := c.GetJob(ctxT(t), narrow)
+		return err == nil && j.GPUs == 8 && j.Placement["v100-node-00"] == 0,
+			fmt.Errorf("%d GPUs on %v (%s, %v)", j.GPUs, j.Placement, j.Status, err)
+	})
+}

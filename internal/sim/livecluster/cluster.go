@@ -34,6 +34,9 @@ type Options struct {
 	GPUType     string
 	Nodes       int
 	GPUsPerNode int
+	// More adds nodes of other sizes after the Nodes of GPUsPerNode: one
+	// GPU type's nodes need not all be alike (4 and 8 GPUs).
+	More []NodeSize
 	// RestartCost: zero means DefaultRestartCost, negative none.
 	RestartCost time.Duration
 	// Models are the performance models jobs may name: nil means the
@@ -43,6 +46,9 @@ type Options struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// NodeSize is a count of nodes of one size.
+type NodeSize struct{ Nodes, GPUs int }
 
 type job struct {
 	name, app string
@@ -88,6 +94,7 @@ type SimPool struct {
 	models  *perfmodel.Set
 	nodes   []model.Node
 	nodeIdx map[string]int
+	gpus    int // on all nodes
 
 	// boot tells this process's generations from an earlier one's: a
 	// restarted cluster's jobs are new incarnations.
@@ -101,13 +108,16 @@ type SimPool struct {
 var _ scheduler.Port = (*SimPool)(nil)
 
 // New returns a cluster of opts.Nodes nodes with opts.GPUsPerNode GPUs
-// each, named <gpu-type>-node-NN.
+// each, then those of opts.More, named <gpu-type>-node-NN in that order.
 func New(opts Options) (*SimPool, error) {
 	if opts.GPUType == "" {
 		return nil, fmt.Errorf("simulated cluster: empty GPU type")
 	}
-	if opts.Nodes < 1 || opts.GPUsPerNode < 1 {
-		return nil, fmt.Errorf("simulated cluster %s: need at least one node with one GPU (got %d x %d)", opts.GPUType, opts.Nodes, opts.GPUsPerNode)
+	sizes := append([]NodeSize{{opts.Nodes, opts.GPUsPerNode}}, opts.More...)
+	for _, s := range sizes {
+		if s.Nodes < 1 || s.GPUs < 1 {
+			return nil, fmt.Errorf("simulated cluster %s: need at least one node with one GPU (got %d x %d)", opts.GPUType, s.Nodes, s.GPUs)
+		}
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -138,10 +148,14 @@ func New(opts Options) (*SimPool, error) {
 		wake:    make(chan struct{}, 1),
 		boot:    strconv.FormatInt(opts.Clock.Now().UnixNano(), 36),
 	}
-	for i := 0; i < opts.Nodes; i++ {
-		n := model.Node{Name: fmt.Sprintf("%s-node-%02d", opts.GPUType, i), GPUs: opts.GPUsPerNode, Index: i}
-		c.nodes = append(c.nodes, n)
-		c.nodeIdx[n.Name] = i
+	for _, s := range sizes {
+		for range s.Nodes {
+			i := len(c.nodes)
+			n := model.Node{Name: fmt.Sprintf("%s-node-%02d", opts.GPUType, i), GPUs: s.GPUs, Index: i}
+			c.nodes = append(c.nodes, n)
+			c.nodeIdx[n.Name] = i
+			c.gpus += s.GPUs
+		}
 	}
 	return c, nil
 }
@@ -313,7 +327,7 @@ func (c *SimPool) reports(onlyNew bool) []Report {
 			c.log.Warn("progress report of a simulated job", "job", name, "err", err)
 			continue
 		}
-		r, ferr := w.Check(len(c.nodes) * c.opts.GPUsPerNode)
+		r, ferr := w.Check(c.gpus)
 		if ferr != nil {
 			c.log.Warn("progress report of a simulated job refused", "job", name, "field", ferr.Field, "reason", ferr.Reason)
 			continue

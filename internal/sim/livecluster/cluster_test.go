@@ -2,6 +2,7 @@ package livecluster
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -353,5 +354,24 @@ func TestRunHoldsTheClockAtTheNextEnd(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the job's end was not reported")
+	}
+}
+
+// Nodes of one GPU type may differ in size: More's follow the first
+// group's, named and indexed on; a group of no node or no GPU is refused.
+func TestNodesOfSeveralSizes(t *testing.T) {
+	c, err := New(Options{GPUType: "v100", Nodes: 1, GPUsPerNode: 8, More: []NodeSize{{Nodes: 2, GPUs: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range c.Nodes() {
+		got = append(got, fmt.Sprintf("%s:%d:%d", n.Name, n.GPUs, n.Index))
+	}
+	if want := "[v100-node-00:8:0 v100-node-01:4:1 v100-node-02:4:2]"; fmt.Sprint(got) != want {
+		t.Errorf("nodes %v, want %s", got, want)
+	}
+	if _, err := New(Options{GPUType: "v100", Nodes: 1, GPUsPerNode: 8, More: []NodeSize{{Nodes: 2, GPUs: 0}}}); err == nil || !strings.Contains(err.Error(), "2 x 0") {
+		t.Errorf("a group of nodes without GPUs: %v, want an error naming it", err)
 	}
 }
