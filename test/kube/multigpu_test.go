@@ -98,6 +98,95 @@ func TestMultiGPUPyTorchJob(t *testing.T) {
 	step("after the second job", a, 2)
 }
 
+// Jobs of workers of 1, 2 and 4 GPUs on one GPU type of two 8-GPU and two
+// 4-GPU kwok nodes, then a job of one worker of 8 GPUs. The placer packs
+// the first three as it always does (largest need first, tightest fit):
+// 3 workers of 2 on one 8-GPU node, 6 of 1 on the other, one of 4 on a
+// 4-GPU node. That leaves 8 GPUs free (2, 2 and 4) but none of 8 on one
+// node, so the worker of 8 fits nowhere until the topology placer's
+// defragmentation (docs/placement.md, "Freeing a node when nothing else
+// works") moves smaller workers off one 8-GPU node, within its
+// defrag_budget of 8 workers a cycle. The job of 8 must then run on an
+// 8-GPU node, every moved job run again, every pod ask for its G GPUs on
+// a node that has them, no node's pods ask for more than it has, and only
+// workers of the node the job of 8 took have moved.
+//
+// It fails if the placer does not defragment (the job of 8 waits
+// Unschedulable with 8 GPUs free), if it moves a worker onto a node
+// without room for it (the pod is never bound, or a node is over
+// capacity), if it moves more workers than the budget or workers of
+// other nodes, or if the 8-GPU worker lands on a 4-GPU node.
+func TestMixedGPUsPerWorker(t *testing.T) {
+	c := newCluster(t, "mixed-gpu", 2, 4)
+	big, err := env.AddNodes(t.Context(), c.gpuType, 2, 8, c.gpuType+"-big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes = append(c.nodes, big...)
+	srv := c.start("--multi-gpu-workers")
+	vc := srv.Client()
+
+	type shape struct {
+		name          string
+		gpus, workers int
+	}
+	small := []shape{{"two", 2, 3}, {"one", 1, 6}, {"four", 4, 1}}
+	var names []string
+	for _, s := range small {
+		names = append(names, submit(t, vc, pyTorchJobManifest(s.name, c.gpuType, s.gpus, s.workers, s.workers, time.Hour)))
+	}
+	before := map[string]map[string]int{}
+	free := c.nodeGPUs(t)
+	for i, s := range small {
+		j := c.waitPlaced(t, vc, pyTorchJob, names[i], s.workers)
+		before[names[i]] = j.Placement
+		for node, w := range j.Placement {
+			free[node] -= int64(w * s.gpus)
+		}
+		c.checkWorkerGPUs(t, names[i], int64(s.gpus))
+	}
+	c.checkNodeGPUs(t)
+	var total, most int64
+	for _, f := range free {
+		total += f
+		most = max(most, f)
+	}
+	t.Logf("placed %v; free GPUs by node %v", before, free)
+	if total < 8 || most >= 8 {
+		t.Fatalf("the small jobs left %d GPUs free, at most %d on one node (%v); the test needs 8 or more, none of 8 on one node", total, most, free)
+	}
+
+	wide := submit(t, vc, pyTorchJobManifest("eight", c.gpuType, 8, 1, 1, time.Hour))
+	j := c.waitPlaced(t, vc, pyTorchJob, wide, 1)
+	if j.Status != "Running" || j.GPUsPerWorker != 8 || j.GPUs != 8 {
+		t.Errorf("job %s is %s with %d GPUs per worker, %d GPUs; want Running with 8 and 8", wide, j.Status, j.GPUsPerWorker, j.GPUs)
+	}
+	var took string
+	for node := range j.Placement {
+		took = node
+	}
+	moved := 0
+	for i, s := range small {
+		after := c.waitPlaced(t, vc, pyTorchJob, names[i], s.workers).Placement
+		for node, w := range before[names[i]] {
+			if gone := w - after[node]; gone > 0 {
+				moved += gone
+				if node != took {
+					t.Errorf("job %s moved %d workers off node %s, not the node %s the job of 8 took: before %v, after %v", names[i], gone, node, took, before[names[i]], after)
+				}
+			}
+		}
+		t.Logf("job %s (%d workers of %d GPUs): %v, then %v", names[i], s.workers, s.gpus, before[names[i]], after)
+		c.checkWorkerGPUs(t, names[i], int64(s.gpus))
+	}
+	c.checkWorkerGPUs(t, wide, 8)
+	c.checkNodeGPUs(t)
+	t.Logf("the job of 8 took node %s; %d workers moved", took, moved)
+	if moved == 0 || moved > 8 {
+		t.Errorf("%d workers moved to free a node for the job of 8, want 1 to 8 (defrag_budget)", moved)
+	}
+}
+
 // gpuAsk is the nvidia.com/gpu a container asks for: its limit and its
 // request, 0 when it names none.
 func gpuAsk(c corev1.Container) (limit, request int64) {
