@@ -128,8 +128,10 @@ func TestRealTrainer(t *testing.T) {
 func TestRealTrainerMultiGPU(t *testing.T) {
 	tj := startTrainerJob(t, "trainer2-gpu", 2, 2, 2, "--multi-gpu-workers")
 	// The machine's cores are fewer than 4 processes: without simulated
-	// GPU work, 4 would train slower than 2, a curve no GPU job has.
-	tj.sleepPerSample = 0.0003
+	// GPU work, 4 would train slower than 2, a curve no GPU job has. Its
+	// epochs are longer than TestRealTrainer's, so the warm-up is too, to
+	// stay well apart from the steady rate.
+	tj.sleep, tj.sleepPerSample, tj.warmup = 0.02, 0.0003, 8
 	tj.run(1, 2, 2)
 
 	// A second job of one pod of 2 GPUs: the trainer shrinks to one pod.
@@ -142,14 +144,15 @@ func TestRealTrainerMultiGPU(t *testing.T) {
 // reporting to a running Voda through a proxy that records which pod's
 // token each report carried.
 type trainerJob struct {
-	t      *testing.T
-	c      *cluster
-	vc     *client.Client
-	job    string
-	perPod int // GPUs, and so training processes, per worker pod
-	// sleepPerSample is the trainer's --sleep-per-sample: seconds of
-	// simulated GPU work per sample of a process's share of the batch.
-	sleepPerSample float64
+	t   *testing.T
+	c   *cluster
+	vc  *client.Client
+	job string
+	// sleep, sleepPerSample and warmup are the trainer's --sleep,
+	// --sleep-per-sample and --warmup: seconds slept after each step, of
+	// simulated GPU work per sample of a process's share of the batch,
+	// and after the first step.
+	sleep, sleepPerSample, warmup float64
 
 	sdk, script, dir string
 	proxy            *reportProxy
@@ -177,7 +180,8 @@ func startTrainerJob(t *testing.T, gpuType string, nodes, gpus, perPod int, args
 	vc := srv.Client(client.WithBearerToken(mustToken(t, "admin")))
 	job := submit(t, vc, pyTorchJobManifest("trainer", gpuType, perPod, 1, 2, time.Hour))
 	c.waitPlaced(t, vc, pyTorchJob, job, 2)
-	return &trainerJob{t: t, c: c, vc: vc, job: job, perPod: perPod, sdk: sdk, script: script, dir: t.TempDir(), proxy: newReportProxy(t, srv.URL())}
+	return &trainerJob{t: t, c: c, vc: vc, job: job, sleep: 0.05, warmup: 5,
+		sdk: sdk, script: script, dir: t.TempDir(), proxy: newReportProxy(t, srv.URL())}
 }
 
 // shrinkBeside submits a second job, for which the scheduler shrinks the
@@ -209,7 +213,7 @@ func (tj *trainerJob) run(phase, launchers, procs int) trainerRun {
 	args := []string{tj.script,
 		"--workers", fmt.Sprint(procs), "--run-id", runID, "--out", out,
 		"--epochs", fmt.Sprint(trainerEpochs), "--total-epochs", fmt.Sprint(trainerTotalEpochs),
-		"--steps-per-epoch", "30", "--global-batch", "512", "--sleep", "0.05", "--warmup", "5", "--sleep-per-sample", fmt.Sprint(tj.sleepPerSample),
+		"--steps-per-epoch", "30", "--global-batch", "512", "--sleep", fmt.Sprint(tj.sleep), "--warmup", fmt.Sprint(tj.warmup), "--sleep-per-sample", fmt.Sprint(tj.sleepPerSample),
 		"--start-epoch", fmt.Sprint(startEpoch), "--start-steps", fmt.Sprint(tj.last.Steps), "--start-samples", fmt.Sprint(tj.last.Samples)}
 	if launchers > 1 {
 		args = append(args, "--nnodes", fmt.Sprint(launchers), "--rdzv-endpoint", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
