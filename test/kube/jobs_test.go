@@ -202,7 +202,7 @@ func noStrandedPods(ctx context.Context, ns string) (bool, error) {
 func mpiJobManifest(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
 	slots, resources := "  slotsPerWorker: 1\n", ""
 	if gpus > 1 {
-		slots, resources = "", fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
+		slots, resources = "", gpuLimits(gpus)
 	}
 	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
@@ -244,8 +244,7 @@ spec:
 func pyTorchJobManifest(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
 	procs, resources := "", ""
 	if gpus > 1 {
-		procs = fmt.Sprintf("  nprocPerNode: %d\n", gpus)
-		resources = fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
+		procs, resources = fmt.Sprintf("  nprocPerNode: %d\n", gpus), gpuLimits(gpus)
 	}
 	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -270,4 +269,10 @@ spec:
           - name: pytorch
             image: pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime
 %s`, name, gpuType, procs, min, max, min, completeAfter, done, resources))
+}
+
+// gpuLimits is the resources of a worker container of a job manifest
+// (indented as in the builders above) that asks for gpus GPUs.
+func gpuLimits(gpus int) string {
+	return fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
 }
