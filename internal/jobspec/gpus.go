@@ -247,15 +247,20 @@ func checkLauncherAsWorker(spec map[string]any) *FieldError {
 // checkProcsPerNode checks the training processes a PyTorchJob starts per
 // worker pod (spec.nprocPerNode, or the older
 // spec.elasticPolicy.nProcPerNode) against the worker's G: one process
-// per GPU. Left out, torchrun starts one, so G must be 1.
+// per GPU. Left out, torchrun starts one, so G must be 1. Either is
+// accepted as a number or its string, and stored as the type the
+// training-operator's CRD gives it (a string for spec.nprocPerNode, an
+// integer for the elastic policy's): the API server refuses the other,
+// and the job would never start.
 func checkProcsPerNode(spec, policy map[string]any, w workerAsk) *FieldError {
 	given := false
 	for _, f := range []struct {
 		obj        map[string]any
 		key, field string
+		asString   bool
 	}{
-		{spec, "nprocPerNode", "spec.nprocPerNode"},
-		{policy, "nProcPerNode", elasticPolicy + ".nProcPerNode"},
+		{spec, "nprocPerNode", "spec.nprocPerNode", true},
+		{policy, "nProcPerNode", elasticPolicy + ".nProcPerNode", false},
 	} {
 		v, ok := f.obj[f.key]
 		if !ok {
@@ -263,6 +268,11 @@ func checkProcsPerNode(spec, policy map[string]any, w workerAsk) *FieldError {
 		}
 		given = true
 		if g, ok := wholeCount(v); ok && g == w.gpus {
+			if f.asString {
+				f.obj[f.key] = strconv.Itoa(g)
+			} else {
+				f.obj[f.key] = json.Number(strconv.Itoa(g))
+			}
 			continue
 		}
 		return &FieldError{Field: f.field, Value: scalarText(v),

@@ -184,6 +184,9 @@ func TestParseMultiGPUWorkers(t *testing.T) {
 		field, reason string
 		wantG         int    // accepted: JobSpec.GPUsPerWorker
 		wantSlots     string // accepted MPIJob: spec.slotsPerWorker as stored
+		// Accepted PyTorchJob: spec.nprocPerNode and
+		// spec.elasticPolicy.nProcPerNode as stored, in JSON.
+		wantProcs, wantPolicyProcs string
 	}{
 		"MPIJob G=4, slotsPerWorker 4":     {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "slotsPerWorker: 1", "slotsPerWorker: 4"), wantG: 4, wantSlots: "4"},
 		"MPIJob G=4, slotsPerWorker unset": {input: noSlots(workerResources("{limits: {nvidia.com/gpu: 4}}", "")), wantG: 4, wantSlots: "4"},
@@ -192,6 +195,11 @@ func TestParseMultiGPUWorkers(t *testing.T) {
 			wantG: 64, wantSlots: "64"},
 		"PyTorchJob G=2, nprocPerNode \"2\"":         {input: nproc(pyGPUs("2", ""), `"2"`), wantG: 2},
 		"PyTorchJob G=2, elasticPolicy.nProcPerNode": {input: edit(pyGPUs("2", ""), "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"), wantG: 2},
+		// The CRD types spec.nprocPerNode a string and the elastic
+		// policy's an integer: the other spelling is stored as the CRD's.
+		"PyTorchJob G=2, nprocPerNode 2 (a number)": {input: nproc(pyGPUs("2", ""), "2"), wantG: 2, wantProcs: `"2"`},
+		"PyTorchJob G=2, elasticPolicy.nProcPerNode \"2\"": {input: edit(pyGPUs("2", ""), "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: \"2\""),
+			wantG: 2, wantPolicyProcs: "2"},
 
 		"G=0":      {input: workerResources("{limits: {nvidia.com/gpu: 0}}", ""), field: workerGPU, reason: "0 is not accepted: a worker's GPUs are a whole number from 1 to 64"},
 		"G=-1":     {input: workerResources("{limits: {nvidia.com/gpu: -1}}", ""), field: workerGPU, reason: "-1 is not accepted"},
@@ -228,6 +236,20 @@ func TestParseMultiGPUWorkers(t *testing.T) {
 			}
 			if got := spec.JobSpec.GPUsPerWorker; got != tc.wantG {
 				t.Errorf("GPUsPerWorker = %d, want %d", got, tc.wantG)
+			}
+			if spec.Kind == KindPyTorchJob {
+				for _, f := range []struct {
+					path []string
+					want string
+				}{
+					{[]string{"spec", "nprocPerNode"}, tc.wantProcs},
+					{[]string{"spec", "elasticPolicy", "nProcPerNode"}, tc.wantPolicyProcs},
+				} {
+					v, _ := dig(spec.Manifest, f.path...)
+					if got, _ := json.Marshal(v); f.want != "" && string(got) != f.want {
+						t.Errorf("stored %s = %s, want %s", strings.Join(f.path, "."), got, f.want)
+					}
+				}
 			}
 			if spec.Kind != KindMPIJob {
 				return

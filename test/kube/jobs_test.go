@@ -46,29 +46,7 @@ var (
 		name: "PyTorchJob", resource: kube.PyTorchJobResource,
 		replicas: []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"},
 		manifest: func(name, gpuType string, min, max int, done time.Duration) []byte {
-			return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: %s
-  annotations:
-    vodascheduler/gpu-type: %s
-spec:
-  elasticPolicy:
-    minReplicas: %d
-    maxReplicas: %d
-    rdzvBackend: c10d
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: %d
-      template:
-        metadata:
-          annotations:
-            %s: "%s"
-        spec:
-          containers:
-          - name: pytorch
-            image: pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime
-`, name, gpuType, min, max, min, completeAfter, done))
+			return pyTorchJobManifest(name, gpuType, 1, min, max, done)
 		},
 	}
 )
@@ -224,7 +202,7 @@ func noStrandedPods(ctx context.Context, ns string) (bool, error) {
 func mpiJobManifest(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
 	slots, resources := "  slotsPerWorker: 1\n", ""
 	if gpus > 1 {
-		slots, resources = "", fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
+		slots, resources = "", gpuLimits(gpus)
 	}
 	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
@@ -255,4 +233,46 @@ spec:
           - name: worker
             image: horovod/horovod:0.28.1
 %s`, name, gpuType, slots, completeAfter, done, min, max, min, resources))
+}
+
+// pyTorchJobManifest is an elastic PyTorchJob of min to max worker pods
+// of gpus GPUs each, whose workers complete after done: with one GPU a
+// worker it leaves the GPU and nprocPerNode to Voda and the operator; with
+// more, its worker container asks for them and nprocPerNode says to start
+// one process per GPU, written as a number as people write it (the CRD
+// types it a string; Voda stores the string).
+func pyTorchJobManifest(name, gpuType string, gpus, min, max int, done time.Duration) []byte {
+	procs, resources := "", ""
+	if gpus > 1 {
+		procs, resources = fmt.Sprintf("  nprocPerNode: %d\n", gpus), gpuLimits(gpus)
+	}
+	return []byte(fmt.Sprintf(`apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: %s
+  annotations:
+    vodascheduler/gpu-type: %s
+spec:
+%s  elasticPolicy:
+    minReplicas: %d
+    maxReplicas: %d
+    rdzvBackend: c10d
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: %d
+      template:
+        metadata:
+          annotations:
+            %s: "%s"
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime
+%s`, name, gpuType, procs, min, max, min, completeAfter, done, resources))
+}
+
+// gpuLimits is the resources of a worker container of a job manifest
+// (indented as in the builders above) that asks for gpus GPUs.
+func gpuLimits(gpus int) string {
+	return fmt.Sprintf("            resources:\n              limits:\n                nvidia.com/gpu: %d\n", gpus)
 }
