@@ -253,6 +253,14 @@ func checkLauncherAsWorker(spec map[string]any) *FieldError {
 // integer for the elastic policy's): the API server refuses the other,
 // and the job would never start.
 func checkProcsPerNode(spec, policy map[string]any, w workerAsk) *FieldError {
+	// The training-operator's webhook refuses a job that sets both: it
+	// would never start.
+	if _, both := spec["nprocPerNode"]; both {
+		if v, ok := policy["nProcPerNode"]; ok {
+			return &FieldError{Field: elasticPolicy + ".nProcPerNode", Value: scalarText(v),
+				Reason: "is not accepted beside spec.nprocPerNode, which replaces it: the training-operator refuses a job that sets both; keep spec.nprocPerNode"}
+		}
+	}
 	given := false
 	for _, f := range []struct {
 		obj        map[string]any

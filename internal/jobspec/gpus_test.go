@@ -215,6 +215,8 @@ func TestParseMultiGPUWorkers(t *testing.T) {
 		"slotsPerWorker \"4\" with G=4": {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "slotsPerWorker: 1", `slotsPerWorker: "4"`), field: "spec.slotsPerWorker", reason: `"4" is not accepted`},
 		"slotsPerWorker 2 with G=1":     {input: edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 2"), field: "spec.slotsPerWorker", reason: "so it must be the integer 1"},
 		"nprocPerNode 1 with G=2":       {input: nproc(pyGPUs("2", ""), `"1"`), field: "spec.nprocPerNode", reason: `"1" is not accepted: a worker pod runs one training process per GPU, so it must be 2, its GPUs (` + pyGPU + ")"},
+		"nprocPerNode and elasticPolicy.nProcPerNode both": {input: edit(nproc(pyGPUs("2", ""), "2"), "  elasticPolicy:", "  elasticPolicy:\n    nProcPerNode: 2"),
+			field: "spec.elasticPolicy.nProcPerNode", reason: "is not accepted beside spec.nprocPerNode"},
 		"nprocPerNode auto with G=2":    {input: nproc(pyGPUs("2", ""), "auto"), field: "spec.nprocPerNode", reason: `"auto" is not accepted`},
 		"nprocPerNode unset with G=2":   {input: pyGPUs("2", ""), field: "spec.nprocPerNode", reason: "must be set to 2: each worker pod holds 2 GPUs"},
 		"GPUs on the launcher": {input: edit(workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "\n    Worker:\n", "\n          - {name: sidecar, resources: {limits: {nvidia.com/gpu: 4}}}\n    Worker:\n"),
