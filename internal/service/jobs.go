@@ -149,7 +149,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	t := &tracked{app: estimate.AppKey(application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations}
+	t := &tracked{app: estimate.AppKey(j.Namespace, application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations}
 	s.jobs[name] = t
 	if mj, ok := s.core.Job(name); ok && fresh {
 		// Estimated before its first cycle, as the simulator estimates

@@ -428,7 +428,7 @@ func newSimJob(w workload.Job, opts Options, cl *cluster) (*simJob, error) {
 	j := &simJob{w: w, start: -1}
 	j.init(w.Name, m, w.BatchSize, w.Epochs)
 	g := w.PerWorker()
-	j.cat = estimate.AppKey(fmt.Sprintf("%s/%d", w.App, j.batch), g)
+	j.cat = estimate.AppKey("", fmt.Sprintf("%s/%d", w.App, j.batch), g)
 	if w.Duration > 0 {
 		// Work such that the job takes Duration at its requested count
 		// packed onto as few nodes as possible (restarts excluded).
@@ -630,7 +630,7 @@ func (e *engine) job(j *simJob) estimate.Job {
 	}
 	// Goodput pools a job with its application, whatever its batch: the
 	// model covers batch sizes.
-	app := estimate.AppKey(j.m.Name(), j.w.PerWorker())
+	app := estimate.AppKey("", j.m.Name(), j.w.PerWorker())
 	if j.start < 0 {
 		u := e.online.Unreported(e.spec(j), app, e.curveLen(j))
 		u.Workers = j.workers()
