@@ -178,15 +178,41 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 	})
 }
 
-// holdClock is what stops the schedulers' clock while they decide: the
-// scaled clock's Hold on a simulated cluster, whose jobs progress by that
-// clock; nothing on Kubernetes, where time is the real one.
+// holds says whether the clock may be held (clock.Scaled.HoldAt): on a
+// simulated cluster, whose jobs progress by that clock, when this process
+// runs the API as well as the schedulers, so that everything that reads
+// the clock reads the same one. With the components apart (--components),
+// each process has a clock of its own, and holding the schedulers' would
+// set it behind the API's, which stamps submissions and reports; there the
+// clocks run free, as on Kubernetes, where time is the real one.
+func (s *server) holds() bool {
+	return s.cfg.Cluster == ClusterSim && s.cfg.API && s.cfg.Schedulers
+}
+
+// holdClock is what stops the schedulers' clock while they decide, when
+// it may be held.
 func (s *server) holdClock() func(time.Time) (release func()) {
-	if s.cfg.Cluster != ClusterSim {
+	if !s.holds() {
 		return nil
 	}
 	return s.clock.HoldAt
 }
+
+// simClock is the clock a simulated cluster runs on: the server's, which
+// it holds at its jobs' ends and report rounds when the clock may be held
+// (livecluster finds HoldAt on it), and otherwise the same clock without
+// HoldAt.
+func (s *server) simClock() k8sclock.Clock { return s.simClockFor(s.clock) }
+
+func (s *server) simClockFor(c *clock.Scaled) k8sclock.Clock {
+	if s.holds() {
+		return c
+	}
+	return unheld{c}
+}
+
+// unheld hides a clock's HoldAt.
+type unheld struct{ k8sclock.Clock }
 
 // startInterval is the schedulers' least time between a cycle and a
 // limited one, on their clock: 250 ms of wall time whatever --speed, since
@@ -203,7 +229,7 @@ func startInterval(speed float64) time.Duration {
 // startSim starts one scheduler per GPU type of the simulated cluster.
 func (s *server) startSim(ctx context.Context) error {
 	for _, g := range s.cfg.SimNodes {
-		cl, err := s.cfg.SimPool(g, s.clock, s.log)
+		cl, err := s.cfg.SimPool(g, s.simClock(), s.log)
 		if err != nil {
 			return err
 		}

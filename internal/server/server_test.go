@@ -290,3 +290,26 @@ func TestStartIntervalIsWallTime(t *testing.T) {
 		}
 	}
 }
+
+// The clock is held only where everything reads the same one: a
+// simulated cluster whose API runs in the schedulers' process.
+func TestHoldsOnlyWithOneClock(t *testing.T) {
+	for _, tc := range []struct {
+		cluster     string
+		api, scheds bool
+		want        bool
+	}{
+		{ClusterSim, true, true, true},
+		{ClusterSim, false, true, false},
+		{ClusterSim, true, false, false},
+		{ClusterKubernetes, true, true, false},
+	} {
+		s := &server{cfg: Config{Cluster: tc.cluster, API: tc.api, Schedulers: tc.scheds}}
+		if got := s.holds(); got != tc.want {
+			t.Errorf("%s, API %v, schedulers %v: holds %v, want %v", tc.cluster, tc.api, tc.scheds, got, tc.want)
+		}
+		if _, held := s.simClockFor(nil).(interface{ HoldAt(time.Time) func() }); held != tc.want {
+			t.Errorf("%s, API %v, schedulers %v: the simulated cluster's clock can be held: %v, want %v", tc.cluster, tc.api, tc.scheds, held, tc.want)
+		}
+	}
+}
