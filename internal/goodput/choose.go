@@ -14,6 +14,13 @@ const Candidates = 50
 // MaxReplicas bounds the replicas a curve describes.
 const MaxReplicas = 1 << 12
 
+// MaxAccum is the most extra gradient-accumulation steps a split of an
+// adaptive job's batch takes: the most a progress report may carry
+// (docs/progress.md, accumulationSteps), so that a job running the batch
+// Voda advises can report it. With MaxLocal it bounds the batch a replica
+// can run (Bounds.Largest).
+const MaxAccum = 1_000_000
+
 // Bounds are what a job lets the scheduler choose.
 type Bounds struct {
 	// InitBatch is the global batch size the job's hyperparameters were
@@ -54,13 +61,26 @@ func (b Bounds) Check() error {
 func (b Bounds) Adaptive() bool { return b.Fixed <= 0 && b.MaxBatch > b.InitBatch }
 
 // Clamp is batch as far as replicas replicas allow it: at least InitBatch
-// and MinLocal samples per replica, at most MaxBatch (the range Best
+// and MinLocal samples per replica, at most Largest (the range Best
 // chooses in); Fixed when set.
 func (b Bounds) Clamp(batch, replicas int) int {
 	if b.Fixed > 0 {
 		return b.Fixed
 	}
-	return min(max(batch, b.InitBatch, max(b.MinLocal, 1)*max(replicas, 1)), b.MaxBatch)
+	return min(max(batch, b.InitBatch, max(b.MinLocal, 1)*max(replicas, 1)), b.Largest(replicas))
+}
+
+// Largest is the largest global batch an adaptive job runs on replicas
+// replicas: MaxBatch, and no more than MaxLocal samples in each of
+// MaxAccum+1 micro-steps per replica.
+func (b Bounds) Largest(replicas int) int {
+	replicas = max(replicas, 1)
+	// Compared by division, so that the product is formed only when it is
+	// below MaxBatch and cannot overflow.
+	if b.MaxLocal > 0 && b.MaxBatch/replicas/b.MaxLocal > MaxAccum {
+		return replicas * b.MaxLocal * (MaxAccum + 1)
+	}
+	return b.MaxBatch
 }
 
 // MaxReplicas is the most replicas an adaptive job can use: each needs
@@ -74,17 +94,25 @@ func (b Bounds) MaxReplicas() int {
 }
 
 // DefaultSplit runs a global batch on replicas replicas with the fewest
-// accumulation steps that keep a step within MaxLocal, never exceeding
-// MaxBatch in total when the batch is adaptive.
+// accumulation steps that keep a step within MaxLocal. When the batch is
+// adaptive the split never exceeds Largest in total, so it takes at most
+// MaxAccum accumulation steps and at most MaxBatch samples (unless
+// replicas alone exceed MaxBatch: then each runs one sample).
 func (b Bounds) DefaultSplit(batch, replicas int) (atomic, accum int) {
 	replicas = max(replicas, 1)
 	local := ceilDiv(batch, replicas)
+	most := 0 // samples a replica's step may hold in all; 0: no limit
+	if b.Adaptive() {
+		most = max(b.Largest(replicas)/replicas, 1)
+		local = min(local, most)
+	}
 	if b.MaxLocal > 0 {
-		accum = ceilDiv(local, b.MaxLocal) - 1
+		accum = max(ceilDiv(local, b.MaxLocal)-1, 0)
 	}
 	atomic = ceilDiv(local, accum+1)
-	if b.Adaptive() {
-		atomic = min(atomic, b.MaxBatch/(replicas*(accum+1)))
+	if most > 0 {
+		// accum+1 ≤ local ≤ most, so this is at least 1.
+		atomic = min(atomic, most/(accum+1))
 	}
 	return max(atomic, 1), accum
 }
@@ -134,9 +162,8 @@ func evaluate(pl placement, g GradStats, b Bounds, replicas, batch int) Choice {
 // Best returns the batch size with the most goodput on replicas replicas
 // over nodes nodes: the initial batch for a fixed job; otherwise the best
 // of Candidates sizes spaced geometrically between max(InitBatch,
-// MinLocal·replicas) and MaxBatch (ties to the smaller batch); Fixed when
-// set. A placement
-// too wide for MaxBatch runs MaxBatch.
+// MinLocal·replicas) and Largest(replicas) (ties to the smaller batch);
+// Fixed when set. A placement too wide for that runs Largest.
 func Best(p Params, g GradStats, b Bounds, nodes, replicas int) Choice {
 	replicas = max(replicas, 1)
 	pl := p.placed(max(nodes, 1), replicas)
@@ -163,7 +190,7 @@ func (b Bounds) candidates(replicas int) iter.Seq[int] {
 			return
 		}
 		lo := max(b.InitBatch, max(b.MinLocal, 1)*replicas)
-		hi := b.MaxBatch
+		hi := b.Largest(replicas)
 		if lo >= hi {
 			yield(hi)
 			return
@@ -408,7 +435,7 @@ func best(g GradStats, init int, row []entry) (best Choice, tried int) {
 	for i, e := range row {
 		c := Choice{Batch: e.batch, Gain: 1, Iteration: e.iter}
 		if known && e.batch > 0 {
-			c.Gain = sum / (g.Var/e.scale + g.Sqr)
+			c.Gain = g.gain(sum, e.scale)
 		}
 		if c.Iteration > 0 {
 			c.Rate = c.Gain / c.Iteration

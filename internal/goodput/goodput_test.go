@@ -327,6 +327,58 @@ func TestClamp(t *testing.T) {
 	}
 }
 
+// The split of an adaptive batch stays within what a report may carry
+// (issue 30): at most MaxAccum accumulation steps and MaxBatch samples,
+// whatever the batch asked for; Largest is the batch MaxLocal allows.
+func TestSplitWithinReportLimits(t *testing.T) {
+	hostile := Bounds{InitBatch: 4, MaxBatch: 1e9, MaxLocal: 1}
+	for _, c := range []struct {
+		name                   string
+		b                      Bounds
+		batch, replicas        int
+		largest, atomic, accum int
+	}{
+		{"issue 30 on 4", hostile, 1e9, 4, 4 * (MaxAccum + 1), 1, MaxAccum},
+		{"issue 30 on 3, MaxBatch not a multiple", hostile, 1e9, 3, 3 * (MaxAccum + 1), 1, MaxAccum},
+		{"below the accumulation limit", hostile, 400, 4, 4 * (MaxAccum + 1), 1, 99},
+		{"replicas do not divide MaxBatch, one a step", Bounds{InitBatch: 2, MaxBatch: 10, MaxLocal: 1}, 10, 3, 10, 1, 2},
+		{"replicas do not divide MaxBatch", Bounds{InitBatch: 2, MaxBatch: 10, MaxLocal: 2}, 10, 3, 10, 1, 1},
+		{"more replicas than MaxBatch: one sample each", Bounds{InitBatch: 2, MaxBatch: 10, MaxLocal: 4}, 10, 16, 10, 1, 0},
+		{"no MaxLocal", Bounds{InitBatch: 4, MaxBatch: 1e9}, 1e9, 3, 1e9, 333333333, 0},
+		{"fixed batches are split as they are", Bounds{InitBatch: 4, MaxBatch: 1e9, MaxLocal: 1, Fixed: 1e9}, 1e9, 4, 4 * (MaxAccum + 1), 1, 249999999},
+	} {
+		if got := c.b.Largest(c.replicas); got != c.largest {
+			t.Errorf("%s: Largest(%d) = %d, want %d", c.name, c.replicas, got, c.largest)
+		}
+		atomic, accum := c.b.DefaultSplit(c.batch, c.replicas)
+		if atomic != c.atomic || accum != c.accum {
+			t.Errorf("%s: DefaultSplit(%d, %d) = %d x %d, want %d x %d", c.name, c.batch, c.replicas, atomic, accum+1, c.atomic, c.accum+1)
+		}
+		if size := c.replicas * (accum + 1) * atomic; c.b.Fixed == 0 && size > max(c.b.MaxBatch, c.replicas) {
+			t.Errorf("%s: split runs %d samples, above MaxBatch %d", c.name, size, c.b.MaxBatch)
+		}
+	}
+}
+
+// The gain, and so the learning-rate scale, is at most MaxGain and the
+// batch's ratio to the initial one, however noisy the gradient.
+func TestGainBounded(t *testing.T) {
+	for _, c := range []struct {
+		g           GradStats
+		batch, init int
+		want        float64
+	}{
+		{GradStats{Sqr: 1e-30, Var: 1e30}, 1e9, 4, MaxGain},
+		{GradStats{Sqr: 0, Var: 1e30}, 1000, 4, 250},
+		{GradStats{Sqr: 0, Var: 3}, 7, 3, 7.0 / 3},
+		{GradStats{Sqr: 1, Var: 0}, 1e9, 1, 1},
+	} {
+		if got := c.g.LRScale(c.batch, c.init); got != c.want {
+			t.Errorf("LRScale(%+v, %d over %d) = %v, want %v", c.g, c.batch, c.init, got, c.want)
+		}
+	}
+}
+
 // A Table gives Best's choices to the last bit, for any gradient
 // statistics (unknown, no noise, no signal, anything between), bounds
 // (adaptive, fixed, pinned, too narrow to choose) and packing: its curve

@@ -143,19 +143,38 @@ func (g GradStats) Known() bool {
 	return g.Sqr >= 0 && g.Var >= 0 && g.Sqr+g.Var > 0 && !math.IsInf(g.Sqr+g.Var, 0)
 }
 
+// MaxGain bounds the efficiency gain of a batch over the initial one, and
+// so the learning-rate scale Voda advises (LRScale): AdaScale's gain is
+// at most the batch's ratio to the initial batch, which a job's bounds
+// allow up to 10^9, and a learning rate multiplied by millions trains no
+// model. The widest application of the Pollux workloads declares a
+// maximum batch 128 times its initial one (ncf, 256 to 32,768), so 1024
+// leaves eight times that room and changes none of their choices. Beyond
+// it a larger batch is modelled as gaining no more, so the batch of most
+// goodput is never larger than its learning rate can follow.
+const MaxGain = 1024
+
 // Gain is the progress a step of batch samples makes relative to a step
-// of initBatch: (var+sqr)/(var/scale+sqr) with scale = batch/initBatch.
-// It is 1 with unknown statistics or bounds, and grows with the batch
-// towards scale (pure noise) or stays at 1 (no noise).
+// of initBatch: (var+sqr)/(var/scale+sqr) with scale = batch/initBatch,
+// at most scale (when scale ≥ 1, as the formula is, exactly, without
+// rounding) and at most MaxGain. It is 1 with unknown statistics or
+// bounds, and grows with the batch towards scale (pure noise) or stays
+// at 1 (no noise).
 func (g GradStats) Gain(batch, initBatch int) float64 {
 	if !g.Known() || batch <= 0 || initBatch <= 0 {
 		return 1
 	}
-	scale := float64(batch) / float64(initBatch)
-	return (g.Var + g.Sqr) / (g.Var/scale + g.Sqr)
+	return g.gain(g.Var+g.Sqr, float64(batch)/float64(initBatch))
+}
+
+// gain is Gain for a known g with sum = Var+Sqr, which callers scoring
+// many batches compute once.
+func (g GradStats) gain(sum, scale float64) float64 {
+	return min(sum/(g.Var/scale+g.Sqr), max(scale, 1), MaxGain)
 }
 
 // LRScale is the factor by which a job running batch instead of initBatch
 // scales its learning rate: AdaptDL's AdaScale rule, the efficiency gain
-// itself, so that one step goes as far as gain initial steps would.
+// itself, so that one step goes as far as gain initial steps would. It is
+// in (0, MaxGain], and at most max(batch/initBatch, 1).
 func (g GradStats) LRScale(batch, initBatch int) float64 { return g.Gain(batch, initBatch) }

@@ -158,10 +158,18 @@ func (s State) Ignores() bool {
 }
 
 // Advise is the advice to run a global batch of batch samples on workers
-// workers: split into local batches and accumulation steps within the
-// bounds, with the learning-rate scale the gradient statistics give.
+// workers: clamped to the bounds (goodput.Bounds.Clamp), split into
+// local batches and accumulation steps (goodput.Bounds.DefaultSplit), with the learning-rate scale the
+// gradient statistics give. For adaptive bounds a report that runs it
+// (its size, local size and accumulation steps) is within the report's
+// limits: at most the bounds' MaxBatch and MaxLocal (or workers samples,
+// one a worker, when workers alone exceed MaxBatch) and MaxAccumulation
+// steps, and lrScale in (0, goodput.MaxGain], at most the size's ratio
+// to InitBatch when that is above 1.
 func Advise(g goodput.GradStats, b goodput.Bounds, workers, batch int) Advice {
-	atomic, accum := b.DefaultSplit(batch, workers)
+	// The scheduler's batch may have been chosen for other bounds (the
+	// job's reports may change them): keep it within these.
+	atomic, accum := b.DefaultSplit(b.Clamp(batch, workers), workers)
 	size := workers * (accum + 1) * atomic
 	return Advice{Size: size, LocalSize: atomic, AccumulationSteps: accum,
 		LRScale: g.LRScale(size, b.InitBatch), Workers: workers}

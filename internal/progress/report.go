@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/vodascheduler/voda/internal/goodput"
 )
 
 // Limits of a report's fields (docs/progress.md). They bound what one
@@ -19,7 +21,7 @@ const (
 	MaxBatchSize    = 1e9
 	MaxStepSeconds  = 86400
 	MaxGradient     = 1e30
-	MaxAccumulation = 1e6
+	MaxAccumulation = goodput.MaxAccum // the advice never asks for more (docs/progress.md)
 	MaxMetrics      = 16
 	MaxMetricName   = 64
 	DefaultInterval = 30 // seconds between reports Voda asks for
