@@ -174,7 +174,7 @@ func TestReplayPolluxGoodput(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs = jobs[:11]
-	c := startServer(t, 16, 4, "Goodput", 100, models)
+	c := startServer(t, 16, 4, "Goodput", 40, models)
 	srv, simRun := replayAndSimulate(t, c, "workload-1-first-11", jobs, sim.Options{Models: models, AdaptiveBatch: true, Tick: time.Minute})
 	s, m := report.Summarize(srv), report.Summarize(simRun)
 	t.Logf("mean JCT: server %.1f s, simulator %.1f s (%+.1f%%); makespan %.1f s, %.1f s", s.AvgJCT, m.AvgJCT, (s.AvgJCT/m.AvgJCT-1)*100, s.Makespan, m.Makespan)
