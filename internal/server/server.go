@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWithOptions(reg, metrics.Options{NoJobSeries: cfg.NoJobMetrics})
 	s := &server{cfg: cfg, log: log, store: st, queue: q, clock: clk, algos: algorithm.Builtin(), placer: placer,
 		registry: reg, metrics: m, gpuTypes: cfg.gpuTypes(), applyParallelism: 1,
 		running: schedulers{current: map[string]*service.Service{}, metrics: m}, errc: make(chan error, 1)}
@@ -175,6 +175,7 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
 		StartInterval: startInterval(s.cfg.Speed),
 		Clock:         s.clock, HoldClock: s.holdClock(), Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+		DefaultNamespace: s.cfg.defaultNamespace(),
 	})
 }
 
