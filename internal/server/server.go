@@ -21,6 +21,7 @@ import (
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/clock"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -175,7 +176,7 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
 		StartInterval: startInterval(s.cfg.Speed),
 		Clock:         s.clock, HoldClock: s.holdClock(), Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
-		DefaultNamespace: s.cfg.defaultNamespace(),
+		DefaultNamespace: cmp.Or(s.cfg.defaultNamespace(), jobspec.DefaultNamespace), // as the API's namespaceOf
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/goodput"
-	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -154,7 +153,7 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		return
 	}
 	t := &tracked{app: estimate.AppKey(application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations,
-		series: metrics.Job{GPUType: s.cfg.GPUType, Namespace: cmp.Or(j.Namespace, s.cfg.DefaultNamespace, jobspec.DefaultNamespace), Name: name}}
+		series: metrics.Job{GPUType: s.cfg.GPUType, Namespace: cmp.Or(j.Namespace, s.cfg.DefaultNamespace), Name: name}}
 	s.jobs[name] = t
 	if mj, ok := s.core.Job(name); ok && fresh {
 		// Estimated before its first cycle, as the simulator estimates

@@ -21,7 +21,6 @@ import (
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/goodput"
-	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/placement"
@@ -252,7 +251,7 @@ type harness struct {
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), fake: newFakeBackend(nodes, gpus), softPersist: -1}
+	h := &harness{t: t, dir: t.TempDir(), fake: newFakeBackend(nodes, gpus), softPersist: -1, defaultNamespace: "default"}
 	h.backend = h.fake
 	h.open()
 	q, err := queue.Open(t.Context(), "", nil)
@@ -844,7 +843,7 @@ func TestWaitingSecondsGauge(t *testing.T) {
 	if n := testutil.CollectAndCount(h.m.JobWaitingSeconds); n != 1 {
 		t.Fatalf("%d waiting-time series, want b's alone", n)
 	}
-	if v := testutil.ToFloat64(h.m.JobWaitingSeconds.WithLabelValues(gpuType, jobspec.DefaultNamespace, "b")); v != 90 {
+	if v := testutil.ToFloat64(h.m.JobWaitingSeconds.WithLabelValues(gpuType, h.defaultNamespace, "b")); v != 90 {
 		t.Fatalf("b waited %v s, want 90", v)
 	}
 	h.fake.finish("a", model.StatusCompleted)
@@ -1005,8 +1004,8 @@ func TestFinishTimeIsWhenTheWorkEnded(t *testing.T) {
 }
 
 // The per-job series carry the job's namespace: its record's, else the
-// server's default namespace, else jobspec.DefaultNamespace. With per-job
-// series off, nothing gathered from the registry names a job.
+// service's default namespace. With per-job series off, nothing gathered
+// from the registry names a job.
 func TestJobSeriesLabels(t *testing.T) {
 	tests := []struct {
 		name             string
@@ -1019,8 +1018,8 @@ func TestJobSeriesLabels(t *testing.T) {
 			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=team-b}"}},
 		{name: "server's default namespace", defaultNamespace: "voda-system",
 			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=voda-system}"}},
-		{name: "no default namespace",
-			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=" + jobspec.DefaultNamespace + "}"}},
+		{name: "record's namespace, no default", namespace: "team-b",
+			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=team-b}"}},
 		{name: "per-job series off", opts: metrics.Options{NoJobSeries: true}, namespace: "team-b"},
 	}
 	for _, tt := range tests {
