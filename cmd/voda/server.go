@@ -123,7 +123,7 @@ func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
 	f.DurationVar(&a.CacheTTL, "authentication-cache-ttl", server.DefaultAuthCacheTTL,
 		"how long --authentication "+server.AuthKubernetes+" reuses a TokenReview's or SubjectAccessReview's answer")
 	f.StringVar(&a.TokenFile, "token-auth-file", "",
-		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"`)
+		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"; each token at least `+strconv.Itoa(auth.MinTokenLength)+` characters (make them random: openssl rand -hex 32)`)
 	f.StringVar(&a.UsersGroup, "users-group", auth.DefaultUsersGroup, "group of the user role: submit, see, delete and re-prioritise jobs (with --token-auth-file)")
 	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, and change a scheduler's algorithm and rate limit (with --token-auth-file)")
 	f.BoolVar(&a.AllowAnonymous, "insecure-allow-anonymous", false,
