@@ -41,6 +41,8 @@ type serverOptions struct {
 	// storeFile and queueFile name files holding the store's and the
 	// queue's URL (see secretURL).
 	storeFile, queueFile string
+	// jobMetrics is --per-job-metrics, the opposite of cfg.NoJobMetrics.
+	jobMetrics bool
 }
 
 func newServerCommand() *cobra.Command {
@@ -121,7 +123,7 @@ func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
 	f.DurationVar(&a.CacheTTL, "authentication-cache-ttl", server.DefaultAuthCacheTTL,
 		"how long --authentication "+server.AuthKubernetes+" reuses a TokenReview's or SubjectAccessReview's answer")
 	f.StringVar(&a.TokenFile, "token-auth-file", "",
-		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"`)
+		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"; each token at least `+strconv.Itoa(auth.MinTokenLength)+` characters (make them random: openssl rand -hex 32)`)
 	f.StringVar(&a.UsersGroup, "users-group", auth.DefaultUsersGroup, "group of the user role: submit, see, delete and re-prioritise jobs (with --token-auth-file)")
 	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, and change a scheduler's algorithm and rate limit (with --token-auth-file)")
 	f.BoolVar(&a.AllowAnonymous, "insecure-allow-anonymous", false,
@@ -179,6 +181,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 		"accept jobs whose worker pods hold several GPUs (nvidia.com/gpu: G on the container that trains; docs/job-spec.md): they are allocated and placed in whole workers of G GPUs; --multi-gpu-workers=false refuses such manifests (400)")
 	f.StringVar(&c.PodSecurity, "pod-security", jobspec.DefaultPodSecurity,
 		"Kubernetes Pod Security Standards level every pod template of a submitted job must meet, since Voda creates the job with its own rights: privileged (no check), baseline (no privileged containers, host namespaces, hostPath volumes, host ports or added capabilities) or restricted (baseline, and non-root, no privilege escalation, capabilities dropped, seccomp RuntimeDefault); nodeName and Voda's own vodascheduler/ keys are refused at every level")
+	f.BoolVar(&o.jobMetrics, "per-job-metrics", true,
+		"export per-job series on /metrics (voda_job_progress, voda_job_remaining_seconds, voda_job_throughput_epochs_per_hour, voda_job_waiting_seconds), labelled with each live job's namespace and name; --per-job-metrics=false leaves them out, so that whoever may scrape /metrics (any caller with a token, or the voda-metrics-reader role) learns no job's name (docs/security.md)")
 	f.BoolVar(&c.AllowServiceAccount, "allow-service-account", false,
 		"let jobs' pod templates set serviceAccountName (or serviceAccount) and automountServiceAccountToken: true, so that their pods act with that account's rights; without it such manifests are rejected")
 }
@@ -213,6 +217,7 @@ func runServer(ctx context.Context, o *serverOptions) error {
 	}
 	cfg := o.cfg
 	cfg.Logger = log
+	cfg.NoJobMetrics = !o.jobMetrics
 	if cfg.StoreURI, err = secretURL("store", cfg.StoreURI, o.storeFile, envStore, os.Getenv); err != nil {
 		return err
 	}

@@ -11,9 +11,9 @@ import (
 
 // The tokens of newAuthFixture's callers.
 const (
-	adminToken  = "admin-token"
-	userToken   = "user-token"
-	scrapeToken = "scrape-token" // in no group
+	adminToken  = "admin-token-0123456789"
+	userToken   = "user-token-0123456789"
+	scrapeToken = "scrape-token-0123456789" // in no group
 )
 
 // newAuthFixture is a fixture with the standalone token file and roles.

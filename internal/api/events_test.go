@@ -661,7 +661,7 @@ func streamCode(t *testing.T, base, token string) (int, http.Header, Error) {
 // no group) is refused the stream, rather than take one of its places
 // for an empty snapshot; a user gets it.
 func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
-	tf, err := auth.ParseTokenFile([]byte("metrics-token,prometheus,2\n" + userToken + ",alice,1,voda:users\n"))
+	tf, err := auth.ParseTokenFile([]byte("metrics-token-0123456789,prometheus,2\n" + userToken + ",alice,1,voda:users\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -671,7 +671,7 @@ func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
 		want   int
 		reason Reason
 	}{
-		{"metrics-token", http.StatusForbidden, "Forbidden"},
+		{"metrics-token-0123456789", http.StatusForbidden, "Forbidden"},
 		{userToken, http.StatusOK, ""},
 	} {
 		code, _, e := streamCode(t, f.url, c.token)
@@ -686,7 +686,7 @@ func TestEventStreamRefusesCallersWhoListNoJobs(t *testing.T) {
 // answered 429, while another caller still gets one; without
 // authentication the caller is the client's address.
 func TestEventStreamPerCallerLimit(t *testing.T) {
-	tf, err := auth.ParseTokenFile([]byte(userToken + ",alice,1,voda:users\nbob-token,bob,2,voda:users\n"))
+	tf, err := auth.ParseTokenFile([]byte(userToken + ",alice,1,voda:users\nbob-token-0123456789,bob,2,voda:users\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,7 +695,7 @@ func TestEventStreamPerCallerLimit(t *testing.T) {
 		edit         func(*Config)
 		token, other string
 	}{
-		{"users", func(c *Config) { c.Authenticator, c.Authorizer = tf, auth.NewRoles("", "") }, userToken, "bob-token"},
+		{"users", func(c *Config) { c.Authenticator, c.Authorizer = tf, auth.NewRoles("", "") }, userToken, "bob-token-0123456789"},
 		{"anonymous", nil, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -178,7 +178,7 @@ func TestProgressAuthentication(t *testing.T) {
 		c.Authenticator, c.Authorizer = users, auth.NewRoles("", "")
 	})
 	j := f.create2(userToken, mpiJob("mnist", "1", "4", "v100"))
-	pods, err := auth.ParseTokenFile([]byte("pod-token,pod-of-" + j + ",p1\nother-pod,pod-of-someone-else,p2\n"))
+	pods, err := auth.ParseTokenFile([]byte("pod-token-0123456789,pod-of-" + j + ",p1\nother-pod-token-0123456789,pod-of-someone-else,p2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +188,12 @@ func TestProgressAuthentication(t *testing.T) {
 		name, token, method, path, body string
 		code                            int
 	}{
-		{"the job's pod reports", "pod-token", "POST", path, report("g1", 1, 0, 0), 200},
-		{"another job's pod reports", "other-pod", "POST", path, report("g1", 1, 0, 0), 403},
+		{"the job's pod reports", "pod-token-0123456789", "POST", path, report("g1", 1, 0, 0), 200},
+		{"another job's pod reports", "other-pod-token-0123456789", "POST", path, report("g1", 1, 0, 0), 403},
 		{"a user reports", userToken, "POST", path, report("g1", 1, 0, 0), 401},
 		{"no token", "", "POST", path, report("g1", 1, 0, 0), 401},
-		{"the pod lists jobs", "pod-token", "GET", RouteJobs, "", 401},
-		{"the pod deletes its job", "pod-token", "DELETE", "/api/v1/jobs/" + j, "", 401},
+		{"the pod lists jobs", "pod-token-0123456789", "GET", RouteJobs, "", 401},
+		{"the pod deletes its job", "pod-token-0123456789", "DELETE", "/api/v1/jobs/" + j, "", 401},
 	} {
 		contentType := ""
 		if c.body != "" {

@@ -12,7 +12,14 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
+
+// MinTokenLength is the fewest characters a token of a token file may
+// have: a short token can be guessed, and one guessed token acts as its
+// user. 16 random characters of a base64 alphabet are 96 bits, well out
+// of reach of guessing over HTTP; `openssl rand -base64 24` makes 32.
+const MinTokenLength = 16
 
 // MaxTokenFileBytes bounds a token file: ample for tens of thousands of
 // users, and a mistaken path to a huge file fails at once.
@@ -24,8 +31,9 @@ const MaxTokenFileBytes = 4 << 20
 //	token,user,uid,"group1,group2"
 //
 // with the groups column optional. Unlike kube-apiserver, which warns and
-// goes on, a record with an empty token, a token given twice, an empty
-// user name or more than four columns is an error naming its line:
+// goes on, a record with an empty token, a token shorter than
+// MinTokenLength characters, a token given twice, an empty user name or
+// more than four columns is an error naming its line:
 // a server should not start with a file that does not mean what its
 // operator thinks. Blank lines are skipped; there are no comments (a line
 // starting with # would be a token), as in kube-apiserver.
@@ -107,6 +115,9 @@ func parseRecord(rec []string) (User, string, error) {
 		return User{}, "", errors.New("empty token")
 	case strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
 		return User{}, "", errors.New("the token holds a space or an unprintable character, which no Authorization header can carry")
+	case utf8.RuneCountInString(token) < MinTokenLength:
+		// The error does not quote the token: it is a secret.
+		return User{}, "", fmt.Errorf("a token of %d characters; tokens need at least %d, as a short one can be guessed", utf8.RuneCountInString(token), MinTokenLength)
 	case strings.TrimSpace(rec[1]) == "":
 		return User{}, "", errors.New("empty user name")
 	}

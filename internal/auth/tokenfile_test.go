@@ -18,50 +18,66 @@ func TestParseTokenFile(t *testing.T) {
 		wantErr string
 	}{
 		"three columns": {
-			file: "t1,alice,1\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "1"}},
+			file: "t1-0123456789abcdef,alice,1\n",
+			want: map[string]User{"t1-0123456789abcdef": {Name: "alice", UID: "1"}},
 		},
 		"quoted groups": {
-			file: "t1,alice,1,\"voda:users,voda:admins\"\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "1", Groups: []string{"voda:users", "voda:admins"}}},
+			file: "t1-0123456789abcdef,alice,1,\"voda:users,voda:admins\"\n",
+			want: map[string]User{"t1-0123456789abcdef": {Name: "alice", UID: "1", Groups: []string{"voda:users", "voda:admins"}}},
 		},
 		"one unquoted group, spaces after commas, blank lines, CRLF": {
-			file: "\r\nt1, alice, 1, voda:users\r\n\r\nt2,bob,,\" a , ,b \"\r\n",
+			file: "\r\nt1-0123456789abcdef, alice, 1, voda:users\r\n\r\nt2-0123456789abcdef,bob,,\" a , ,b \"\r\n",
 			want: map[string]User{
-				"t1": {Name: "alice", UID: "1", Groups: []string{"voda:users"}},
-				"t2": {Name: "bob", Groups: []string{"a", "b"}},
+				"t1-0123456789abcdef": {Name: "alice", UID: "1", Groups: []string{"voda:users"}},
+				"t2-0123456789abcdef": {Name: "bob", Groups: []string{"a", "b"}},
 			},
 		},
 		"no trailing newline": {
-			file: "t1,alice,1",
-			want: map[string]User{"t1": {Name: "alice", UID: "1"}},
+			file: "t1-0123456789abcdef,alice,1",
+			want: map[string]User{"t1-0123456789abcdef": {Name: "alice", UID: "1"}},
 		},
 		"duplicate token": {
-			file:    "t1,alice,1\nt2,bob,2\nt1,carol,3\n",
+			file:    "t1-0123456789abcdef,alice,1\nt2-0123456789abcdef,bob,2\nt1-0123456789abcdef,carol,3\n",
 			wantErr: "line 3: the token of line 1 again",
 		},
 		"empty token": {
-			file:    "t1,alice,1\n,bob,2\n",
+			file:    "t1-0123456789abcdef,alice,1\n,bob,2\n",
 			wantErr: "line 2: empty token",
 		},
 		"token with a space": {
 			file:    "\"t 1\",alice,1\n",
 			wantErr: "line 1: the token holds a space",
 		},
+		"token one short of the minimum": {
+			file:    "t1-0123456789abcdef,alice,1\n0123456789abcde,bob,2\n",
+			wantErr: "line 2: a token of 15 characters; tokens need at least 16",
+		},
+		"token of one character": {
+			file:    "x,alice,1\n",
+			wantErr: "line 1: a token of 1 characters; tokens need at least 16",
+		},
+		"minimum counts characters, not bytes": {
+			file:    "ééééééééééééééé,alice,1\n",
+			wantErr: "line 1: a token of 15 characters",
+		},
+		"token of exactly the minimum": {
+			file: "0123456789abcdef,alice,1\n",
+			want: map[string]User{"0123456789abcdef": {Name: "alice", UID: "1"}},
+		},
 		"empty user": {
-			file:    "t1, ,1\n",
+			file:    "t1-0123456789abcdef, ,1\n",
 			wantErr: "line 1: empty user name",
 		},
 		"too many columns (unquoted groups)": {
-			file:    "t1,alice,1\nt2,bob,2,g1,g2\n",
+			file:    "t1-0123456789abcdef,alice,1\nt2-0123456789abcdef,bob,2,g1,g2\n",
 			wantErr: "line 2: 5 columns",
 		},
 		"too few columns": {
-			file:    "t1,alice\n",
+			file:    "t1-0123456789abcdef,alice\n",
 			wantErr: "line 1: 2 columns",
 		},
 		"bad quoting": {
-			file:    "t1,alice,1,\"g1\n",
+			file:    "t1-0123456789abcdef,alice,1,\"g1\n",
 			wantErr: "line 1",
 		},
 		"comment is not special": {
@@ -115,31 +131,31 @@ func authenticate(t *testing.T, a Authenticator, header string) (User, bool) {
 }
 
 func TestTokenFileAuthenticate(t *testing.T) {
-	tf, err := ParseTokenFile([]byte("secret,alice,1,voda:users\n"))
+	tf, err := ParseTokenFile([]byte("secret-0123456789,alice,1,voda:users\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for header, want := range map[string]bool{
-		"":                   false,
-		"Bearer secret":      true,
-		"bearer secret":      true,
-		"Bearer  secret ":    true,
-		"Bearer secre":       false,
-		"Bearer secret2":     false,
-		"Bearer ":            false,
-		"Basic c2VjcmV0":     false,
-		"secret":             false,
-		"Bearer alice":       false,
-		"BearerXsecret":      false,
-		"Bearer secret, foo": false,
+		"":                               false,
+		"Bearer secret-0123456789":       true,
+		"bearer secret-0123456789":       true,
+		"Bearer  secret-0123456789 ":     true,
+		"Bearer secret-012345678":        false,
+		"Bearer secret-01234567890":      false,
+		"Bearer ":                        false,
+		"Basic c2VjcmV0LTAxMjM0NTY3ODk=": false,
+		"secret-0123456789":              false,
+		"Bearer alice":                   false,
+		"BearerXsecret-0123456789":       false,
+		"Bearer secret-0123456789, foo":  false,
 	} {
 		if _, ok := authenticate(t, tf, header); ok != want {
 			t.Errorf("Authorization %q: authenticated %v, want %v", header, ok, want)
 		}
 	}
-	u, _ := authenticate(t, tf, "Bearer secret")
+	u, _ := authenticate(t, tf, "Bearer secret-0123456789")
 	u.Groups[0] = "voda:admins"
-	if again, _ := authenticate(t, tf, "Bearer secret"); again.Groups[0] != "voda:users" {
+	if again, _ := authenticate(t, tf, "Bearer secret-0123456789"); again.Groups[0] != "voda:users" {
 		t.Errorf("a caller changed the stored groups: %v", again.Groups)
 	}
 }
@@ -147,14 +163,14 @@ func TestTokenFileAuthenticate(t *testing.T) {
 func TestLoadTokenFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(good, []byte("t1,alice,1\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("t1-0123456789abcdef,alice,1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if tf, err := LoadTokenFile(good); err != nil || tf.Len() != 1 {
 		t.Fatalf("LoadTokenFile: %v, %v", tf, err)
 	}
 	big := filepath.Join(dir, "big.csv")
-	line := "t,alice,1\n"
+	line := "t-0123456789abcdef,alice,1\n"
 	if err := os.WriteFile(big, []byte(strings.Repeat(line, MaxTokenFileBytes/len(line)+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +178,7 @@ func TestLoadTokenFile(t *testing.T) {
 		t.Errorf("a file over the limit: %v, want too large", err)
 	}
 	bad := filepath.Join(dir, "bad.csv")
-	if err := os.WriteFile(bad, []byte("t1,alice\n"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte("t1-0123456789abcdef,alice\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadTokenFile(bad); err == nil || !strings.Contains(err.Error(), bad+": line 1") {
@@ -176,10 +192,10 @@ func TestLoadTokenFile(t *testing.T) {
 // FuzzParseTokenFile: the parser never panics, and every token it
 // accepts authenticates as the user of its line.
 func FuzzParseTokenFile(f *testing.F) {
-	f.Add([]byte("t1,alice,1,\"voda:users,voda:admins\"\nt2,bob,2\n"))
+	f.Add([]byte("t1-0123456789abcdef,alice,1,\"voda:users,voda:admins\"\nt2-0123456789abcdef,bob,2\n"))
 	f.Add([]byte("\"a\"\"b\",c,d\r\n"))
 	f.Add([]byte(",,,\n"))
-	f.Add([]byte("t1,alice,1,\"g1\n"))
+	f.Add([]byte("t1-0123456789abcdef,alice,1,\"g1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tf, err := ParseTokenFile(data)
 		if err != nil {

@@ -39,8 +39,10 @@ type Metrics struct {
 	GPUs         *prometheus.GaugeVec
 	GPUsInUse    *prometheus.GaugeVec
 
-	// Per live job that reported its progress, labelled gpu_type and job;
-	// a job's series go when it leaves the scheduler.
+	// Per live job that reported its progress, labelled gpu_type,
+	// namespace and job_name; a job's series go when it leaves
+	// the scheduler. Set and delete them through SetJob and DeleteJob,
+	// which do nothing when per-job series are off (Options.NoJobSeries).
 	JobProgress         *prometheus.GaugeVec
 	JobRemainingSeconds *prometheus.GaugeVec
 	JobThroughput       *prometheus.GaugeVec
@@ -88,6 +90,52 @@ type Metrics struct {
 	RetentionLastRun  *prometheus.GaugeVec
 	RetentionDuration *prometheus.HistogramVec
 	RetentionErrors   *prometheus.CounterVec
+
+	// jobSeries says whether the per-job gauges are exported.
+	jobSeries bool
+}
+
+// Options are the choices of NewWithOptions; the zero value is New's.
+type Options struct {
+	// NoJobSeries leaves out every series that names a job (JobProgress,
+	// JobRemainingSeconds, JobThroughput, JobWaitingSeconds): they are
+	// neither registered nor set, so whoever may scrape /metrics learns
+	// counts per GPU type but no job's name or namespace.
+	NoJobSeries bool
+}
+
+// jobLabels are the labels of the per-job gauges: a label "job" would
+// clash with the job label Prometheus gives every scraped series.
+var jobLabels = []string{"gpu_type", "namespace", "job_name"}
+
+// Job names one job's per-job series.
+type Job struct {
+	GPUType, Namespace, Name string
+}
+
+func (j Job) values() []string { return []string{j.GPUType, j.Namespace, j.Name} }
+
+// JobSeries reports whether the per-job gauges are exported.
+func (m *Metrics) JobSeries() bool { return m.jobSeries }
+
+// SetJob sets job j's series of the per-job gauge g to v; nothing when
+// per-job series are off.
+func (m *Metrics) SetJob(g *prometheus.GaugeVec, j Job, v float64) {
+	if m.jobSeries {
+		g.WithLabelValues(j.values()...).Set(v)
+	}
+}
+
+// DeleteJob deletes job j's series of the per-job gauges gs.
+func (m *Metrics) DeleteJob(j Job, gs ...*prometheus.GaugeVec) {
+	for _, g := range gs {
+		g.DeleteLabelValues(j.values()...)
+	}
+}
+
+// ForgetJob deletes every per-job series of job j: it left the scheduler.
+func (m *Metrics) ForgetJob(j Job) {
+	m.DeleteJob(j, m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds)
 }
 
 // Reasons of JobsRemoved.
@@ -107,7 +155,11 @@ var decisionBuckets = prometheus.ExponentialBuckets(1e-5, 4, 12)
 
 // New creates the metrics and registers them, plus the Go and process
 // collectors, on reg.
-func New(reg prometheus.Registerer) *Metrics {
+func New(reg prometheus.Registerer) *Metrics { return NewWithOptions(reg, Options{}) }
+
+// NewWithOptions is New with choices: opts.NoJobSeries leaves the per-job
+// gauges unregistered.
+func NewWithOptions(reg prometheus.Registerer, opts Options) *Metrics {
 	gt := []string{"gpu_type"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
@@ -146,13 +198,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			"free but too few in one place for the GPUs per worker of the jobs that wait (0 when every worker is one GPU)."),
 
 		JobProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_progress",
-			Help: "Fraction of a job's epochs done, as its progress reports say."}, []string{"gpu_type", "job_name"}),
+			Help: "Fraction of a job's epochs done, as its progress reports say."}, jobLabels),
 		JobRemainingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_remaining_seconds",
-			Help: "Estimated time until a running job finishes on its current workers."}, []string{"gpu_type", "job_name"}),
+			Help: "Estimated time until a running job finishes on its current workers."}, jobLabels),
 		JobThroughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_throughput_epochs_per_hour",
-			Help: "A running job's measured speed on its current number of workers."}, []string{"gpu_type", "job_name"}),
+			Help: "A running job's measured speed on its current number of workers."}, jobLabels),
 		JobWaitingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_waiting_seconds",
-			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, []string{"gpu_type", "job_name"}),
+			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, jobLabels),
 
 		LastReschedule:   gauge("last_reschedule_timestamp_seconds", "Wall time (Unix seconds) of the last scheduling cycle this process ran; its scheduler's start until the first."),
 		StoreWriteErrors: counter("store_write_errors_total", "Scheduler writes to the store (job and scheduler statuses) that failed.", gt...),
@@ -184,6 +236,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		RetentionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "retention_duration_seconds",
 			Help: "Time of one retention pass, pauses between its batches included.", Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10)}, nil),
 		RetentionErrors: counter("retention_errors_total", "Retention passes that failed (a store error); the next pass retries."),
+		jobSeries:       !opts.NoJobSeries,
 	}
 	for _, reason := range []string{RemovedDeleted, RemovedAge, RemovedCount} {
 		m.JobsRemoved.WithLabelValues(reason) // at 0, so that increase() sees the first
@@ -193,13 +246,15 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.Reschedules, m.RescheduleDuration, m.AllocatorDuration, m.PlacementDuration,
 		m.WorkersMigrated, m.LaunchersRestarted,
 		m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse, m.GPUsStranded,
-		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
 		m.LastReschedule, m.StoreWriteErrors, m.SchedulerLeader, m.LeaderTerms,
 		m.HTTPRequests, m.HTTPDuration, m.EventStreams, m.EventStreamsDropped, m.EventPollDuration,
 		m.EventsSent, m.EventBytesSent,
 		m.JobsRemoved, m.FinishedJobs, m.LiveJobs, m.RetentionLastRun, m.RetentionDuration, m.RetentionErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if m.jobSeries {
+		reg.MustRegister(m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds)
+	}
 	return m
 }
 

@@ -125,6 +125,11 @@ type Config struct {
 	MaxFinishedJobs   int
 	RetentionInterval time.Duration
 
+	// NoJobMetrics leaves out of /metrics every series that names a job
+	// (`voda server --per-job-metrics=false`; docs/security.md): whoever
+	// may scrape it then learns no job's name or namespace.
+	NoJobMetrics bool
+
 	// PodSecurity and AllowServiceAccount are api.Config's: the Pod
 	// Security Standards level of jobs' pod templates, and whether they
 	// may use a service account.

@@ -21,6 +21,7 @@ import (
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/clock"
+	"github.com/vodascheduler/voda/internal/jobspec"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/placement"
 	"github.com/vodascheduler/voda/internal/progress"
@@ -81,7 +82,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWithOptions(reg, metrics.Options{NoJobSeries: cfg.NoJobMetrics})
 	s := &server{cfg: cfg, log: log, store: st, queue: q, clock: clk, algos: algorithm.Builtin(), placer: placer,
 		registry: reg, metrics: m, gpuTypes: cfg.gpuTypes(), applyParallelism: 1,
 		running: schedulers{current: map[string]*service.Service{}, metrics: m}, errc: make(chan error, 1)}
@@ -175,6 +176,7 @@ func (s *server) newService(gpuType string, backend service.Backend) (*service.S
 		DefaultAlgorithm: s.cfg.Algorithm, DefaultRateLimit: s.cfg.RateLimit, Tick: s.cfg.Tick,
 		StartInterval: startInterval(s.cfg.Speed),
 		Clock:         s.clock, HoldClock: s.holdClock(), Metrics: s.metrics, Logger: s.log, Resync: s.cfg.Resync,
+		DefaultNamespace: cmp.Or(s.cfg.defaultNamespace(), jobspec.DefaultNamespace), // as the API's namespaceOf
 	})
 }
 

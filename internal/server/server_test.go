@@ -202,7 +202,7 @@ func TestAnonymousOnlyOnLoopback(t *testing.T) {
 func TestProbeListener(t *testing.T) {
 	cfg := simConfig(t)
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("s3cret,alice,1,voda:users\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("s3cret-0123456789,alice,1,voda:users\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Auth.TokenFile = tokens
@@ -247,7 +247,7 @@ func TestProbeListener(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest("GET", base+api.RouteMetrics, nil)
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer s3cret-0123456789")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

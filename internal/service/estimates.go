@@ -225,30 +225,32 @@ func (s *Service) estimateJob(j model.Job, t *tracked, gpus int) {
 		s.log.Warn("set estimates", "job", ej.Name, "err", err)
 	}
 	if t.progress != nil {
-		s.jobGauges(ej.Name, t, j.Spec.Epochs, j.State, e)
+		s.jobGauges(t, j.Spec.Epochs, j.State, e)
 	}
 }
 
 // jobGauges sets a reporting job's Prometheus gauges: its progress, and
 // while it runs, its time left on its workers (after what is left of a
 // restart under way) and its measured speed there.
-func (s *Service) jobGauges(name string, t *tracked, epochs int, st model.JobState, e model.Estimates) {
+func (s *Service) jobGauges(t *tracked, epochs int, st model.JobState, e model.Estimates) {
+	m := s.cfg.Metrics
+	if !m.JobSeries() {
+		return
+	}
 	gpus := st.GPUs
-	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	if p, ok := t.progress.Progress(epochs); ok {
-		m.JobProgress.WithLabelValues(gt, name).Set(p)
+		m.SetJob(m.JobProgress, t.series, p)
 	}
 	now := s.cfg.Clock.Now()
 	finish, _, ok := estimate.Finish(e, gpus, st.LastChange, now)
 	if !ok {
-		m.JobRemainingSeconds.DeleteLabelValues(gt, name)
-		m.JobThroughput.DeleteLabelValues(gt, name)
+		m.DeleteJob(t.series, m.JobRemainingSeconds, m.JobThroughput)
 		return
 	}
-	m.JobRemainingSeconds.WithLabelValues(gt, name).Set(finish.Sub(now).Seconds())
-	for _, p := range s.learn.est.Detail(name, t.app).Placements {
+	m.SetJob(m.JobRemainingSeconds, t.series, finish.Sub(now).Seconds())
+	for _, p := range s.learn.est.Detail(t.series.Name, t.app).Placements {
 		if p.Workers == gpus {
-			m.JobThroughput.WithLabelValues(gt, name).Set(p.Rate * 3600)
+			m.SetJob(m.JobThroughput, t.series, p.Rate*3600)
 		}
 	}
 }

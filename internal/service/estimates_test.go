@@ -67,13 +67,13 @@ func TestReportsDriveEstimates(t *testing.T) {
 	}
 	// The job's gauges: 0.4 done; on 2 workers (speedup 2/1.05) the time
 	// left; the speed measured there, 1 epoch in 100 s.
-	if got := testutil.ToFloat64(h.m.JobProgress.WithLabelValues(gpuType, "a")); got != 0.4 {
+	if got := testutil.ToFloat64(h.m.JobProgress.WithLabelValues(gpuType, h.defaultNamespace, "a")); got != 0.4 {
 		t.Errorf("voda_job_progress %v, want 0.4", got)
 	}
-	if got, want := testutil.ToFloat64(h.m.JobRemainingSeconds.WithLabelValues(gpuType, "a")), want/(2/1.05); abs(got-want) > 1e-6*want {
+	if got, want := testutil.ToFloat64(h.m.JobRemainingSeconds.WithLabelValues(gpuType, h.defaultNamespace, "a")), want/(2/1.05); abs(got-want) > 1e-6*want {
 		t.Errorf("voda_job_remaining_seconds %v, want %v", got, want)
 	}
-	if got := testutil.ToFloat64(h.m.JobThroughput.WithLabelValues(gpuType, "a")); abs(got-36) > 1e-9 {
+	if got := testutil.ToFloat64(h.m.JobThroughput.WithLabelValues(gpuType, h.defaultNamespace, "a")); abs(got-36) > 1e-9 {
 		t.Errorf("voda_job_throughput_epochs_per_hour %v, want 36", got)
 	}
 

@@ -1,13 +1,13 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vodascheduler/voda/internal/estimate"
 	"github.com/vodascheduler/voda/internal/goodput"
+	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/progress"
 	"github.com/vodascheduler/voda/internal/scheduler"
@@ -23,6 +23,9 @@ type tracked struct {
 	// app is the job's application (see application): jobs of one share
 	// what they measured.
 	app string
+	// series names the job's per-job metrics: its GPU type, namespace
+	// and name.
+	series metrics.Job
 	// revision is the StatusRevision of the stored record, as last read or
 	// written: the next status write is conditional on it.
 	revision int64
@@ -149,7 +152,9 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	t := &tracked{app: estimate.AppKey(j.Namespace, application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations}
+	ns := cmp.Or(j.Namespace, s.cfg.DefaultNamespace)
+	t := &tracked{app: estimate.AppKey(ns, application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations,
+		series: metrics.Job{GPUType: s.cfg.GPUType, Namespace: ns, Name: name}}
 	s.jobs[name] = t
 	if mj, ok := s.core.Job(name); ok && fresh {
 		// Estimated before its first cycle, as the simulator estimates
@@ -222,10 +227,7 @@ func (s *Service) takeOut(ctx context.Context, now time.Time, name string, why e
 		}
 	}
 	s.learn.est.Forget(name)
-	m := s.cfg.Metrics
-	for _, g := range []*prometheus.GaugeVec{m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds} {
-		g.DeleteLabelValues(s.cfg.GPUType, name)
-	}
+	s.cfg.Metrics.ForgetJob(t.series)
 	delete(s.jobs, name)
 	if why.record {
 		// The cluster knows the job's progress until it forgets it.

@@ -252,12 +252,12 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	for _, j := range snap.Jobs {
 		name := j.Spec.Name
-		if j.State.GPUs > 0 || j.State.WaitingSince.IsZero() {
-			m.JobWaitingSeconds.DeleteLabelValues(gt, name)
-		} else {
-			m.JobWaitingSeconds.WithLabelValues(gt, name).Set(max(now.Sub(j.State.WaitingSince).Seconds(), 0))
-		}
 		t := s.jobs[name]
+		if j.State.GPUs > 0 || j.State.WaitingSince.IsZero() {
+			m.DeleteJob(t.series, m.JobWaitingSeconds)
+		} else {
+			m.SetJob(m.JobWaitingSeconds, t.series, max(now.Sub(j.State.WaitingSince).Seconds(), 0))
+		}
 		js := store.JobStatus{State: j.State, Est: j.Est, Fit: t.fit, Progress: s.progressOf(name, j.Spec.Epochs),
 			Allocations: store.AppendAllocation(t.allocations, now, j.State.Placement)}
 		if f, ok := fc[name]; ok {

@@ -102,6 +102,10 @@ type Config struct {
 	// actions of one kind a cycle applies at once. The Backend must be
 	// safe for concurrent use when it is above 1.
 	ApplyParallelism int
+	// DefaultNamespace is the namespace of a job whose record names none,
+	// as the API takes it (the server passes --namespace on Kubernetes,
+	// else jobspec.DefaultNamespace): its per-job metrics carry it.
+	DefaultNamespace string
 	// MaxHistories is the most applications whose measured history the
 	// store keeps for this GPU type (DefaultMaxHistories if zero): see
 	// learner.save.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	bolt "go.etcd.io/bbolt"
@@ -242,13 +243,15 @@ type harness struct {
 	softPersist time.Duration
 	// maxHistories is Config.MaxHistories.
 	maxHistories int
-	stop         context.CancelFunc
-	stopped      chan error
+	// defaultNamespace is Config.DefaultNamespace.
+	defaultNamespace string
+	stop             context.CancelFunc
+	stopped          chan error
 }
 
 func newHarness(t *testing.T, nodes, gpus int) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), fake: newFakeBackend(nodes, gpus), softPersist: -1}
+	h := &harness{t: t, dir: t.TempDir(), fake: newFakeBackend(nodes, gpus), softPersist: -1, defaultNamespace: "default"}
 	h.backend = h.fake
 	h.open()
 	q, err := queue.Open(t.Context(), "", nil)
@@ -280,6 +283,7 @@ func (h *harness) run() {
 		Algorithms: algorithm.Builtin(), Placer: placement.NewGreedy(),
 		DefaultRateLimit: -1, Tick: -1, Clock: h.clk, WallClock: h.wall,
 		Metrics: h.m, Resync: time.Hour, SoftPersist: h.softPersist, MaxHistories: h.maxHistories,
+		DefaultNamespace: h.defaultNamespace,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -839,7 +843,7 @@ func TestWaitingSecondsGauge(t *testing.T) {
 	if n := testutil.CollectAndCount(h.m.JobWaitingSeconds); n != 1 {
 		t.Fatalf("%d waiting-time series, want b's alone", n)
 	}
-	if v := testutil.ToFloat64(h.m.JobWaitingSeconds.WithLabelValues(gpuType, "b")); v != 90 {
+	if v := testutil.ToFloat64(h.m.JobWaitingSeconds.WithLabelValues(gpuType, h.defaultNamespace, "b")); v != 90 {
 		t.Fatalf("b waited %v s, want 90", v)
 	}
 	h.fake.finish("a", model.StatusCompleted)
@@ -997,4 +1001,80 @@ func TestFinishTimeIsWhenTheWorkEnded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The per-job series carry the job's namespace: its record's, else the
+// service's default namespace. With per-job series off, nothing gathered
+// from the registry names a job.
+func TestJobSeriesLabels(t *testing.T) {
+	tests := []struct {
+		name             string
+		opts             metrics.Options
+		namespace        string // of b's record
+		defaultNamespace string // the service's
+		want             []string
+	}{
+		{name: "record's namespace", namespace: "team-b", defaultNamespace: "voda-system",
+			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=team-b}"}},
+		{name: "server's default namespace", defaultNamespace: "voda-system",
+			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=voda-system}"}},
+		{name: "record's namespace, no default", namespace: "team-b",
+			want: []string{"voda_job_waiting_seconds{gpu_type=" + gpuType + ",job_name=b,namespace=team-b}"}},
+		{name: "per-job series off", opts: metrics.Options{NoJobSeries: true}, namespace: "team-b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, 1, 4)
+			reg := prometheus.NewRegistry()
+			h.m = metrics.NewWithOptions(reg, tt.opts)
+			h.defaultNamespace = tt.defaultNamespace
+			h.create("a", 4, 4)
+			h.run()
+			h.waitStatus("a", model.StatusRunning)
+			b := store.Job{Name: "b", Kind: "MPIJob", Namespace: tt.namespace, Spec: jobSpec("b", 4, 4),
+				Status: store.JobStatus{State: model.JobState{Status: model.StatusSubmitted}, Est: model.Estimates{RemainingSeconds: -1}}}
+			h.put(b)
+			h.notify("b")
+			waitFor(t, "b admitted", func() bool { return h.held("b") })
+			h.clk.Step(90 * time.Second)
+			if err := h.svc.resync(context.Background()); err != nil { // persists
+				t.Fatal(err)
+			}
+			got, named := jobSeries(t, reg, "b")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("per-job series (-want,+got):\n%s", diff)
+			}
+			if tt.opts.NoJobSeries && len(named) > 0 {
+				t.Errorf("per-job series off, yet series name job b: %v", named)
+			}
+		})
+	}
+}
+
+// jobSeries gathers reg: the series of the voda_job_ metrics as
+// name{label=value,...}, and every series any of whose labels is job.
+func jobSeries(t *testing.T, reg prometheus.Gatherer, job string) (series, naming []string) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			names := false
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+				names = names || l.GetValue() == job
+			}
+			s := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
+			if strings.HasPrefix(mf.GetName(), "voda_job_") {
+				series = append(series, s)
+			}
+			if names {
+				naming = append(naming, s)
+			}
+		}
+	}
+	return series, naming
 }

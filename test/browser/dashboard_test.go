@@ -53,7 +53,7 @@ func TestDashboard(t *testing.T) {
 	browserTools(t) // before starting a server
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("admin-token,root,0,voda:admins\nuser-token,alice,1,\"team-a,voda:users\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("admin-token-0123456789,root,0,voda:admins\nuser-token-0123456789,alice,1,\"team-a,voda:users\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv := vodatest.StartServer(t, "--data-dir", filepath.Join(dir, "data"), "--sim-nodes", "v100=2x4",
@@ -69,7 +69,7 @@ func TestDashboard(t *testing.T) {
 	}
 	shots := artifacts(t)
 	var r dashboardReport
-	runScript(t, &r, "dashboard.cjs", srv.URL(), "admin-token", "user-token", manifest, waiting, shots)
+	runScript(t, &r, "dashboard.cjs", srv.URL(), "admin-token-0123456789", "user-token-0123456789", manifest, waiting, shots)
 	s := r.Steps
 	t.Logf("job %s: row after %.0f ms, GPUs after %.0f ms, completed after %.0f ms; screenshots in %s", s.Job, s.RowMs, s.GPUsMs, s.CompletedMs, shots)
 	if s.Nodes != 2 {

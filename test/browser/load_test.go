@@ -41,7 +41,7 @@ const loadSpeed = 5
 var loadMix = []struct{ min, max, epochs int }{{1, 1, 1}, {1, 4, 16}, {2, 8, 32}, {4, 8, 64}}
 
 // loadTokens is the token file of TestDashboardLoad: one admin.
-const loadTokens = "admin-token,root,0,voda:admins\n"
+const loadTokens = "admin-token-0123456789,root,0,voda:admins\n"
 
 // loadReady is the first line testdata/load.cjs prints.
 type loadReady struct {
@@ -151,7 +151,7 @@ func TestDashboardLoad(t *testing.T) {
 		"--max-event-streams", strconv.Itoa(max(api.DefaultMaxStreams, 2*pages)),
 		"--max-event-streams-per-user", strconv.Itoa(max(api.DefaultMaxStreamsPerCaller, 2*pages)))
 	base := srv.URL()
-	header := http.Header{"Authorization": {"Bearer admin-token"}}
+	header := http.Header{"Authorization": {"Bearer admin-token-0123456789"}}
 
 	// Bursts of a fortieth of the jobs each, taking loadMix's kinds in
 	// turn, so that the queue mixes them.
@@ -194,7 +194,7 @@ func TestDashboardLoad(t *testing.T) {
 	shot := filepath.Join(artifacts(t), "dashboard-load.png")
 	hold := 2*window + 2*time.Minute
 	cmd := exec.Command(node, filepath.Join(repoRoot(t), "test", "browser", "testdata", "load.cjs"),
-		base, "admin-token", strconv.Itoa(pages),
+		base, "admin-token-0123456789", strconv.Itoa(pages),
 		strconv.FormatInt((readyBound+90*time.Second).Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10), shot)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "VODA_CHROMIUM="+chromium)
 	var stderr vodatest.SyncBuffer

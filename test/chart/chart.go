@@ -158,6 +158,7 @@ func ValueSets() []ValueSet {
 			Name: "monitoring",
 			Values: map[string]any{
 				"metrics": map[string]any{
+					"perJobMetrics":  false,
 					"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 					"prometheusRule": map[string]any{"enabled": true},
 					"dashboards":     map[string]any{"enabled": true},

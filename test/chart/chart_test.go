@@ -268,7 +268,7 @@ func TestRender(t *testing.T) {
 				"--authentication": "kubernetes", "--namespace": "default", "--job-namespaces": "default",
 				"--pod-security": "baseline", "--progress-url": "http://voda.voda-system.svc:55587",
 				"--probe-addr": ":55588", "--max-connections": "1024", "--first-request-grace": "1s",
-				"--finished-retention": "720h", "--max-finished-jobs": "100000",
+				"--finished-retention": "720h", "--max-finished-jobs": "100000", "--per-job-metrics": "true",
 			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue")
 			c := r.container("voda")
 			wantField(t, c, ImageRepository+":"+ImageTag, "image")
@@ -343,10 +343,11 @@ func TestRender(t *testing.T) {
 			r.wantArgs("voda-api", map[string]string{"--probe-addr": ":55588"})
 			r.wantProbes("voda-api", allProbes("probes", ""))
 			r.wantArgs("voda-scheduler", map[string]string{"--components": "scheduler", "--leader-elect": "true", "--lease-namespace": "voda-system",
-				"--finished-retention": "168h", "--max-finished-jobs": "2000000"},
+				"--finished-retention": "168h", "--max-finished-jobs": "2000000", "--per-job-metrics": "true"},
 				"--addr", "--authentication", "--probe-addr")
-			// Retention runs beside the schedulers only.
-			r.wantArgs("voda-api", nil, "--finished-retention", "--max-finished-jobs")
+			// Retention runs beside the schedulers only, and only they
+			// export per-job series.
+			r.wantArgs("voda-api", nil, "--finished-retention", "--max-finished-jobs", "--per-job-metrics")
 			if _, ok := r.container("voda-scheduler")["readinessProbe"]; ok {
 				t.Error("probes on scheduler-only pods, which serve no HTTP")
 			}
@@ -398,6 +399,7 @@ func TestRender(t *testing.T) {
 			}
 		},
 		"monitoring": func(t *testing.T, r *rendered) {
+			r.wantArgs("voda", map[string]string{"--per-job-metrics": "false"})
 			sm := r.get("ServiceMonitor", "voda").Object
 			wantField(t, sm, "prometheus", "metadata", "labels", "release")
 			wantField(t, sm, "/metrics", "spec", "endpoints", "0", "path")

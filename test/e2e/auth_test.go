@@ -32,7 +32,7 @@ import (
 func tokenFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens.csv")
-	data := "admin-token,root,0,voda:admins\nuser-token,alice,1,\"team-a,voda:users\"\nscrape-token,prometheus,2\n"
+	data := "admin-token-0123456789,root,0,voda:admins\nuser-token-0123456789,alice,1,\"team-a,voda:users\"\nscrape-token-0123456789,prometheus,2\n"
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +79,14 @@ func TestAuthTokenFile(t *testing.T) {
 		{"unknown token", "guess", "GET", api.RouteJobs, "", nil, 401, "not valid"},
 		{"no token, legacy delete", "", "DELETE", api.RouteLegacyJobs, "", []byte("x"), 401, "Unauthorized"},
 		{"no token, healthz", "", "GET", api.RouteHealthz, "", nil, 200, "ok"},
-		{"user submits", "user-token", "POST", api.RouteJobs, "application/yaml", manifest("mine", 1, 2, 3), 201, `"name": "mine-`},
-		{"user changes the algorithm", "user-token", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 403,
+		{"user submits", "user-token-0123456789", "POST", api.RouteJobs, "application/yaml", manifest("mine", 1, 2, 3), 201, `"name": "mine-`},
+		{"user changes the algorithm", "user-token-0123456789", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 403,
 			`user \"alice\" may not update schedulers/algorithm v100: needs the admin role`},
-		{"user changes the rate limit, legacy route", "user-token", "PUT", api.RouteLegacyLimit, "", []byte("5"), 403, "Forbidden"},
-		{"scraper lists jobs: sees none", "scrape-token", "GET", api.RouteJobs, "", nil, 200, `"items": []`},
-		{"scraper submits", "scrape-token", "POST", api.RouteJobs, "application/yaml", manifest("theirs", 1, 2, 3), 403, "needs the user role"},
-		{"scraper reads metrics", "scrape-token", "GET", api.RouteMetrics, "", nil, 200, `code="403",route="PUT /api/v1/schedulers/{gpuType}/algorithm"`},
-		{"admin changes the algorithm", "admin-token", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 200, `"algorithm": "Tiresias"`},
+		{"user changes the rate limit, legacy route", "user-token-0123456789", "PUT", api.RouteLegacyLimit, "", []byte("5"), 403, "Forbidden"},
+		{"scraper lists jobs: sees none", "scrape-token-0123456789", "GET", api.RouteJobs, "", nil, 200, `"items": []`},
+		{"scraper submits", "scrape-token-0123456789", "POST", api.RouteJobs, "application/yaml", manifest("theirs", 1, 2, 3), 403, "needs the user role"},
+		{"scraper reads metrics", "scrape-token-0123456789", "GET", api.RouteMetrics, "", nil, 200, `code="403",route="PUT /api/v1/schedulers/{gpuType}/algorithm"`},
+		{"admin changes the algorithm", "admin-token-0123456789", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", algo, 200, `"algorithm": "Tiresias"`},
 	} {
 		code, challenge, b := call(t, hc, c.token, c.method, base+c.path, c.contentType, c.body)
 		if code != c.want || !strings.Contains(string(b), c.wantBody) {
@@ -97,7 +97,7 @@ func TestAuthTokenFile(t *testing.T) {
 		}
 	}
 
-	jobs, err := srv.Client(client.WithBearerToken("user-token")).ListJobs(ctxT(t), client.ListOptions{})
+	jobs, err := srv.Client(client.WithBearerToken("user-token-0123456789")).ListJobs(ctxT(t), client.ListOptions{})
 	if err != nil || len(jobs) != 1 {
 		t.Errorf("the client with the user's token lists %d jobs (%v), want 1", len(jobs), err)
 	}
@@ -164,16 +164,16 @@ func TestAuthTLS(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := cli([]string{"VODA_TOKEN=admin-token"}, "set", "algorithm", "Tiresias", "--server", srv.URL(), "--certificate-authority", cert)
+	out, err := cli([]string{"VODA_TOKEN=admin-token-0123456789"}, "set", "algorithm", "Tiresias", "--server", srv.URL(), "--certificate-authority", cert)
 	if err != nil {
 		t.Fatalf("voda set algorithm over HTTPS: %v\n%s", err, out)
 	}
-	out, err = cli([]string{"VODA_SERVER=" + srv.URL(), "VODA_CA_FILE=" + cert}, "get", "schedulers", "-o", "json", "--token", "user-token")
+	out, err = cli([]string{"VODA_SERVER=" + srv.URL(), "VODA_CA_FILE=" + cert}, "get", "schedulers", "-o", "json", "--token", "user-token-0123456789")
 	var list api.SchedulerList
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Items) != 1 || list.Items[0].Algorithm != "Tiresias" {
 		t.Fatalf("voda get schedulers over HTTPS: %v\n%s", err, out)
 	}
-	if out, err := cli(nil, "get", "jobs", "--server", srv.URL(), "--token", "user-token"); err == nil || !strings.Contains(out, "certificate") {
+	if out, err := cli(nil, "get", "jobs", "--server", srv.URL(), "--token", "user-token-0123456789"); err == nil || !strings.Contains(out, "certificate") {
 		t.Errorf("the CLI without the authority: %v\n%s; want a certificate error", err, out)
 	}
 

@@ -99,7 +99,7 @@ func testFlood(t *testing.T, kind string, held, keepAlives int) {
 	targets := []*target{
 		{name: "GET /healthz on --addr", url: "http://" + srv.Addr + api.RouteHealthz},
 		{name: "GET /healthz on --probe-addr", url: "http://" + probeAddr + api.RouteHealthz},
-		{name: "GET /api/v1/jobs with a token", url: "http://" + srv.Addr + api.RouteJobs, token: "user-token"},
+		{name: "GET /api/v1/jobs with a token", url: "http://" + srv.Addr + api.RouteJobs, token: "user-token-0123456789"},
 	}
 	var maxRSS int64
 	var failures []string
