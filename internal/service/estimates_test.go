@@ -81,7 +81,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	h.waitStatus("a", model.StatusCompleted)
 	waitFor(t, "the application's history", func() bool {
 		hist, err := h.st.ListHistories(context.Background(), gpuType)
-		return err == nil && len(hist["a"]) > 0
+		return err == nil && len(hist[estimate.AppKey(h.defaultNamespace, "a", 1)]) > 0
 	})
 	if n := testutil.CollectAndCount(h.m.JobProgress); n != 0 {
 		t.Errorf("%d voda_job_progress series after the job finished, want none", n)
@@ -91,7 +91,7 @@ func TestReportsDriveEstimates(t *testing.T) {
 	// job of the application, never measured, gets its rate.
 	h2 := h.restart(newFakeBackend(1, 4))
 	var d collector.Detail
-	h2.do(func() { d = h2.svc.learn.est.Detail("new", "a") })
+	h2.do(func() { d = h2.svc.learn.est.Detail("new", estimate.AppKey(h.defaultNamespace, "a", 1)) })
 	if d.Source != collector.SourceApplication || abs(d.Rate1-rate1) > 1e-12 {
 		t.Errorf("a new job of the application: %+v, want the application's rate %v", d, rate1)
 	}
