@@ -19,8 +19,9 @@ const (
 	workerGPU   = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]"
 )
 
-// badInputOptions is the cluster the table is parsed against.
-var badInputOptions = Options{GPUTypes: testGPUTypes, Models: testModels}
+// badInputOptions is the cluster the table is parsed against, with
+// workers of several GPUs accepted, as voda server does by default.
+var badInputOptions = Options{GPUTypes: testGPUTypes, Models: testModels, MultiGPUWorkers: true}
 
 // badInputs is one case per rule, in the order Parse checks them. It is
 // both a test (TestBadInputs) and the table in docs/job-spec.md
@@ -58,7 +59,7 @@ var badInputs = []struct {
 	{"PyTorchJob without elasticPolicy", dropLine(dropLine(dropLine(dropLine(basePyTorchJob, "elasticPolicy:"), "rdzvBackend"), "minReplicas"), "maxReplicas"), "spec.elasticPolicy", "elastic PyTorchJobs only"},
 	{"PyTorchJob with a Master", edit(basePyTorchJob, "    Worker:\n", "    Master:\n      replicas: 1\n    Worker:\n"), "spec.pytorchReplicaSpecs.Master", "not supported"},
 	{"slotsPerWorker: 4", edit(baseMPIJob, "slotsPerWorker: 1", "slotsPerWorker: 4"), "spec.slotsPerWorker", "4 is not accepted: a worker runs one process per GPU, so it must be the integer 1"},
-	{"worker nvidia.com/gpu: 4", workerResources("{limits: {nvidia.com/gpu: 4}}", ""), workerGPU, "4 is not accepted yet: this Voda schedules workers of one GPU, so write 1"},
+	{"worker nvidia.com/gpu: 4 with slotsPerWorker: 1", workerResources("{limits: {nvidia.com/gpu: 4}}", ""), "spec.slotsPerWorker", "1 is not accepted: a worker runs one process per GPU, so it must be the integer 4"},
 	{"worker nvidia.com/gpu: 0", workerResources("{limits: {nvidia.com/gpu: 0}}", ""), workerGPU, "0 is not accepted"},
 	{"worker amd.com/gpu: 1", workerResources("{limits: {amd.com/gpu: 1}}", ""), "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.limits[amd.com/gpu]", "Voda schedules whole GPUs as nvidia.com/gpu"},
 	{"sidecar with nvidia.com/gpu: 8", workerResources("{limits: {nvidia.com/gpu: 1}}", "          - name: sidecar\n            resources: {limits: {nvidia.com/gpu: 8}}\n"), "spec.mpiReplicaSpecs.Worker.template.spec.containers[1].resources.limits[nvidia.com/gpu]", "containers[0] already asks for nvidia.com/gpu"},
