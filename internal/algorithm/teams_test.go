@@ -1,0 +1,122 @@
+package algorithm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func team(name string, demand, guarantee, limit int, weight float64) TeamDemand {
+	return TeamDemand{Quota: Quota{Team: name, Guarantee: guarantee, Limit: limit, Weight: weight}, Demand: demand}
+}
+
+// Hand-computed entitlements.
+func TestEntitlements(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		total int
+		teams []TeamDemand
+		want  []int
+	}{
+		// The case: guarantees 8 and 8 on 16 GPUs.
+		{"team-a borrows all 16", 16, []TeamDemand{team("a", 16, 8, 0, 1), team("b", 0, 8, 0, 1)}, []int{16, 0}},
+		{"team-b wants its 8 back", 16, []TeamDemand{team("a", 16, 8, 0, 1), team("b", 8, 8, 0, 1)}, []int{8, 8}},
+		{"team-b wants less than its guarantee", 16, []TeamDemand{team("a", 16, 8, 0, 1), team("b", 3, 8, 0, 1)}, []int{13, 3}},
+		// Guarantees 4 and 4, then 12 by weights 1:3.
+		{"surplus by weight", 20, []TeamDemand{team("a", 20, 4, 0, 1), team("b", 20, 4, 0, 3)}, []int{7, 13}},
+		// a is capped at 6 by its limit; b takes the rest.
+		{"limit", 20, []TeamDemand{team("a", 20, 4, 6, 1), team("b", 20, 4, 0, 1)}, []int{6, 14}},
+		// a wants only 5: its surplus share goes to b.
+		{"water-filling", 20, []TeamDemand{team("a", 5, 2, 0, 1), team("b", 30, 2, 0, 1)}, []int{5, 15}},
+		// 10 GPUs, 16 guaranteed: by guarantee, 5 and 5.
+		{"guarantees beyond the cluster", 10, []TeamDemand{team("a", 8, 8, 0, 1), team("b", 8, 8, 0, 1)}, []int{5, 5}},
+		// 10 GPUs, guarantees 12 and 4 but b wants 1: b 1, a the other 9.
+		{"guarantees beyond the cluster, one wants less", 10, []TeamDemand{team("a", 12, 12, 0, 1), team("b", 1, 4, 0, 1)}, []int{9, 1}},
+		// 3 GPUs beyond the guarantees, three equal teams: one each.
+		{"even split", 3, []TeamDemand{team("a", 9, 0, 0, 1), team("b", 9, 0, 0, 1), team("c", 9, 0, 0, 1)}, []int{1, 1, 1}},
+		// 2 GPUs for three equal teams: the first two by name.
+		{"remainders by name", 2, []TeamDemand{team("a", 9, 0, 0, 1), team("b", 9, 0, 0, 1), team("c", 9, 0, 0, 1)}, []int{1, 1, 0}},
+		// 7 by weights 2:1: 4.67 and 2.33, so 5 and 2.
+		{"largest remainder", 7, []TeamDemand{team("a", 9, 0, 0, 2), team("b", 9, 0, 0, 1)}, []int{5, 2}},
+		// Weight 0: its guarantee while b wants more, the rest once b is full.
+		{"weight 0 behind others", 16, []TeamDemand{team("a", 16, 2, 0, 0), team("b", 16, 2, 0, 1)}, []int{2, 14}},
+		{"weight 0 alone", 16, []TeamDemand{team("a", 16, 2, 0, 0), team("b", 4, 2, 0, 1)}, []int{12, 4}},
+		{"nobody wants", 16, []TeamDemand{team("a", 0, 8, 0, 1), team("b", 0, 8, 0, 1)}, []int{0, 0}},
+		{"no GPUs", 0, []TeamDemand{team("a", 4, 8, 0, 1)}, []int{0}},
+		{"no teams", 8, nil, []int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Entitlements(tc.total, tc.teams)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Entitlements(%d, %+v) = %v, want %v", tc.total, tc.teams, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEntitlementsRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		total int
+		teams []TeamDemand
+		want  string
+	}{
+		{-1, nil, "-1 GPUs"},
+		{8, []TeamDemand{team("b", 1, 0, 0, 1), team("a", 1, 0, 0, 1)}, "unique names in order"},
+		{8, []TeamDemand{team("a", 1, 0, 0, 1), team("a", 1, 0, 0, 1)}, "unique names in order"},
+		{8, []TeamDemand{team("a", -1, 0, 0, 1)}, "none negative"},
+		{8, []TeamDemand{team("a", 1, 0, 0, -1)}, "weight -1"},
+	} {
+		if _, err := Entitlements(tc.total, tc.teams); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Entitlements(%d, %+v): %v, want an error containing %q", tc.total, tc.teams, err, tc.want)
+		}
+	}
+}
+
+// Over random teams: nobody gets more than it wants or than its limit,
+// the GPUs handed out are min(total, what is wanted), every team wanting
+// at least its guarantee gets it when the guarantees fit, and no GPU is
+// left idle while a team below its limit wants it.
+func TestEntitlementsProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 1))
+	for n := range 5000 {
+		total := rng.IntN(200)
+		var teams []TeamDemand
+		for i := range 1 + rng.IntN(6) {
+			teams = append(teams, team(fmt.Sprintf("t%d", i), rng.IntN(120), rng.IntN(60), rng.IntN(3)*rng.IntN(100), float64(rng.IntN(4))))
+		}
+		got, err := Entitlements(total, teams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, wanted, guaranteed := 0, 0, 0
+		for i, tm := range teams {
+			w := tm.Demand
+			if tm.Limit > 0 {
+				w = min(w, tm.Limit)
+			}
+			if got[i] < 0 || got[i] > w {
+				t.Fatalf("case %d: team %s got %d, wants %d (demand %d, limit %d)", n, tm.Team, got[i], w, tm.Demand, tm.Limit)
+			}
+			sum += got[i]
+			wanted += w
+			guaranteed += min(w, tm.Guarantee)
+		}
+		if sum != min(total, wanted) {
+			t.Fatalf("case %d: %d GPUs handed out of %d, %d wanted: %v for %+v", n, sum, total, wanted, got, teams)
+		}
+		if guaranteed <= total {
+			for i, tm := range teams {
+				if g := min(tm.Demand, tm.Guarantee); tm.Limit > 0 && g > tm.Limit {
+					continue
+				} else if got[i] < g {
+					t.Fatalf("case %d: team %s got %d below its guarantee %d: %v for %+v", n, tm.Team, got[i], g, got, teams)
+				}
+			}
+		}
+	}
+}
