@@ -120,3 +120,31 @@ func TestEntitlementsProperties(t *testing.T) {
 		}
 	}
 }
+
+// Every algorithm hands out at most the snapshot's capacity: the nodes'
+// GPUs less those reserved (a team's entitlement, what higher priority
+// classes leave); more reserved than the nodes hold is an error.
+func TestAllAlgorithmsHonourReserved(t *testing.T) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			a := mustNew(t, name)
+			r := rand.New(rand.NewPCG(3, 30))
+			for range 300 {
+				snap := randomSnapshot(r, 30, 6)
+				if total := snap.TotalGPUs(); total > 0 {
+					snap.Reserved = r.IntN(total + 1)
+				}
+				got := allocate(t, a, snap) // checkAllocation: within Capacity
+				if n := got.Total(); n > snap.Capacity() {
+					t.Fatalf("%d GPUs handed out, capacity %d (%d reserved)", n, snap.Capacity(), snap.Reserved)
+				}
+			}
+			snap := randomSnapshot(r, 5, 2)
+			snap.Reserved = snap.TotalGPUs() + 1
+			if _, err := a.Allocate(snap); err == nil || !strings.Contains(err.Error(), "reserved") {
+				t.Errorf("more reserved than the nodes have: %v, want an error", err)
+			}
+		})
+	}
+}
