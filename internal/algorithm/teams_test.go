@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vodascheduler/voda/internal/model"
 )
 
 func team(name string, demand, guarantee, limit int, weight float64) TeamDemand {
@@ -144,6 +146,110 @@ func TestAllAlgorithmsHonourReserved(t *testing.T) {
 			snap.Reserved = snap.TotalGPUs() + 1
 			if _, err := a.Allocate(snap); err == nil || !strings.Contains(err.Error(), "reserved") {
 				t.Errorf("more reserved than the nodes have: %v, want an error", err)
+			}
+		})
+	}
+}
+
+func inTeam(team string, prio int) jobOpt {
+	return func(j *model.Job) { j.Spec.Team, j.Spec.Priority = team, prio }
+}
+
+// Every algorithm, composed across two teams of guarantees 8 and 8 on 16
+// GPUs, decides within each team exactly as it does alone on that team's
+// jobs with the team's entitlement as the cluster: the composition
+// changes nothing in its own logic.
+func TestTeamsComposeEveryAlgorithmUnchanged(t *testing.T) {
+	reg := Builtin()
+	quotas := []Quota{{Team: "a", Guarantee: 8, Weight: 1}, {Team: "b", Guarantee: 8, Weight: 1}}
+	jobs := func() []model.Job {
+		return []model.Job{
+			job("a1", 1, 4, 16, submitted(1), inTeam("a", 0), rem(500), curve(1, 1.9, 2.7, 3.4, 4)),
+			job("b1", 2, 4, 8, submitted(2), inTeam("b", 0), rem(300), curve(1, 1.8, 2.5, 3.1)),
+			job("a2", 1, 2, 8, submitted(3), inTeam("a", 0), rem(100), curve(1, 2, 3, 4)),
+			job("b2", 1, 1, 2, submitted(4), inTeam("b", 0), rem(900)),
+		}
+	}
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			composed, err := NewTeams(func() (Allocator, error) { return reg.New(name, nil) }, quotas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := snapshot([]int{8, 8}, jobs()...)
+			got := allocate(t, composed, snap)
+			for _, team := range []string{"a", "b"} {
+				alone := snapshot([]int{8, 8})
+				held := 0
+				for _, j := range jobs() {
+					if j.Spec.Team == team {
+						alone.Jobs = append(alone.Jobs, j)
+						held += got.GPUs[j.Spec.Name]
+					}
+				}
+				if held > 16 {
+					t.Fatalf("team %s holds %d GPUs of 16", team, held)
+				}
+				// Each team wants more than 8 (a: 24, b: 10): each is
+				// entitled to its guarantee, 8.
+				alone.Reserved = 16 - 8
+				want := allocate(t, mustNew(t, name), alone)
+				for _, j := range alone.Jobs {
+					if g, w := got.GPUs[j.Spec.Name], want.GPUs[j.Spec.Name]; g != w {
+						t.Errorf("team %s, job %s: %d GPUs composed, %d alone on 8 GPUs", team, j.Spec.Name, g, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Hand-computed with ElasticFIFO (minimums first, then a GPU at a time in
+// arrival order): borrowing, reclaiming, limits and priority classes.
+func TestTeamsElasticFIFO(t *testing.T) {
+	quotas := []Quota{{Team: "a", Guarantee: 8, Weight: 1}, {Team: "b", Guarantee: 8, Weight: 1}}
+	for _, tc := range []struct {
+		name   string
+		quotas []Quota
+		jobs   []model.Job
+		want   map[string]int
+	}{
+		// team-b has no job: team-a borrows all 16.
+		{"borrow", quotas, []model.Job{
+			job("a1", 1, 1, 16, submitted(1), inTeam("a", 0)), job("a2", 1, 1, 8, submitted(2), inTeam("a", 0)),
+		}, map[string]int{"a1": 8, "a2": 8}},
+		// team-b arrives: team-a is back to its 8, shared in arrival order.
+		{"reclaim", quotas, []model.Job{
+			job("a1", 1, 1, 16, submitted(1), inTeam("a", 0)), job("a2", 1, 1, 8, submitted(2), inTeam("a", 0)),
+			job("b1", 1, 1, 8, submitted(3), inTeam("b", 0)),
+		}, map[string]int{"a1": 4, "a2": 4, "b1": 8}},
+		// team-a may hold at most 6.
+		{"limit", []Quota{{Team: "a", Guarantee: 2, Limit: 6, Weight: 1}}, []model.Job{
+			job("a1", 1, 1, 16, submitted(1), inTeam("a", 0)), job("x1", 1, 1, 16, submitted(2), inTeam("x", 0)),
+		}, map[string]int{"a1": 6, "x1": 10}},
+		// Within team-a, priority 0 is served before priority 1, whatever
+		// the arrival: a2 (priority 0) takes the team's 8 up to its max 8.
+		{"priority classes", quotas, []model.Job{
+			job("a1", 1, 1, 16, submitted(1), inTeam("a", 1)), job("a2", 1, 1, 8, submitted(2), inTeam("a", 0)),
+			job("b1", 1, 1, 8, submitted(3), inTeam("b", 0)),
+		}, map[string]int{"a1": 0, "a2": 8, "b1": 8}},
+		// b1's minimum of 3 workers of 4 GPUs cannot use its 8: the 8
+		// GPUs go to team-a's job.
+		{"unusable entitlement goes back", quotas, []model.Job{
+			job("a1", 1, 1, 16, submitted(1), inTeam("a", 0)),
+			job("b1", 3, 3, 3, submitted(2), inTeam("b", 0), func(j *model.Job) { j.Spec.GPUsPerWorker = 4 }),
+		}, map[string]int{"a1": 16, "b1": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			composed, err := NewTeams(func() (Allocator, error) { return Builtin().New(NameElasticFIFO, nil) }, tc.quotas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := allocate(t, composed, snapshot([]int{8, 8}, tc.jobs...))
+			for name, want := range tc.want {
+				if got.GPUs[name] != want {
+					t.Errorf("%s: %d GPUs, want %d (all: %v)", name, got.GPUs[name], want, got.GPUs)
+				}
 			}
 		})
 	}
