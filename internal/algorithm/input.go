@@ -29,8 +29,8 @@ type input struct {
 	*jobColumns
 }
 
-// checkNodes sums the snapshot's GPUs, rejecting negative counts and
-// overflow.
+// checkNodes sums the snapshot's GPUs, less those reserved, rejecting
+// negative counts and overflow.
 func checkNodes(snap *model.Snapshot) (*input, error) {
 	if snap == nil {
 		return nil, errors.New("nil snapshot")
@@ -45,7 +45,10 @@ func checkNodes(snap *model.Snapshot) (*input, error) {
 		}
 		total += nd.GPUs
 	}
-	return &input{snap: snap, total: total}, nil
+	if snap.Reserved < 0 || snap.Reserved > total {
+		return nil, fmt.Errorf("%d GPUs reserved of %d", snap.Reserved, total)
+	}
+	return &input{snap: snap, total: total - snap.Reserved}, nil
 }
 
 // checkSpec rejects a job no allocator can answer sensibly: an empty name,

@@ -86,7 +86,15 @@ type Snapshot struct {
 	Nodes []Node
 	// Jobs are the live (not done) jobs, sorted by Before.
 	Jobs []Job
+	// Reserved are GPUs the allocator must leave unallocated, 0 to
+	// TotalGPUs: what a team's entitlement, or the priority classes above,
+	// leave to the jobs of the snapshot. 0 for the whole cluster.
+	Reserved int
 }
+
+// Capacity returns the GPUs the allocator may hand out: the nodes' less
+// Reserved.
+func (s *Snapshot) Capacity() int { return s.TotalGPUs() - s.Reserved }
 
 // TotalGPUs returns the GPUs on all nodes.
 func (s *Snapshot) TotalGPUs() int {
@@ -178,7 +186,10 @@ func CheckAllocation(s *Snapshot, a Allocation) error {
 		}
 		total += g
 	}
-	if total > s.TotalGPUs() {
+	if total > s.Capacity() {
+		if s.Reserved > 0 {
+			return &InvariantError{Reason: fmt.Sprintf("%d GPUs allocated, %d may be (%d on the nodes, %d reserved)", total, s.Capacity(), s.TotalGPUs(), s.Reserved)}
+		}
 		return &InvariantError{Reason: fmt.Sprintf("%d GPUs allocated, cluster has %d", total, s.TotalGPUs())}
 	}
 	if a.Order != nil {

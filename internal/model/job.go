@@ -43,6 +43,9 @@ type JobSpec struct {
 	GPUsPerWorker int
 	// Priority is the user's priority, 0 being the highest.
 	Priority int
+	// Team is the team the job belongs to (its namespace); "" is the
+	// default team. Teams share the GPUs by their quotas.
+	Team string
 	// Epochs is the number of epochs to train, 0 if unknown.
 	Epochs int
 	// SubmitTime is when the job reached Voda.
