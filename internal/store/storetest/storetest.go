@@ -276,8 +276,9 @@ func testRoundTrip(t *testing.T, f Factory) {
 	s, _ := newStore(t, f)
 	want := fullJob("full-1")
 	// Unreadable is not a stored field: a store sets it on a record it
-	// cannot decode (testUnreadable), so no fixture can set it.
-	checkAllSet(t, "Job", reflect.ValueOf(want), "Job.Unreadable")
+	// cannot decode (testUnreadable), so no fixture can set it. Nor is
+	// Spec.Team: a job's team is its namespace, which is stored.
+	checkAllSet(t, "Job", reflect.ValueOf(want), "Job.Unreadable", "Job.Spec.Team")
 
 	in := fullJob("full-1")
 	mustCreate(t, s, in)
