@@ -10,15 +10,8 @@ import (
 	"github.com/vodascheduler/voda/internal/model"
 )
 
-// Quota is one team's share of a GPU type's GPUs: Guarantee GPUs whenever
-// its jobs want them, at most Limit (0: no limit), and of the GPUs beyond
-// every team's guarantee a share in proportion to Weight.
-type Quota struct {
-	Team      string
-	Guarantee int
-	Limit     int
-	Weight    float64
-}
+// Quota is one team's share of a GPU type's GPUs (model.Quota).
+type Quota = model.Quota
 
 // TeamDemand is a team's quota and the GPUs its jobs want now.
 type TeamDemand struct {
@@ -153,11 +146,6 @@ func fill(got, caps []int, shares []float64, left int, teams []TeamDemand) {
 	}
 }
 
-// DefaultQuota is the quota of a team no quota names: nothing guaranteed,
-// no limit, weight 1. Teams without quotas then share the GPUs beyond the
-// guarantees equally.
-var DefaultQuota = Quota{Weight: 1}
-
 // Teams composes an algorithm across teams and priority classes: the
 // GPUs are divided among the teams by their quotas and demands
 // (Entitlements); within a team, the classes of its jobs' priorities (0
@@ -185,7 +173,7 @@ type teamClass struct {
 
 // NewTeams returns the composition of the algorithm newInner builds, one
 // instance per team and priority class, with quotas by team; a team no
-// quota names has DefaultQuota.
+// quota names has model.DefaultQuota.
 func NewTeams(newInner func() (Allocator, error), quotas []Quota) (*Teams, error) {
 	probe, err := newInner()
 	if err != nil {
@@ -230,11 +218,37 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 		byTeam[snap.Jobs[i].Spec.Team] = append(byTeam[snap.Jobs[i].Spec.Team], i)
 	}
 	names := slices.Sorted(maps.Keys(byTeam))
+	if len(names) == 1 {
+		// One team under no limit, one class: the algorithm alone, on
+		// the snapshot as it is.
+		q, ok := t.quotas[names[0]]
+		if !ok {
+			q = model.DefaultQuota
+		}
+		prio := snap.Jobs[0].Spec.Priority
+		one := q.Limit == 0 || q.Limit >= total
+		for i := range snap.Jobs {
+			one = one && snap.Jobs[i].Spec.Priority == prio
+		}
+		if one {
+			key := teamClass{names[0], prio}
+			a, err := t.instance(key)
+			if err != nil {
+				return model.Allocation{}, err
+			}
+			for k := range t.inner {
+				if k != key {
+					delete(t.inner, k)
+				}
+			}
+			return a.Allocate(snap)
+		}
+	}
 	demands := make([]TeamDemand, len(names))
 	for k, name := range names {
 		q, ok := t.quotas[name]
 		if !ok {
-			q = DefaultQuota
+			q = model.DefaultQuota
 		}
 		q.Team = name
 		d := 0
@@ -323,6 +337,56 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 			}
 		}
 		ent = next
+	}
+	// GPUs still free: no team's entitlement held a whole minimum of its
+	// waiting jobs (two teams of 2 GPUs each, each with a job of 4).
+	// They are offered whole to one team at a time: teams below their
+	// guarantee first, then the teams whose jobs hold the most GPUs now
+	// (so that a running job keeps running rather than two jobs waiting),
+	// then by name.
+	free := total
+	for k := range names {
+		free -= used[k]
+	}
+	if free > 0 {
+		holds := make([]int, len(names))
+		for k, name := range names {
+			for _, i := range byTeam[name] {
+				holds[k] += snap.Jobs[i].State.GPUs
+			}
+		}
+		order := make([]int, len(names))
+		for k := range order {
+			order[k] = k
+		}
+		below := func(k int) bool { return used[k] < min(demands[k].Guarantee, total) }
+		slices.SortStableFunc(order, func(a, b int) int {
+			switch ba, bb := below(a), below(b); {
+			case ba && !bb:
+				return -1
+			case bb && !ba:
+				return 1
+			}
+			return cmp.Compare(holds[b], holds[a])
+		})
+		for _, k := range order {
+			if free == 0 {
+				break
+			}
+			limit := demands[k].Limit
+			capacity := used[k] + free
+			if limit > 0 {
+				capacity = min(capacity, limit)
+			}
+			if capacity <= used[k] {
+				continue
+			}
+			before := used[k]
+			if err := run(k, capacity); err != nil {
+				return model.Allocation{}, err
+			}
+			free -= used[k] - before
+		}
 	}
 	for k := range names {
 		for _, a := range answers[k] {

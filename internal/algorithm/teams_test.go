@@ -239,6 +239,19 @@ func TestTeamsElasticFIFO(t *testing.T) {
 			job("a1", 1, 1, 16, submitted(1), inTeam("a", 0)),
 			job("b1", 3, 3, 3, submitted(2), inTeam("b", 0), func(j *model.Job) { j.Spec.GPUsPerWorker = 4 }),
 		}, map[string]int{"a1": 16, "b1": 0}},
+		// Two teams of no guarantee, each entitled to 8, each with a job
+		// of 12 GPUs at least: the running one keeps running on 12
+		// rather than both waiting, and the rest goes to nobody.
+		{"whole minimum beyond the entitlement, running first", nil, []model.Job{
+			job("x1", 12, 12, 12, submitted(1), inTeam("x", 0)),
+			job("y1", 12, 12, 12, submitted(2), inTeam("y", 0), running(12)),
+		}, map[string]int{"x1": 0, "y1": 12}},
+		// The same with team-x guaranteed 12: team-x's job runs, team-y's
+		// is halted.
+		{"whole minimum beyond the entitlement, guarantee first", []Quota{{Team: "x", Guarantee: 12, Weight: 1}}, []model.Job{
+			job("x1", 12, 12, 12, submitted(1), inTeam("x", 0)),
+			job("y1", 12, 12, 12, submitted(2), inTeam("y", 0), running(12)),
+		}, map[string]int{"x1": 12, "y1": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			composed, err := NewTeams(func() (Allocator, error) { return Builtin().New(NameElasticFIFO, nil) }, tc.quotas)

@@ -139,6 +139,9 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "it cannot run on this cluster: "+err.Error())
 		return
 	}
+	ns := cmp.Or(j.Namespace, s.cfg.DefaultNamespace)
+	// A job's team is its namespace: quotas are per namespace.
+	j.Spec.Team = ns
 	var err error
 	st := j.Status.State.Status
 	fresh := st == "" || st == model.StatusSubmitted
@@ -152,7 +155,6 @@ func (s *Service) admit(ctx context.Context, now time.Time, j store.Job) {
 		s.statuses.setAside(ctx, now, name, "it cannot be restored: "+err.Error())
 		return
 	}
-	ns := cmp.Or(j.Namespace, s.cfg.DefaultNamespace)
 	t := &tracked{app: estimate.AppKey(ns, application(j), j.Spec.PerWorker()), revision: j.StatusRevision, allocations: j.Status.Allocations,
 		series: metrics.Job{GPUType: s.cfg.GPUType, Namespace: ns, Name: name}}
 	s.jobs[name] = t

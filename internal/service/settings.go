@@ -25,17 +25,28 @@ type settings struct {
 // allocator builds the stored algorithm, or the default when the stored
 // one cannot be built (an algorithm removed since, say). New checked that
 // the default builds.
+//
+// The algorithm is composed across teams (algorithm.Teams): each team
+// (namespace) gets its quota's share, and within a team the priority
+// classes are served in order, each by its own instance of the algorithm.
 func (st *settings) allocator(set store.Settings) algorithm.Allocator {
 	name := set.Algorithm
 	if name == "" {
 		name = st.defaultAlgorithm
 	}
-	a, err := st.algorithms.NewFromMap(name, set.Params)
-	if err == nil {
-		return a
+	params := set.Params
+	if _, err := st.algorithms.NewFromMap(name, params); err != nil {
+		st.log.Error("stored algorithm unusable; using the default", "algorithm", name, "err", err)
+		name, params = st.defaultAlgorithm, nil
 	}
-	st.log.Error("stored algorithm unusable; using the default", "algorithm", name, "err", err)
-	a, _ = st.algorithms.NewFromMap(st.defaultAlgorithm, nil)
+	build := func() (algorithm.Allocator, error) { return st.algorithms.NewFromMap(name, params) }
+	a, err := algorithm.NewTeams(build, set.Quotas)
+	if err != nil {
+		// Quotas the API checked cannot be refused here; a damaged record
+		// could: run without them rather than not at all.
+		st.log.Error("stored quotas unusable; scheduling without them", "err", err)
+		a, _ = algorithm.NewTeams(build, nil)
+	}
 	return a
 }
 

@@ -176,6 +176,14 @@ type settingsRecord struct {
 	// dots or dollars, which MongoDB field names must not.
 	Params      []paramRecord `json:"params" bson:"params"`
 	RateLimitNs int64         `json:"rateLimitNs" bson:"rateLimitNs"`
+	Quotas      []quotaRecord `json:"quotas,omitempty" bson:"quotas,omitempty"`
+}
+
+type quotaRecord struct {
+	Team      string  `json:"team" bson:"team"`
+	Guarantee int     `json:"guarantee" bson:"guarantee"`
+	Limit     int     `json:"limit" bson:"limit"`
+	Weight    float64 `json:"weight" bson:"weight"`
 }
 
 type paramRecord struct {
@@ -691,6 +699,10 @@ func encodeSettings(s Settings) settingsRecord {
 		r.Params = append(r.Params, paramRecord{Key: k, Value: v})
 	}
 	slices.SortFunc(r.Params, func(a, b paramRecord) int { return strings.Compare(a.Key, b.Key) })
+	for _, q := range s.Quotas {
+		r.Quotas = append(r.Quotas, quotaRecord{Team: q.Team, Guarantee: q.Guarantee, Limit: q.Limit, Weight: q.Weight})
+	}
+	slices.SortFunc(r.Quotas, func(a, b quotaRecord) int { return strings.Compare(a.Team, b.Team) })
 	return r
 }
 
@@ -701,6 +713,9 @@ func decodeSettings(r settingsRecord) Settings {
 		for _, p := range r.Params {
 			s.Params[p.Key] = p.Value
 		}
+	}
+	for _, q := range r.Quotas {
+		s.Quotas = append(s.Quotas, model.Quota{Team: q.Team, Guarantee: q.Guarantee, Limit: q.Limit, Weight: q.Weight})
 	}
 	return s
 }

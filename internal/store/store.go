@@ -262,6 +262,9 @@ type Settings struct {
 	Params map[string]string
 	// RateLimit is the least time between two cycles; zero means default.
 	RateLimit time.Duration
+	// Quotas are the teams' quotas on this GPU type, sorted by team, names
+	// unique; a team not named has model.DefaultQuota.
+	Quotas []model.Quota
 }
 
 // SchedulerStatus is what a GPU type's scheduler reports about itself,

@@ -1700,6 +1700,10 @@ func testSchedulers(t *testing.T, f Factory) {
 		Algorithm: "tiresias",
 		Params:    map[string]string{"thresholds.0": "3600", "$weird": "x", "plain": "1"},
 		RateLimit: 1500 * time.Millisecond,
+		Quotas: []model.Quota{
+			{Team: "team-a", Guarantee: 8, Limit: 16, Weight: 2.5},
+			{Team: "team-b", Guarantee: 1, Limit: 1, Weight: 0.125},
+		},
 	}
 	st1 := store.SchedulerStatus{
 		Now: time.Date(2024, 5, 6, 7, 8, 9, 10, ist()), LastCycle: time.Date(2024, 5, 6, 7, 8, 8, 999999999, ist()),
