@@ -22,6 +22,15 @@ type Prioritizer interface {
 	Requeue(snap *model.Snapshot) []model.QueueChange
 }
 
+// Reclaimer is implemented by allocators that divide the GPUs among
+// teams (Teams). Reclaim returns, sorted, the waiting jobs of the teams
+// that hold less than they are guaranteed while another team holds more
+// than its guarantee: GPUs the scheduler must take back at once, not when
+// the rate limit next allows changing running jobs. Nil when none.
+type Reclaimer interface {
+	Reclaim(snap *model.Snapshot) []string
+}
+
 // Registry is a registry of allocators: Builtin returns Voda's nine.
 type Registry = registry.Registry[Allocator]
 

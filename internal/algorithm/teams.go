@@ -164,7 +164,23 @@ type Teams struct {
 	// requeue runs the algorithm's queue moves on the whole snapshot,
 	// when it has any (Tiresias): they are each job's own.
 	requeue Prioritizer
+	// last is the division of the last Allocate.
+	last []TeamShare
 }
+
+// TeamShare is how one decision divided the GPUs for one team.
+type TeamShare struct {
+	Team string
+	// Demand is what its jobs want (the sum of their maximums, in GPUs,
+	// at most the capacity); Entitled what the quotas give it, after
+	// the GPUs other teams could not use went round; Allocated what its
+	// jobs got.
+	Demand, Entitled, Allocated int
+}
+
+// Shares returns the division of the last decision by team, sorted by
+// team; nil before the first.
+func (t *Teams) Shares() []TeamShare { return t.last }
 
 type teamClass struct {
 	team     string
@@ -241,7 +257,20 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 					delete(t.inner, k)
 				}
 			}
-			return a.Allocate(snap)
+			got, err := a.Allocate(snap)
+			if err != nil {
+				return got, err
+			}
+			d := 0
+			for i := range snap.Jobs {
+				s := &snap.Jobs[i].Spec
+				d = min(d+min(s.MaxWorkers*s.PerWorker(), total), total)
+			}
+			t.last = []TeamShare{{Team: names[0], Demand: d, Entitled: cmp.Or(q.Limit, total), Allocated: got.Total()}}
+			if q.Limit > total {
+				t.last[0].Entitled = total
+			}
+			return got, nil
 		}
 	}
 	demands := make([]TeamDemand, len(names))
@@ -258,6 +287,10 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 			d = min(d, total)
 		}
 		demands[k] = TeamDemand{Quota: q, Demand: d}
+	}
+	wanted := make([]int, len(names)) // the demands before the passes below lower them
+	for k := range demands {
+		wanted[k] = demands[k].Demand
 	}
 	out := model.Allocation{GPUs: map[string]int{}}
 	used := make([]int, len(names))
@@ -402,6 +435,10 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 			out.Order = append(out.Order, a.Order...)
 		}
 	}
+	t.last = make([]TeamShare, len(names))
+	for k, name := range names {
+		t.last[k] = TeamShare{Team: name, Demand: wanted[k], Entitled: max(ent[k], used[k]), Allocated: used[k]}
+	}
 	for key := range t.inner {
 		if !seen[key] {
 			delete(t.inner, key) // a team or class with no job now
@@ -423,4 +460,66 @@ func (t *Teams) instance(key teamClass) (Allocator, error) {
 	}
 	t.inner[key] = a
 	return a, nil
+}
+
+// Reclaim returns the waiting jobs owed GPUs that other teams borrow
+// (Reclaimer): a team is owed when it holds less than its guarantee (at
+// most its demand and its limit) and has a waiting job whose minimum fits
+// in the difference; GPUs are borrowed when a team holds more than its
+// guarantee.
+func (t *Teams) Reclaim(snap *model.Snapshot) []string {
+	if snap == nil || len(t.quotas) == 0 {
+		return nil // no guarantees: nothing is owed
+	}
+	total := snap.Capacity()
+	type team struct {
+		held, demand int
+		waiting      []int // jobs at 0 GPUs
+	}
+	teams := map[string]*team{}
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		tm := teams[j.Spec.Team]
+		if tm == nil {
+			tm = &team{}
+			teams[j.Spec.Team] = tm
+		}
+		tm.held += j.State.GPUs
+		tm.demand = min(tm.demand+min(j.Spec.MaxWorkers*j.Spec.PerWorker(), total), total)
+		if j.State.GPUs == 0 {
+			tm.waiting = append(tm.waiting, i)
+		}
+	}
+	borrowed := false
+	for name, tm := range teams {
+		if tm.held > t.quota(name).Guarantee {
+			borrowed = true
+			break
+		}
+	}
+	if !borrowed {
+		return nil
+	}
+	var owed []string
+	for name, tm := range teams {
+		q := t.quota(name)
+		due := min(q.Guarantee, tm.demand)
+		if q.Limit > 0 {
+			due = min(due, q.Limit)
+		}
+		for _, i := range tm.waiting {
+			if s := &snap.Jobs[i].Spec; tm.held+s.MinWorkers*s.PerWorker() <= due {
+				owed = append(owed, s.Name)
+			}
+		}
+	}
+	slices.Sort(owed)
+	return owed
+}
+
+func (t *Teams) quota(team string) Quota {
+	if q, ok := t.quotas[team]; ok {
+		return q
+	}
+	return model.DefaultQuota
 }

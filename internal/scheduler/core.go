@@ -157,6 +157,11 @@ type CycleReport struct {
 	// Limited is true for a cycle that ran within the rate limit: it
 	// applied only the starts of waiting jobs on free GPUs.
 	Limited bool
+	// Reclaim is true for a cycle that ran within the rate limit yet
+	// changed running jobs, because a team held less than its guarantee
+	// with jobs waiting while another team borrowed GPUs
+	// (algorithm.Reclaimer).
+	Reclaim bool
 	// Deferred are the actions a limited cycle decided but left for the
 	// first cycle the rate limit allows (changes to running jobs, and
 	// starts that need GPUs running jobs hold), in apply order.
@@ -196,6 +201,13 @@ type Core struct {
 	// startable caches whether some waiting job's minimum fits in the
 	// free GPUs (nil: not known since the last change).
 	startable *bool
+	// reclaim caches whether some team is owed GPUs another team borrows
+	// (algorithm.Reclaimer) for jobs no full cycle has seen owed yet (nil:
+	// not known since the last change); lastOwed are the jobs owed at the
+	// last full cycle. A cycle that reclaims is full whatever the rate
+	// limit, once for each new set of owed jobs.
+	reclaim  *bool
+	lastOwed []string
 	advanced  time.Time
 	// failStreak counts the cycles in a row that failed (an error, or an
 	// action the port could not apply).
@@ -244,6 +256,7 @@ func (c *Core) SetAllocator(a algorithm.Allocator) {
 func (c *Core) markDirty() {
 	c.dirty = true
 	c.startable = nil
+	c.reclaim = nil
 }
 
 // Allocator returns the current algorithm.
@@ -291,7 +304,15 @@ func (c *Core) Due() (at time.Time, ok bool) {
 	if c.dirty || c.deferred {
 		at := c.advanced
 		if full := c.NextFull(); full.After(at) {
-			if c.dirty && c.canStart() {
+			if c.dirty && c.reclaimDue() {
+				// A full cycle now: a team waits for its guarantee.
+				if next := c.lastCycle.Add(max(c.cfg.StartInterval, 0)); next.After(at) {
+					at = next
+				}
+				if at.After(full) {
+					at = full
+				}
+			} else if c.dirty && c.canStart() {
 				// A limited cycle, after the start interval.
 				if next := c.lastCycle.Add(max(c.cfg.StartInterval, 0)); next.After(at) {
 					at = next
@@ -361,6 +382,22 @@ func (c *Core) computeCanStart() bool {
 		}
 	}
 	return false
+}
+
+// reclaimDue reports whether a team is owed GPUs another team borrows,
+// for waiting jobs that were not owed at the last full cycle. It is cached
+// until the next event.
+func (c *Core) reclaimDue() bool {
+	if c.reclaim != nil {
+		return *c.reclaim
+	}
+	ok := false
+	if r, isR := c.cfg.Allocator.(algorithm.Reclaimer); isR {
+		owed := r.Reclaim(c.snapshot(c.advanced, true))
+		ok = len(owed) > 0 && !slices.Equal(owed, c.lastOwed)
+	}
+	c.reclaim = &ok
+	return ok
 }
 
 // retryBackoff is the least time after a failed cycle before the next:
@@ -623,11 +660,20 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	snap := c.snapshot(now, true)
 	rep = CycleReport{Time: now, Jobs: len(snap.Jobs), GPUs: snap.TotalGPUs()}
 	rep.Limited = now.Before(c.NextFull())
+	var owed []string
+	if r, ok := c.cfg.Allocator.(algorithm.Reclaimer); ok {
+		owed = r.Reclaim(snap)
+		if rep.Limited && len(owed) > 0 && !slices.Equal(owed, c.lastOwed) {
+			rep.Limited, rep.Reclaim = false, true
+		}
+	}
 	c.dirty = false
 	c.startable = nil
+	c.reclaim = nil
 	c.cycled = true
 	c.lastCycle = now
 	if !rep.Limited {
+		c.lastOwed = owed
 		c.lastFull = now
 		c.deferred = false
 		c.deferredStarts = nil

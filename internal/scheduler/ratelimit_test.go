@@ -2,10 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/placement"
 )
 
 // The rate limit bounds how often running jobs are changed, not how soon a
@@ -234,5 +237,75 @@ func TestLoopStartsJobOnIdleClusterWithinStartInterval(t *testing.T) {
 	}
 	if j.State.Status != model.StatusRunning || !j.State.FirstStart.Equal(t0.Add(DefaultStartInterval)) {
 		t.Fatalf("job %s since %v, want Running since %v (the rate limit is %v)", j.State.Status, j.State.FirstStart, t0.Add(DefaultStartInterval), DefaultRateLimit)
+	}
+}
+
+// A team below its guarantee with a job waiting, while another team
+// borrows, gets its guarantee in the next cycle, which the rate limit
+// does not hold: it shrinks the borrower and starts the waiting job. The
+// override happens once for each new set of owed jobs; a job that joins
+// a team already at its guarantee waits for the rate limit.
+func TestReclaimIsNotHeldByTheRateLimit(t *testing.T) {
+	teams, err := algorithm.NewTeams(func() (algorithm.Allocator, error) {
+		return algorithm.Builtin().New(algorithm.NameElasticFIFO, nil)
+	}, []algorithm.Quota{{Team: "team-a", Guarantee: 8, Weight: 1}, {Team: "team-b", Guarantee: 8, Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := &recordPort{}
+	c, err := NewCore(Config{GPUType: "v100", Allocator: teams, Placer: placement.NewGreedy(), Port: port, RateLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := c.AddNode(t0, model.Node{Name: fmt.Sprintf("n%d", i), GPUs: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inTeam := func(s model.JobSpec, team string) model.JobSpec { s.Team = team; return s }
+	ctx := context.Background()
+	if err := c.Submit(t0, inTeam(spec("a1", 1, 16, t0), "team-a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cycle(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := c.Job("a1"); j.State.GPUs != 16 {
+		t.Fatalf("a1 borrows %d GPUs, want all 16", j.State.GPUs)
+	}
+	port.actions = nil
+
+	at := t0.Add(time.Minute)
+	if err := c.Submit(at, inTeam(spec("b1", 1, 8, at), "team-b")); err != nil {
+		t.Fatal(err)
+	}
+	due, ok := c.Due()
+	if !ok || due.After(at.Add(DefaultStartInterval)) {
+		t.Fatalf("team-b owed its guarantee: due %v %v, want by %v (not the rate limit's %v)", due, ok, at.Add(DefaultStartInterval), c.NextFull())
+	}
+	rep, err := c.Cycle(ctx, due)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Limited || !rep.Reclaim || len(rep.Deferred) != 0 {
+		t.Fatalf("limited %v, reclaim %v, deferred %v; want a reclaiming full cycle", rep.Limited, rep.Reclaim, rep.Deferred)
+	}
+	if got, want := port.kinds(), []string{"shrink:a1", "start:b1"}; !equal(got, want) {
+		t.Fatalf("actions %v, want %v", got, want)
+	}
+	for name, want := range map[string]int{"a1": 8, "b1": 8} {
+		if j, _ := c.Job(name); j.State.GPUs != want {
+			t.Errorf("%s holds %d GPUs, want %d", name, j.State.GPUs, want)
+		}
+	}
+
+	// b2 joins team-b, which holds its guarantee: nothing is owed, and
+	// no GPU is free, so it waits for the rate limit.
+	at = at.Add(time.Minute)
+	if err := c.Submit(at, inTeam(spec("b2", 1, 8, at), "team-b")); err != nil {
+		t.Fatal(err)
+	}
+	if due, ok := c.Due(); !ok || !due.Equal(c.NextFull()) {
+		t.Fatalf("b2 in a team at its guarantee: due %v %v, want the rate limit's %v", due, ok, c.NextFull())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/goodput"
 	"github.com/vodascheduler/voda/internal/metrics"
 	"github.com/vodascheduler/voda/internal/model"
@@ -249,6 +250,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 	st := store.SchedulerStatus{Now: now, LastCycle: s.statuses.lastCycle, Cycles: s.statuses.cycles, Nodes: len(snap.Nodes), GPUs: snap.TotalGPUs(),
 		NodeStates: s.nodes.states(s.core)}
 	cross := 0
+	teams := map[string]*store.TeamState{}
 	m, gt := s.cfg.Metrics, s.cfg.GPUType
 	for _, j := range snap.Jobs {
 		name := j.Spec.Name
@@ -266,6 +268,17 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			if next := s.core.NextFull(); s.core.StartDeferred(name) && next.After(now) {
 				js.EstimatedStart = next
 			}
+		}
+		ts := teams[j.Spec.Team]
+		if ts == nil {
+			ts = &store.TeamState{Team: j.Spec.Team}
+			teams[j.Spec.Team] = ts
+		}
+		ts.GPUs += j.State.GPUs
+		if j.State.GPUs > 0 {
+			ts.Running++
+		} else {
+			ts.Waiting++
 		}
 		if j.State.GPUs > 0 {
 			st.Running++
@@ -287,6 +300,7 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 		js.Updated = now
 		writes[name] = store.StatusWrite{Status: js, Revision: t.revision}
 	}
+	st.Teams = teamStates(teams, s.core.Allocator())
 	if res, ok := s.statuses.save(ctx, writes); ok {
 		s.settle(ctx, now, writes, res)
 	}
@@ -365,4 +379,25 @@ func unschedulable(spec *model.JobSpec, gpuType string, capacity int, nodes []mo
 			spec.MinWorkers, g, gpuType, fit)
 	}
 	return ""
+}
+
+// teamStates returns the teams of the live jobs, sorted by name, with
+// what the last decision entitled each to and its demand, when the
+// allocator divides by teams.
+func teamStates(teams map[string]*store.TeamState, a algorithm.Allocator) []store.TeamState {
+	if len(teams) == 0 {
+		return nil
+	}
+	if sh, ok := a.(interface{ Shares() []algorithm.TeamShare }); ok {
+		for _, share := range sh.Shares() {
+			if ts := teams[share.Team]; ts != nil {
+				ts.Entitled, ts.Demand = share.Entitled, share.Demand
+			}
+		}
+	}
+	out := make([]store.TeamState, 0, len(teams))
+	for _, name := range slices.Sorted(maps.Keys(teams)) {
+		out = append(out, *teams[name])
+	}
+	return out
 }

@@ -202,6 +202,16 @@ type schedulerStatusRecord struct {
 	Running   int    `json:"running" bson:"running"`
 	// NodeStates is absent in records written before nodes were kept.
 	NodeStates []nodeStateRecord `json:"nodeStates,omitempty" bson:"nodeStates,omitempty"`
+	Teams      []teamStateRecord `json:"teams,omitempty" bson:"teams,omitempty"`
+}
+
+type teamStateRecord struct {
+	Team     string `json:"team" bson:"team"`
+	GPUs     int    `json:"gpus" bson:"gpus"`
+	Entitled int    `json:"entitled" bson:"entitled"`
+	Demand   int    `json:"demand" bson:"demand"`
+	Running  int    `json:"running" bson:"running"`
+	Waiting  int    `json:"waiting" bson:"waiting"`
 }
 
 type nodeStateRecord struct {
@@ -732,6 +742,9 @@ func encodeSchedulerStatus(s SchedulerStatus) (schedulerStatusRecord, error) {
 		Waiting:   s.Waiting,
 		Running:   s.Running,
 	}
+	for _, t := range s.Teams {
+		r.Teams = append(r.Teams, teamStateRecord(t))
+	}
 	for _, n := range s.NodeStates {
 		r.NodeStates = append(r.NodeStates, nodeStateRecord(n))
 	}
@@ -743,7 +756,12 @@ func decodeSchedulerStatus(r schedulerStatusRecord) SchedulerStatus {
 	for _, n := range r.NodeStates {
 		nodes = append(nodes, NodeState(n))
 	}
+	var teams []TeamState
+	for _, t := range r.Teams {
+		teams = append(teams, TeamState(t))
+	}
 	return SchedulerStatus{
+		Teams:      teams,
 		NodeStates: nodes,
 		Now:        decodeTime(r.Now),
 		LastCycle:  decodeTime(r.LastCycle),

@@ -287,6 +287,20 @@ type SchedulerStatus struct {
 	// show them; nil when none. Which job holds which GPU is in the jobs'
 	// placements.
 	NodeStates []NodeState
+	// Teams are the GPU type's teams with live jobs, sorted by name, as
+	// the last cycle divided the GPUs among them; nil when none.
+	Teams []TeamState
+}
+
+// TeamState is one team's share of a GPU type at the last cycle.
+type TeamState struct {
+	Team string
+	// GPUs are the GPUs its jobs hold; Entitled what the last cycle
+	// entitled it to (its quota's guarantee, its share of the rest);
+	// Demand what its jobs want (the sum of their maximums).
+	GPUs, Entitled, Demand int
+	// Running and Waiting count its live jobs.
+	Running, Waiting int
 }
 
 // NodeState is one node of a GPU type as its scheduler saw it.

@@ -1712,6 +1712,10 @@ func testSchedulers(t *testing.T, f Factory) {
 			{Name: "node-a", GPUs: 8, Cordoned: true, NotReady: true},
 			{Name: "node-b.example", GPUs: 4, Cordoned: true, NotReady: true},
 		},
+		Teams: []store.TeamState{
+			{Team: "team-a", GPUs: 16, Entitled: 8, Demand: 32, Running: 2, Waiting: 1},
+			{Team: "team-b", GPUs: 1, Entitled: 8, Demand: 9, Running: 1, Waiting: 3},
+		},
 	}
 	checkAllSet(t, "Settings", reflect.ValueOf(set1))
 	checkAllSet(t, "SchedulerStatus", reflect.ValueOf(st1))
