@@ -208,7 +208,7 @@ type Core struct {
 	// limit, once for each new set of owed jobs.
 	reclaim  *bool
 	lastOwed []string
-	advanced  time.Time
+	advanced time.Time
 	// failStreak counts the cycles in a row that failed (an error, or an
 	// action the port could not apply).
 	failStreak int
