@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/queue"
 	"github.com/vodascheduler/voda/internal/store"
 )
@@ -33,6 +36,38 @@ func (s *Server) schedulerView(rec store.Scheduler) Scheduler {
 		out.RateLimitSeconds = s.cfg.DefaultRateLimit.Seconds()
 	default:
 		out.RateLimitSeconds = rl.Seconds()
+	}
+	out.Teams = teamsView(rec)
+	return out
+}
+
+// teamsView merges a GPU type's quotas with its teams' shares at the last
+// cycle: every team with a quota or live jobs, sorted by name.
+func teamsView(rec store.Scheduler) []Team {
+	byName := map[string]*Team{}
+	get := func(name string) *Team {
+		t := byName[name]
+		if t == nil {
+			d := model.DefaultQuota
+			t = &Team{Team: name, Guarantee: d.Guarantee, Limit: d.Limit, Weight: d.Weight}
+			byName[name] = t
+		}
+		return t
+	}
+	for _, q := range rec.Settings.Quotas {
+		t := get(q.Team)
+		t.Quota, t.Guarantee, t.Limit, t.Weight = true, q.Guarantee, q.Limit, q.Weight
+	}
+	for _, ts := range rec.Status.Teams {
+		t := get(ts.Team)
+		t.GPUsInUse, t.Entitled, t.Demand, t.Running, t.Waiting = ts.GPUs, ts.Entitled, ts.Demand, ts.Running, ts.Waiting
+	}
+	if len(byName) == 0 {
+		return nil
+	}
+	out := make([]Team, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, *byName[name])
 	}
 	return out
 }

@@ -214,6 +214,29 @@ type Scheduler struct {
 	GPUsInUse int        `json:"gpusInUse"`
 	Waiting   int        `json:"waiting"`
 	Running   int        `json:"running"`
+	// Teams are the teams with a quota or live jobs on this GPU type,
+	// sorted by name: each team's quota and its share at the last cycle.
+	Teams []Team `json:"teams,omitempty"`
+}
+
+// Team is one team's (namespace's) quota on a GPU type and its share at
+// the scheduler's last cycle.
+type Team struct {
+	Team string `json:"team"`
+	// Quota is true when an admin set the team's quota; false when it has
+	// the default (no guarantee, no limit, weight 1).
+	Quota     bool    `json:"quota"`
+	Guarantee int     `json:"guarantee"`
+	Limit     int     `json:"limit"` // 0: no limit
+	Weight    float64 `json:"weight"`
+	// GPUsInUse are the GPUs its jobs hold; Entitled what the last cycle
+	// entitled it to; Demand what its jobs want (the sum of their
+	// maximums, at most the cluster).
+	GPUsInUse int `json:"gpusInUse"`
+	Entitled  int `json:"entitled"`
+	Demand    int `json:"demand"`
+	Running   int `json:"running"`
+	Waiting   int `json:"waiting"`
 }
 
 // SchedulerList is the answer to GET /api/v1/schedulers.
