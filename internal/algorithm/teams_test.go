@@ -267,3 +267,83 @@ func TestTeamsElasticFIFO(t *testing.T) {
 		})
 	}
 }
+
+// What a priority means, for every algorithm: within a team, the classes
+// are served in order (0 first), each by the algorithm alone on what the
+// classes before it left. On random snapshots where the team wants more
+// than the cluster, the composed answer for class 0 is the algorithm's
+// answer for class 0's jobs alone on the whole cluster, and for class 1
+// the algorithm's answer for class 1's jobs alone on the rest.
+func TestPriorityClassesEveryAlgorithm(t *testing.T) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 70))
+			checked := 0
+			for range 200 {
+				snap := randomSnapshot(r, 12, 4)
+				total := snap.TotalGPUs()
+				if total == 0 || len(snap.Jobs) == 0 {
+					continue
+				}
+				// A class-1 job that wants everything: the team's demand
+				// is the cluster.
+				snap.Jobs = append(snap.Jobs, job("greedy", 1, 1, 1000, submitted(0), inTeam("", 1)))
+				for i := range snap.Jobs[:len(snap.Jobs)-1] {
+					snap.Jobs[i].Spec.Priority = r.IntN(2)
+				}
+				composed, err := NewTeams(func() (Allocator, error) { return reg.New(name, nil) }, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := allocate(t, composed, snap)
+				used := 0
+				for _, prio := range []int{0, 1} {
+					alone := &model.Snapshot{Now: snap.Now, GPUType: snap.GPUType, Nodes: snap.Nodes, Reserved: used}
+					for _, j := range snap.Jobs {
+						if j.Spec.Priority == prio {
+							alone.Jobs = append(alone.Jobs, j)
+						}
+					}
+					if len(alone.Jobs) == 0 {
+						continue
+					}
+					want := allocate(t, mustNew(t, name), alone)
+					for _, j := range alone.Jobs {
+						if g, w := got.GPUs[j.Spec.Name], want.GPUs[j.Spec.Name]; g != w {
+							t.Fatalf("priority %d, job %s: %d GPUs composed, %d by the algorithm alone on %d of %d GPUs\nall: %v",
+								prio, j.Spec.Name, g, w, total-used, total, got.GPUs)
+						}
+					}
+					used += want.Total()
+				}
+				checked++
+			}
+			if checked < 100 {
+				t.Fatalf("only %d snapshots checked", checked)
+			}
+		})
+	}
+}
+
+// Hand-computed for every algorithm: on 8 GPUs, a job of priority 0
+// submitted after a job of priority 1 that holds all 8 takes the GPUs it
+// would take alone; the priority-1 job keeps only what is left.
+func TestHighPriorityFirstEveryAlgorithm(t *testing.T) {
+	reg := Builtin()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			composed, err := NewTeams(func() (Allocator, error) { return reg.New(name, nil) }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := snapshot([]int{8},
+				job("low", 4, 8, 8, submitted(1), inTeam("", 1), running(8), rem(100), curve(1, 2, 3, 4, 5, 6, 7, 8)),
+				job("high", 8, 8, 8, submitted(2), inTeam("", 0), rem(1000), curve(1, 2, 3, 4, 5, 6, 7, 8)))
+			got := allocate(t, composed, snap)
+			if got.GPUs["high"] != 8 || got.GPUs["low"] != 0 {
+				t.Fatalf("high %d, low %d GPUs; want 8 and 0: priority 0 is served first", got.GPUs["high"], got.GPUs["low"])
+			}
+		})
+	}
+}
