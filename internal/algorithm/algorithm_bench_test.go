@@ -210,3 +210,40 @@ func BenchmarkAllocateMixedG(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTeams/<Algorithm>/teams=<T> times one decision composed
+// across T teams (jobs dealt round-robin, guarantees summing to the
+// cluster) at 100,000 jobs on 8,000 GPUs: what quotas cost the scheduler.
+// teams=1 is every cluster of one namespace (the composition passes the
+// snapshot through).
+func BenchmarkTeams(b *testing.B) {
+	for _, name := range []string{NameElasticSRJF, NameGoodput} {
+		for _, teams := range []int{1, 4, 16} {
+			b.Run(fmt.Sprintf("%s/teams=%d", name, teams), func(b *testing.B) {
+				snap := benchSnapshot(100000, 8000, 1)
+				var quotas []Quota
+				for k := range teams {
+					quotas = append(quotas, Quota{Team: fmt.Sprintf("team-%02d", k), Guarantee: 8000 / teams, Weight: 1})
+				}
+				for i := range snap.Jobs {
+					snap.Jobs[i].Spec.Team = quotas[i%teams].Team
+				}
+				a, err := NewTeams(func() (Allocator, error) { return Builtin().New(name, nil) }, quotas)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := a.Allocate(snap); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				cpu := startCPUTimer()
+				for b.Loop() {
+					if _, err := a.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu.report(b)
+			})
+		}
+	}
+}

@@ -296,33 +296,58 @@ func (t *Teams) Allocate(snap *model.Snapshot) (model.Allocation, error) {
 	used := make([]int, len(names))
 	answers := make([][]model.Allocation, len(names))
 	seen := map[teamClass]bool{}
+	// Each team's classes, built on the team's first run and kept for
+	// the passes below, which only change the capacity: a decision copies
+	// each job once.
+	type class struct {
+		priority int
+		jobs     []model.Job
+	}
+	classes := make([][]class, len(names))
+	ran := make([]int, len(names)) // the capacity of the team's last run, -1 for none
+	for k := range ran {
+		ran[k] = -1
+	}
 	run := func(k int, capacity int) error {
+		if ran[k] == capacity {
+			return nil // the same answer: the algorithms are deterministic
+		}
+		ran[k] = capacity
+		if classes[k] == nil {
+			idx := byTeam[names[k]]
+			prios := make([]int, 0, 4)
+			for _, i := range idx {
+				prios = append(prios, snap.Jobs[i].Spec.Priority)
+			}
+			slices.Sort(prios)
+			prios = slices.Compact(prios)
+			// One array for the team's jobs, class after class, each in
+			// the snapshot's order.
+			all := make([]model.Job, 0, len(idx))
+			for _, p := range prios {
+				from := len(all)
+				for _, i := range idx {
+					if snap.Jobs[i].Spec.Priority == p {
+						all = append(all, snap.Jobs[i])
+					}
+				}
+				classes[k] = append(classes[k], class{priority: p, jobs: all[from:len(all):len(all)]})
+			}
+		}
 		answers[k] = answers[k][:0]
 		used[k] = 0
-		idx := byTeam[names[k]]
-		prios := make([]int, 0, 4)
-		for _, i := range idx {
-			prios = append(prios, snap.Jobs[i].Spec.Priority)
-		}
-		slices.Sort(prios)
-		prios = slices.Compact(prios)
 		left := capacity
-		for _, p := range prios {
-			key := teamClass{names[k], p}
+		for _, c := range classes[k] {
+			key := teamClass{names[k], c.priority}
 			seen[key] = true
 			a, err := t.instance(key)
 			if err != nil {
 				return err
 			}
-			sub := &model.Snapshot{Now: snap.Now, GPUType: snap.GPUType, Nodes: snap.Nodes, Reserved: snap.TotalGPUs() - left}
-			for _, i := range idx {
-				if snap.Jobs[i].Spec.Priority == p {
-					sub.Jobs = append(sub.Jobs, snap.Jobs[i])
-				}
-			}
+			sub := &model.Snapshot{Now: snap.Now, GPUType: snap.GPUType, Nodes: snap.Nodes, Reserved: snap.TotalGPUs() - left, Jobs: c.jobs}
 			got, err := a.Allocate(sub)
 			if err != nil {
-				return fmt.Errorf("teams: team %q, priority %d: %w", names[k], p, err)
+				return fmt.Errorf("teams: team %q, priority %d: %w", names[k], c.priority, err)
 			}
 			answers[k] = append(answers[k], got)
 			left -= got.Total()
