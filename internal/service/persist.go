@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -288,7 +289,11 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 			}
 		} else {
 			st.Waiting++
-			if msg := unschedulable(&j.Spec, s.cfg.GPUType, capacity, nodes); msg != "" {
+			msg := unschedulable(&j.Spec, s.cfg.GPUType, capacity, nodes)
+			if msg == "" {
+				msg = overLimit(&j.Spec, s.settings.current.Quotas)
+			}
+			if msg != "" {
 				js.Reason = store.ReasonUnschedulable
 				js.Message = msg
 				js.EstimatedStart = time.Time{}
@@ -377,6 +382,20 @@ func unschedulable(spec *model.JobSpec, gpuType string, capacity int, nodes []mo
 	case spec.MinWorkers > fit:
 		return fmt.Sprintf("needs at least %d workers of %d GPUs, each on one node; the %s nodes hold %d such workers in all: it starts only if nodes are added",
 			spec.MinWorkers, g, gpuType, fit)
+	}
+	return ""
+}
+
+// overLimit says why a job can never start when its minimum exceeds its
+// team's limit, or "".
+func overLimit(spec *model.JobSpec, quotas []model.Quota) string {
+	i, ok := slices.BinarySearchFunc(quotas, spec.Team, func(q model.Quota, team string) int { return strings.Compare(q.Team, team) })
+	if !ok || quotas[i].Limit == 0 {
+		return ""
+	}
+	if need := spec.MinWorkers * spec.PerWorker(); need > quotas[i].Limit {
+		return fmt.Sprintf("needs at least %d GPUs (its minimum workers); team %s may hold at most %d (its quota's limit): it starts only if an admin raises the limit",
+			need, spec.Team, quotas[i].Limit)
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,5 +51,33 @@ func TestStoredQuotasDivideTheGPUs(t *testing.T) {
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("teams (-want,+got):\n%s", diff)
+	}
+}
+
+// A job whose minimum exceeds its team's limit can never start: its
+// status says so, naming the team and the limit.
+func TestMinimumOverTheTeamLimitIsUnschedulable(t *testing.T) {
+	h := newHarness(t, 4, 4)
+	set := store.Settings{Quotas: []model.Quota{{Team: "team-b", Limit: 8, Weight: 1}}}
+	if err := h.st.PutSettings(context.Background(), gpuType, set); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.put(store.Job{Name: "big", Kind: "MPIJob", Namespace: "team-b", Spec: jobSpec("big", 12, 12),
+		Status: store.JobStatus{State: model.JobState{Status: model.StatusSubmitted}, Est: model.Estimates{RemainingSeconds: -1}}})
+	h.notify("big")
+	var j store.Job
+	waitFor(t, "big unschedulable", func() bool {
+		if err := h.svc.resync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		j = h.get("big")
+		return j.Status.Reason == store.ReasonUnschedulable
+	})
+	if want := "team team-b may hold at most 8"; !strings.Contains(j.Status.Message, want) {
+		t.Errorf("message %q, want it to say %q", j.Status.Message, want)
+	}
+	if j.Status.State.GPUs != 0 {
+		t.Errorf("big holds %d GPUs beyond its team's limit", j.Status.State.GPUs)
 	}
 }
