@@ -50,6 +50,14 @@ type Metrics struct {
 	// time since it last lost (or never had) its GPUs.
 	JobWaitingSeconds *prometheus.GaugeVec
 
+	// Per team (namespace) with live jobs, labelled gpu_type and team, at
+	// the last cycle: the GPUs its jobs hold, what the quotas entitled it
+	// to, its waiting jobs. Set through SetTeams; off with the per-job
+	// series, since they name namespaces.
+	TeamGPUsInUse   *prometheus.GaugeVec
+	TeamEntitled    *prometheus.GaugeVec
+	TeamJobsWaiting *prometheus.GaugeVec
+
 	// LastReschedule is the wall time of the GPU type's last scheduling
 	// cycle in this process (its scheduler's start until the first).
 	LastReschedule *prometheus.GaugeVec
@@ -98,15 +106,41 @@ type Metrics struct {
 // Options are the choices of NewWithOptions; the zero value is New's.
 type Options struct {
 	// NoJobSeries leaves out every series that names a job (JobProgress,
-	// JobRemainingSeconds, JobThroughput, JobWaitingSeconds): they are
-	// neither registered nor set, so whoever may scrape /metrics learns
-	// counts per GPU type but no job's name or namespace.
+	// JobRemainingSeconds, JobThroughput, JobWaitingSeconds) or a team
+	// (TeamGPUsInUse, TeamEntitled, TeamJobsWaiting): they are neither
+	// registered nor set, so whoever may scrape /metrics learns counts per
+	// GPU type but no job's name or namespace.
 	NoJobSeries bool
 }
 
 // jobLabels are the labels of the per-job gauges: a label "job" would
 // clash with the job label Prometheus gives every scraped series.
 var jobLabels = []string{"gpu_type", "namespace", "job_name"}
+
+var teamLabels = []string{"gpu_type", "team"}
+
+// Team is one team's share of a GPU type, for SetTeams.
+type Team struct {
+	Name                    string
+	GPUs, Entitled, Waiting int
+}
+
+// SetTeams replaces gpuType's per-team series with teams'; nothing when
+// per-job series are off.
+func (m *Metrics) SetTeams(gpuType string, teams []Team) {
+	if !m.jobSeries {
+		return
+	}
+	gt := prometheus.Labels{"gpu_type": gpuType}
+	for _, g := range []*prometheus.GaugeVec{m.TeamGPUsInUse, m.TeamEntitled, m.TeamJobsWaiting} {
+		g.DeletePartialMatch(gt)
+	}
+	for _, t := range teams {
+		m.TeamGPUsInUse.WithLabelValues(gpuType, t.Name).Set(float64(t.GPUs))
+		m.TeamEntitled.WithLabelValues(gpuType, t.Name).Set(float64(t.Entitled))
+		m.TeamJobsWaiting.WithLabelValues(gpuType, t.Name).Set(float64(t.Waiting))
+	}
+}
 
 // Job names one job's per-job series.
 type Job struct {
@@ -206,6 +240,13 @@ func NewWithOptions(reg prometheus.Registerer, opts Options) *Metrics {
 		JobWaitingSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_waiting_seconds",
 			Help: "Per live job holding no GPU: time since it last lost (or never had) its GPUs, on the scheduler's clock."}, jobLabels),
 
+		TeamGPUsInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "team_gpus_in_use",
+			Help: "GPUs a team's (namespace's) jobs hold."}, teamLabels),
+		TeamEntitled: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "team_entitled_gpus",
+			Help: "GPUs the last cycle entitled a team to: its quota's guarantee (up to its demand) and its share of the rest."}, teamLabels),
+		TeamJobsWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "team_jobs_waiting",
+			Help: "A team's live jobs holding no GPU."}, teamLabels),
+
 		LastReschedule:   gauge("last_reschedule_timestamp_seconds", "Wall time (Unix seconds) of the last scheduling cycle this process ran; its scheduler's start until the first."),
 		StoreWriteErrors: counter("store_write_errors_total", "Scheduler writes to the store (job and scheduler statuses) that failed.", gt...),
 		SchedulerLeader:  gauge("scheduler_leader", "1 while this process runs the GPU type's scheduler (it holds the lease, or leader election is off), 0 while it stands by."),
@@ -253,7 +294,8 @@ func NewWithOptions(reg prometheus.Registerer, opts Options) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	if m.jobSeries {
-		reg.MustRegister(m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds)
+		reg.MustRegister(m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds,
+			m.TeamGPUsInUse, m.TeamEntitled, m.TeamJobsWaiting)
 	}
 	return m
 }
@@ -272,7 +314,8 @@ func (m *Metrics) Lead(gpuType string, leading bool) {
 	m.SchedulerLeader.WithLabelValues(gpuType).Set(0)
 	gt := prometheus.Labels{"gpu_type": gpuType}
 	for _, g := range []*prometheus.GaugeVec{m.JobsReady, m.JobsWaiting, m.JobsRunning, m.JobsCrossNode, m.GPUs, m.GPUsInUse, m.GPUsStranded,
-		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds, m.LastReschedule} {
+		m.JobProgress, m.JobRemainingSeconds, m.JobThroughput, m.JobWaitingSeconds, m.LastReschedule,
+		m.TeamGPUsInUse, m.TeamEntitled, m.TeamJobsWaiting} {
 		g.DeletePartialMatch(gt)
 	}
 }

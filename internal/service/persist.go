@@ -306,6 +306,11 @@ func (s *Service) persist(ctx context.Context, now time.Time, order []string) {
 		writes[name] = store.StatusWrite{Status: js, Revision: t.revision}
 	}
 	st.Teams = teamStates(teams, s.core.Allocator())
+	mt := make([]metrics.Team, len(st.Teams))
+	for i, ts := range st.Teams {
+		mt[i] = metrics.Team{Name: ts.Team, GPUs: ts.GPUs, Entitled: ts.Entitled, Waiting: ts.Waiting}
+	}
+	m.SetTeams(gt, mt)
 	if res, ok := s.statuses.save(ctx, writes); ok {
 		s.settle(ctx, now, writes, res)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/store"
@@ -51,6 +52,11 @@ func TestStoredQuotasDivideTheGPUs(t *testing.T) {
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("teams (-want,+got):\n%s", diff)
+	}
+	for _, team := range []string{"team-a", "team-b"} {
+		if g, e := testutil.ToFloat64(h.m.TeamGPUsInUse.WithLabelValues(gpuType, team)), testutil.ToFloat64(h.m.TeamEntitled.WithLabelValues(gpuType, team)); g != 8 || e != 8 {
+			t.Errorf("team %s series: %v GPUs in use, %v entitled; want 8 and 8", team, g, e)
+		}
 	}
 }
 
