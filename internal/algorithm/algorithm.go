@@ -3,6 +3,7 @@ package algorithm
 import (
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
+	"iter"
 )
 
 // Allocator decides job -> #GPUs for one snapshot.
@@ -25,10 +26,12 @@ type Prioritizer interface {
 // Reclaimer is implemented by allocators that divide the GPUs among
 // teams (Teams). Reclaim returns, sorted, the waiting jobs of the teams
 // that hold less than they are guaranteed while another team holds more
-// than its guarantee: GPUs the scheduler must take back at once, not when
-// the rate limit next allows changing running jobs. Nil when none.
+// than its guarantee, of total GPUs: GPUs the scheduler must take back at
+// once, not when the rate limit next allows changing running jobs. Nil
+// when none. It reads the jobs once, without a snapshot, so that the
+// scheduler may ask after every event.
 type Reclaimer interface {
-	Reclaim(snap *model.Snapshot) []string
+	Reclaim(total int, jobs iter.Seq[*model.Job]) []string
 }
 
 // Registry is a registry of allocators: Builtin returns Voda's nine.

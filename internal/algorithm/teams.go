@@ -3,6 +3,7 @@ package algorithm
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -492,18 +493,16 @@ func (t *Teams) instance(key teamClass) (Allocator, error) {
 // most its demand and its limit) and has a waiting job whose minimum fits
 // in the difference; GPUs are borrowed when a team holds more than its
 // guarantee.
-func (t *Teams) Reclaim(snap *model.Snapshot) []string {
-	if snap == nil || len(t.quotas) == 0 {
+func (t *Teams) Reclaim(total int, jobs iter.Seq[*model.Job]) []string {
+	if len(t.quotas) == 0 {
 		return nil // no guarantees: nothing is owed
 	}
-	total := snap.Capacity()
 	type team struct {
 		held, demand int
-		waiting      []int // jobs at 0 GPUs
+		waiting      []*model.Job
 	}
 	teams := map[string]*team{}
-	for i := range snap.Jobs {
-		j := &snap.Jobs[i]
+	for j := range jobs {
 		tm := teams[j.Spec.Team]
 		if tm == nil {
 			tm = &team{}
@@ -512,7 +511,7 @@ func (t *Teams) Reclaim(snap *model.Snapshot) []string {
 		tm.held += j.State.GPUs
 		tm.demand = min(tm.demand+min(j.Spec.MaxWorkers*j.Spec.PerWorker(), total), total)
 		if j.State.GPUs == 0 {
-			tm.waiting = append(tm.waiting, i)
+			tm.waiting = append(tm.waiting, j)
 		}
 	}
 	borrowed := false
@@ -532,8 +531,8 @@ func (t *Teams) Reclaim(snap *model.Snapshot) []string {
 		if q.Limit > 0 {
 			due = min(due, q.Limit)
 		}
-		for _, i := range tm.waiting {
-			if s := &snap.Jobs[i].Spec; tm.held+s.MinWorkers*s.PerWorker() <= due {
+		for _, j := range tm.waiting {
+			if s := &j.Spec; tm.held+s.MinWorkers*s.PerWorker() <= due {
 				owed = append(owed, s.Name)
 			}
 		}

@@ -347,3 +347,49 @@ func TestHighPriorityFirstEveryAlgorithm(t *testing.T) {
 		})
 	}
 }
+
+// Reclaim names the waiting jobs whose team is owed GPUs another team
+// borrows, and only those.
+func TestTeamsReclaim(t *testing.T) {
+	quotas := []Quota{{Team: "a", Guarantee: 8, Weight: 1}, {Team: "b", Guarantee: 8, Weight: 1}}
+	for _, tc := range []struct {
+		name   string
+		quotas []Quota
+		jobs   []model.Job
+		want   []string
+	}{
+		{"a borrows, b waits", quotas, []model.Job{
+			job("a1", 1, 1, 16, inTeam("a", 0), running(16)), job("b1", 1, 1, 8, inTeam("b", 0)), job("b2", 2, 2, 8, inTeam("b", 0)),
+		}, []string{"b1", "b2"}},
+		{"nobody borrows", quotas, []model.Job{
+			job("a1", 1, 1, 16, inTeam("a", 0), running(8)), job("b1", 1, 1, 8, inTeam("b", 0)),
+		}, nil},
+		{"b holds its guarantee", quotas, []model.Job{
+			job("a1", 1, 1, 16, inTeam("a", 0), running(8)), job("b1", 1, 1, 8, inTeam("b", 0), running(8)), job("b2", 1, 1, 8, inTeam("b", 0)),
+		}, nil},
+		{"b's minimum exceeds what it is owed", quotas, []model.Job{
+			job("a1", 1, 1, 16, inTeam("a", 0), running(12)), job("b1", 1, 1, 4, inTeam("b", 0), running(4)), job("b2", 5, 5, 8, inTeam("b", 0)),
+		}, nil},
+		{"no quotas", nil, []model.Job{
+			job("a1", 1, 1, 16, inTeam("a", 0), running(16)), job("b1", 1, 1, 8, inTeam("b", 0)),
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			composed, err := NewTeams(func() (Allocator, error) { return Builtin().New(NameElasticFIFO, nil) }, tc.quotas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := snapshot([]int{8, 8}, tc.jobs...)
+			got := composed.Reclaim(snap.Capacity(), func(yield func(*model.Job) bool) {
+				for i := range snap.Jobs {
+					if !yield(&snap.Jobs[i]) {
+						return
+					}
+				}
+			})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("owed %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

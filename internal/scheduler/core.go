@@ -393,7 +393,17 @@ func (c *Core) reclaimDue() bool {
 	}
 	ok := false
 	if r, isR := c.cfg.Allocator.(algorithm.Reclaimer); isR {
-		owed := r.Reclaim(c.snapshot(c.advanced, true))
+		total := 0
+		for _, n := range c.nodes {
+			total += n.GPUs
+		}
+		owed := r.Reclaim(total, func(yield func(*model.Job) bool) {
+			for _, e := range c.order {
+				if !yield(&e.job) {
+					return
+				}
+			}
+		})
 		ok = len(owed) > 0 && !slices.Equal(owed, c.lastOwed)
 	}
 	c.reclaim = &ok
@@ -662,7 +672,13 @@ func (c *Core) Cycle(ctx context.Context, now time.Time) (rep CycleReport, err e
 	rep.Limited = now.Before(c.NextFull())
 	var owed []string
 	if r, ok := c.cfg.Allocator.(algorithm.Reclaimer); ok {
-		owed = r.Reclaim(snap)
+		owed = r.Reclaim(snap.Capacity(), func(yield func(*model.Job) bool) {
+			for i := range snap.Jobs {
+				if !yield(&snap.Jobs[i]) {
+					return
+				}
+			}
+		})
 		if rep.Limited && len(owed) > 0 && !slices.Equal(owed, c.lastOwed) {
 			rep.Limited, rep.Reclaim = false, true
 		}
