@@ -179,6 +179,13 @@ type firstHourReport struct {
 			PageScrollWidth  int      `json:"pageScrollWidth"`
 			PageClientWidth  int      `json:"pageClientWidth"`
 			Columns          []string `json:"columns"`
+			// Teams are the cluster view's teams tables: each one's
+			// width and its box's.
+			Teams []struct {
+				ScrollWidth    int `json:"scrollWidth"`
+				BoxScrollWidth int `json:"boxScrollWidth"`
+				BoxClientWidth int `json:"boxClientWidth"`
+			} `json:"teams"`
 		} `json:"views"`
 	} `json:"widths"`
 }
@@ -309,14 +316,20 @@ func TestDashboardFirstHour(t *testing.T) {
 		}
 		for _, w := range r.Widths {
 			for _, v := range w.Views {
-				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q", w.Width, v.Hash,
-					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns)
+				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q; %d teams tables", w.Width, v.Hash,
+					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns, len(v.Teams))
 				if !v.Ready {
 					t.Errorf("%d px, %s: not every job's row, or none with a measured throughput, within 60 s", w.Width, v.Hash)
 				}
 				if v.TableScrollWidth > v.BoxClientWidth || v.BoxScrollWidth > v.BoxClientWidth || v.PageScrollWidth > v.PageClientWidth {
 					t.Errorf("%d px, %s: the jobs table is %d px wide (its box scrolls %d in %d), the page %d in %d: want no sideways scrolling",
 						w.Width, v.Hash, v.TableScrollWidth, v.BoxScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth)
+				}
+				for i, tt := range v.Teams {
+					if tt.ScrollWidth > tt.BoxClientWidth || tt.BoxScrollWidth > tt.BoxClientWidth {
+						t.Errorf("%d px, %s: teams table %d is %d px wide (its box scrolls %d in %d): want no sideways scrolling",
+							w.Width, v.Hash, i, tt.ScrollWidth, tt.BoxScrollWidth, tt.BoxClientWidth)
+					}
 				}
 			}
 		}
