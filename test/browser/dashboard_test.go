@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -397,45 +398,56 @@ type finishedReport struct {
 	} `json:"contract"`
 }
 
-// seedFinished leaves n finished jobs (Completed, some Failed and
-// Canceled) in the embedded store of dataDir, as a server that ran them
-// would have, with names as Voda gives them. The first (multiGPUJob) ran
-// one worker of 4 GPUs; the others two workers of one.
-func seedFinished(t *testing.T, dataDir string, n int) {
+// fillStore opens the embedded store of dataDir, runs fill on it and
+// closes it, so that a server started after it finds what fill wrote.
+func fillStore(t *testing.T, dataDir string, fill func(ctx context.Context, st store.Store) error) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.Open(ctx, "", dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := st.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	base := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
-	statuses := []model.Status{model.StatusFailed, model.StatusCanceled}
-	for i := range n {
-		submit := base.Add(time.Duration(i) * time.Minute)
-		finish := submit.Add(30 * time.Minute)
-		status := model.StatusCompleted
-		if i%10 < len(statuses) {
-			status = statuses[i%10]
-		}
-		name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
-		g, workers := 1, 2
-		if i == 0 {
-			g, workers = 4, 1
-		}
-		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
-			Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, GPUsPerWorker: g, Epochs: 1, SubmitTime: submit},
-			Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
-				FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
-					{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: workers}}}, {At: finish}}}}
-		if err := st.CreateJob(ctx, j); err != nil {
-			t.Fatal(err)
-		}
+	ferr := fill(ctx, st)
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+}
+
+// seedFinished leaves n finished jobs (Completed, some Failed and
+// Canceled) in the embedded store of dataDir, as a server that ran them
+// would have, with names as Voda gives them. The first (multiGPUJob) ran
+// one worker of 4 GPUs; the others two workers of one.
+func seedFinished(t *testing.T, dataDir string, n int) {
+	t.Helper()
+	fillStore(t, dataDir, func(ctx context.Context, st store.Store) error {
+		base := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
+		statuses := []model.Status{model.StatusFailed, model.StatusCanceled}
+		for i := range n {
+			submit := base.Add(time.Duration(i) * time.Minute)
+			finish := submit.Add(30 * time.Minute)
+			status := model.StatusCompleted
+			if i%10 < len(statuses) {
+				status = statuses[i%10]
+			}
+			name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
+			g, workers := 1, 2
+			if i == 0 {
+				g, workers = 4, 1
+			}
+			j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
+				Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, GPUsPerWorker: g, Epochs: 1, SubmitTime: submit},
+				Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
+					FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
+						{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: workers}}}, {At: finish}}}}
+			if err := st.CreateJob(ctx, j); err != nil {
+				return fmt.Errorf("create %s: %w", name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // TestDashboardFinished opens the dashboard of a server that holds 250

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -75,19 +76,9 @@ type teamsReport struct {
 // embedded store of dataDir, as an admin would set them.
 func seedQuotas(t *testing.T, dataDir string, quotas ...model.Quota) {
 	t.Helper()
-	ctx := t.Context()
-	st, err := store.Open(ctx, "", dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	if err := st.PutSettings(ctx, "v100", store.Settings{Quotas: quotas}); err != nil {
-		t.Fatal(err)
-	}
+	fillStore(t, dataDir, func(ctx context.Context, st store.Store) error {
+		return st.PutSettings(ctx, "v100", store.Settings{Quotas: quotas})
+	})
 }
 
 // teamCases are the teams of the scripted snapshot, one per state the
