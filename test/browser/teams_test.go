@@ -96,9 +96,9 @@ var teamCases = []struct {
 }{
 	{
 		name:  "borrowing beyond its guarantee, with a limit",
-		team:  api.Team{Team: "borrower", Quota: true, Guarantee: 2, Limit: 6, Weight: 2, GPUsInUse: 5, Entitled: 5, Demand: 8, Running: 2},
+		team:  api.Team{Team: "borrower", Quota: true, Guarantee: 2, Limit: 6, Weight: 2.0 / 3, GPUsInUse: 5, Entitled: 5, Demand: 8, Running: 2},
 		state: "borrowing", badge: "borrowing 3",
-		cells: []string{"borrower borrowing 3", "5", "2", "5", "6", "2", "8", "2", "0"},
+		cells: []string{"borrower borrowing 3", "5", "2", "5", "6", "0.6667", "8", "2", "0"},
 		inUse: 80, entitled: 80, guarantee: 32,
 	},
 	{
@@ -110,8 +110,8 @@ var teamCases = []struct {
 	},
 	{
 		name:  "below its guarantee, nothing waiting: not owed",
-		team:  api.Team{Team: "idle-share", Quota: true, Guarantee: 4, Weight: 1, GPUsInUse: 2, Entitled: 4, Demand: 6, Running: 2},
-		cells: []string{"idle-share", "2", "4", "4", "none", "1", "6", "2", "0"},
+		team:  api.Team{Team: "idle-share", Quota: true, Guarantee: 4, Weight: model.MaxQuotaWeight, GPUsInUse: 2, Entitled: 4, Demand: 6, Running: 2},
+		cells: []string{"idle-share", "2", "4", "4", "none", "1000000", "6", "2", "0"},
 		inUse: 40, entitled: 80, guarantee: 80,
 	},
 	{

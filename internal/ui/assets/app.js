@@ -630,7 +630,8 @@ const teamColumns = [
   { label: 'guarantee', cell: (t) => String(t.guarantee || 0) },
   { label: 'entitled', cell: (t) => String(t.entitled || 0) },
   { label: 'limit', cell: (t) => (t.limit ? String(t.limit) : 'none') },
-  { label: 'weight', cell: (t) => String(t.weight ?? 1) },
+  // An admin's weight may be any fraction: four significant digits.
+  { label: 'weight', cell: (t) => String(Number((t.weight ?? 1).toPrecision(4))) },
   { label: 'demand', cell: (t) => String(t.demand || 0) },
   { label: 'running', cell: (t) => String(t.running || 0) },
   { label: 'waiting', cell: (t) => String(t.waiting || 0) },
