@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,40 @@ func TestAssetsSelfContained(t *testing.T) {
 				t.Errorf("%s contains %q: the dashboard must not load anything from elsewhere", name, bad)
 			}
 		}
+	}
+}
+
+// TestNavigation checks the header's links: one per view the script
+// routes (route's views), each once, so that a reader or a screen reader
+// meets each view once.
+func TestNavigation(t *testing.T) {
+	page, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := assets.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nav := regexp.MustCompile(`(?s)<nav[^>]*>(.*?)</nav>`).FindSubmatch(page)
+	if nav == nil {
+		t.Fatal("index.html has no nav")
+	}
+	var links []string
+	for _, m := range regexp.MustCompile(`href="#([^"]*)"`).FindAllSubmatch(nav[1], -1) {
+		links = append(links, string(m[1]))
+	}
+	views := regexp.MustCompile(`const views = \{([^}]*)\}`).FindSubmatch(script)
+	if views == nil {
+		t.Fatal("app.js routes no views")
+	}
+	var routed []string
+	for _, m := range regexp.MustCompile(`'(/[^']*)':`).FindAllSubmatch(views[1], -1) {
+		routed = append(routed, string(m[1]))
+	}
+	sorted := slices.Sorted(slices.Values(links))
+	slices.Sort(routed)
+	if !slices.Equal(sorted, routed) {
+		t.Errorf("the header links to %q, want each routed view once: %q", links, routed)
 	}
 }

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -179,6 +180,13 @@ type firstHourReport struct {
 			PageScrollWidth  int      `json:"pageScrollWidth"`
 			PageClientWidth  int      `json:"pageClientWidth"`
 			Columns          []string `json:"columns"`
+			// Teams are the cluster view's teams tables: each one's
+			// width and its box's.
+			Teams []struct {
+				ScrollWidth    int `json:"scrollWidth"`
+				BoxScrollWidth int `json:"boxScrollWidth"`
+				BoxClientWidth int `json:"boxClientWidth"`
+			} `json:"teams"`
 		} `json:"views"`
 	} `json:"widths"`
 }
@@ -309,14 +317,20 @@ func TestDashboardFirstHour(t *testing.T) {
 		}
 		for _, w := range r.Widths {
 			for _, v := range w.Views {
-				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q", w.Width, v.Hash,
-					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns)
+				t.Logf("%d px, %s: table %d px in %d; page %d in %d; columns %q; %d teams tables", w.Width, v.Hash,
+					v.TableScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth, v.Columns, len(v.Teams))
 				if !v.Ready {
 					t.Errorf("%d px, %s: not every job's row, or none with a measured throughput, within 60 s", w.Width, v.Hash)
 				}
 				if v.TableScrollWidth > v.BoxClientWidth || v.BoxScrollWidth > v.BoxClientWidth || v.PageScrollWidth > v.PageClientWidth {
 					t.Errorf("%d px, %s: the jobs table is %d px wide (its box scrolls %d in %d), the page %d in %d: want no sideways scrolling",
 						w.Width, v.Hash, v.TableScrollWidth, v.BoxScrollWidth, v.BoxClientWidth, v.PageScrollWidth, v.PageClientWidth)
+				}
+				for i, tt := range v.Teams {
+					if tt.ScrollWidth > tt.BoxClientWidth || tt.BoxScrollWidth > tt.BoxClientWidth {
+						t.Errorf("%d px, %s: teams table %d is %d px wide (its box scrolls %d in %d): want no sideways scrolling",
+							w.Width, v.Hash, i, tt.ScrollWidth, tt.BoxScrollWidth, tt.BoxClientWidth)
+					}
 				}
 			}
 		}
@@ -384,45 +398,56 @@ type finishedReport struct {
 	} `json:"contract"`
 }
 
-// seedFinished leaves n finished jobs (Completed, some Failed and
-// Canceled) in the embedded store of dataDir, as a server that ran them
-// would have, with names as Voda gives them. The first (multiGPUJob) ran
-// one worker of 4 GPUs; the others two workers of one.
-func seedFinished(t *testing.T, dataDir string, n int) {
+// fillStore opens the embedded store of dataDir, runs fill on it and
+// closes it, so that a server started after it finds what fill wrote.
+func fillStore(t *testing.T, dataDir string, fill func(ctx context.Context, st store.Store) error) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.Open(ctx, "", dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := st.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	base := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
-	statuses := []model.Status{model.StatusFailed, model.StatusCanceled}
-	for i := range n {
-		submit := base.Add(time.Duration(i) * time.Minute)
-		finish := submit.Add(30 * time.Minute)
-		status := model.StatusCompleted
-		if i%10 < len(statuses) {
-			status = statuses[i%10]
-		}
-		name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
-		g, workers := 1, 2
-		if i == 0 {
-			g, workers = 4, 1
-		}
-		j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
-			Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, GPUsPerWorker: g, Epochs: 1, SubmitTime: submit},
-			Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
-				FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
-					{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: workers}}}, {At: finish}}}}
-		if err := st.CreateJob(ctx, j); err != nil {
-			t.Fatal(err)
-		}
+	ferr := fill(ctx, st)
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+}
+
+// seedFinished leaves n finished jobs (Completed, some Failed and
+// Canceled) in the embedded store of dataDir, as a server that ran them
+// would have, with names as Voda gives them. The first (multiGPUJob) ran
+// one worker of 4 GPUs; the others two workers of one.
+func seedFinished(t *testing.T, dataDir string, n int) {
+	t.Helper()
+	fillStore(t, dataDir, func(ctx context.Context, st store.Store) error {
+		base := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
+		statuses := []model.Status{model.StatusFailed, model.StatusCanceled}
+		for i := range n {
+			submit := base.Add(time.Duration(i) * time.Minute)
+			finish := submit.Add(30 * time.Minute)
+			status := model.StatusCompleted
+			if i%10 < len(statuses) {
+				status = statuses[i%10]
+			}
+			name := fmt.Sprintf("old-%03d-%s", i, submit.Format("20060102-150405"))
+			g, workers := 1, 2
+			if i == 0 {
+				g, workers = 4, 1
+			}
+			j := store.Job{Name: name, Kind: "MPIJob", Namespace: "default",
+				Spec: model.JobSpec{Name: name, GPUType: "v100", MinWorkers: 1, MaxWorkers: 2, RequestedWorkers: 2, GPUsPerWorker: g, Epochs: 1, SubmitTime: submit},
+				Status: store.JobStatus{State: model.JobState{Status: status, FirstStart: submit, RunSeconds: 1800, AttainedService: 3600},
+					FinishTime: finish, Updated: finish, Allocations: []store.Allocation{
+						{At: submit, Placement: model.JobPlacement{{Node: "v100-node-0", Workers: workers}}}, {At: finish}}}}
+			if err := st.CreateJob(ctx, j); err != nil {
+				return fmt.Errorf("create %s: %w", name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // TestDashboardFinished opens the dashboard of a server that holds 250

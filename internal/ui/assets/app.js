@@ -586,7 +586,80 @@ function clusterView() {
     out.push(el('ul', { class: 'legend', 'aria-label': 'Jobs holding GPUs' },
       [...shown].sort().map((name) => el('li', {}, swatch(name), jobLink(name)))));
   }
+  out.push(...teamsPanel());
   out.push(...jobsView(true));
+  return out;
+}
+
+// teamState says, in words, how a team's GPUs stand against its quota:
+// borrowing when it holds more than its guarantee, owed when it holds
+// less than min(demand, guarantee) while some of its jobs wait, else ''.
+// n is how many GPUs it borrows or is owed.
+function teamState(t) {
+  const inUse = t.gpusInUse || 0;
+  const guarantee = t.guarantee || 0;
+  if (inUse > guarantee) {
+    return { state: 'borrowing', n: inUse - guarantee, why: `holds ${plural(inUse, 'GPU', 'GPUs')}, ${inUse - guarantee} beyond its guarantee of ${guarantee}` };
+  }
+  const due = Math.min(t.demand || 0, guarantee);
+  if (inUse < due && (t.waiting || 0) > 0) {
+    return { state: 'owed', n: due - inUse, why: `holds ${plural(inUse, 'GPU', 'GPUs')} of the ${due} its guarantee gives it, with ${plural(t.waiting, 'job', 'jobs')} waiting` };
+  }
+  return { state: '', n: 0, why: '' };
+}
+
+// teamBar draws a team's GPUs in use against its entitlement (the grey
+// track), with a mark at its guarantee; the numbers are its title and
+// are in the table beside it.
+function teamBar(t) {
+  const W = 80; const H = 12;
+  const inUse = t.gpusInUse || 0;
+  const scale = Math.max(t.entitled || 0, inUse, t.guarantee || 0, 1);
+  const x = (g) => (g / scale) * W;
+  const label = `${plural(inUse, 'GPU', 'GPUs')} in use, entitled to ${t.entitled || 0}, guaranteed ${t.guarantee || 0}`;
+  return svg('svg', { class: 'team-bar', width: W + 2, height: H + 2, viewBox: `-1 -1 ${W + 2} ${H + 2}`, role: 'img', 'aria-label': label },
+    svg('title', { text: label }),
+    svg('rect', { x: 0, y: 0, width: x(t.entitled || 0), height: H, fill: '#ddd' }),
+    svg('rect', { x: 0, y: 3, width: x(inUse), height: H - 6, fill: palette[0], 'data-in-use': inUse }),
+    svg('line', { x1: x(t.guarantee || 0), y1: -1, x2: x(t.guarantee || 0), y2: H + 1, stroke: '#000', 'stroke-width': 2, 'data-guarantee': t.guarantee || 0 }));
+}
+
+// The teams table's columns; the first is the team, with its state.
+const teamColumns = [
+  { label: 'in use', cell: (t) => [teamBar(t), ` ${t.gpusInUse || 0}`] },
+  { label: 'guarantee', cell: (t) => String(t.guarantee || 0) },
+  { label: 'entitled', cell: (t) => String(t.entitled || 0) },
+  { label: 'limit', cell: (t) => (t.limit ? String(t.limit) : 'none') },
+  // An admin's weight may be any fraction: four significant digits.
+  { label: 'weight', cell: (t) => String(Number((t.weight ?? 1).toPrecision(4))) },
+  { label: 'demand', cell: (t) => String(t.demand || 0) },
+  { label: 'running', cell: (t) => String(t.running || 0) },
+  { label: 'waiting', cell: (t) => String(t.waiting || 0) },
+];
+
+// teamsPanel draws, for each GPU type whose scheduler lists its teams,
+// every team's GPUs against its quota, from the scheduler's last cycle.
+// It draws nothing when no scheduler does: the server lists teams only to
+// those who may see them.
+function teamsPanel() {
+  const types = [...state.schedulers.values()].filter((s) => s.teams && s.teams.length)
+    .sort((a, b) => (a.gpuType < b.gpuType ? -1 : 1));
+  if (!types.length) return [];
+  const out = [el('h2', { text: 'Teams' })];
+  for (const s of types) {
+    const rows = s.teams.map((t) => {
+      const st = teamState(t);
+      const name = el('th', { scope: 'row', class: 'text' }, t.team,
+        st.state ? [' ', el('span', { class: `badge ${st.state}`, title: st.why, text: `${st.state} ${st.n}` })] : null,
+        t.quota ? null : el('span', { class: 'sub', text: 'default quota' }));
+      return el('tr', { 'data-team': t.team, 'data-state': st.state }, name, teamColumns.map((c) => el('td', {}, c.cell(t))));
+    });
+    out.push(el('div', { class: 'scroll' }, el('table', { class: 'teams-table', 'data-teams': s.gpuType },
+      el('caption', { text: `${s.gpuType}: ${plural(s.teams.length, 'team', 'teams')}, ${s.gpusInUse || 0} of ${s.gpus || 0} GPUs in use at the last cycle` }),
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col', class: 'text', text: 'team' }), teamColumns.map((c) => el('th', { scope: 'col', text: c.label })))),
+      el('tbody', {}, rows))));
+  }
+  out.push(el('p', { class: 'note', text: 'GPUs in use against entitlement (the grey track) and guarantee (the mark). Borrowing: more GPUs than its guarantee; owed: fewer than min(demand, guarantee) while its jobs wait.' }));
   return out;
 }
 

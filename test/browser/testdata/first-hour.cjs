@@ -13,8 +13,8 @@
 //               stream connected, what the page shows, markup injected;
 //               then 300 random ones in one page (fuzz).
 //   widths:     at each viewport, once every job's row is there and one
-//               shows a measured throughput, whether the jobs table and the
-//               page scroll sideways.
+//               shows a measured throughput, whether the jobs table, the
+//               teams tables and the page scroll sideways.
 const path = require('path');
 const { launch, run } = require('./launch.cjs');
 
@@ -223,7 +223,12 @@ async function main() {
           const t = document.getElementById('jobs');
           const box = t.closest('.scroll') || t.parentElement;
           const visible = [...t.querySelectorAll('thead th')].filter((th) => th.offsetWidth > 0).map((th) => th.innerText.replace(/\s+/g, ' ').trim());
+          // The cluster view's teams tables, when the server lists teams.
+          const teams = [...document.querySelectorAll('table.teams-table')].map((tt) => ({
+            scrollWidth: tt.scrollWidth, boxScrollWidth: tt.parentElement.scrollWidth, boxClientWidth: tt.parentElement.clientWidth,
+          }));
           return {
+            teams,
             tableScrollWidth: t.scrollWidth, boxScrollWidth: box.scrollWidth, boxClientWidth: box.clientWidth,
             pageScrollWidth: document.documentElement.scrollWidth, pageClientWidth: document.documentElement.clientWidth,
             columns: visible,
