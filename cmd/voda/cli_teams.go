@@ -224,11 +224,7 @@ func runSetQuota(cmd *cobra.Command, o *clientOptions, f *quotaFlags, team strin
 	if f.weightSet {
 		req.Weight = &f.weight
 	}
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	gt, err := resolveGPUType(cmd.Context(), c, f.gpuType)
+	c, gt, err := o.clientForGPUType(cmd.Context(), f.gpuType)
 	if err != nil {
 		return err
 	}
@@ -262,11 +258,7 @@ the admin role (on Kubernetes, "delete" on teams.vodascheduler.io).
   Quota of team-a on nvidia-tesla-v100 deleted`,
 		Args: quotaTeamsOperand.check,
 		RunE: func(cmd *cobra.Command, teams []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			gt, err := resolveGPUType(cmd.Context(), c, gpuType)
+			c, gt, err := o.clientForGPUType(cmd.Context(), gpuType)
 			if err != nil {
 				return err
 			}
