@@ -39,10 +39,12 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 	if req.Weight != nil {
 		q.Weight = *req.Weight
 	}
-	if field, err := QuotaError(q); err != nil {
-		return invalid(field, err.Error())
-	}
 	rec, err := s.updateSettings(r, r.PathValue("gpuType"), func(rec *store.Scheduler) error {
+		// Checked here, after the GPU type, so that an unknown one is
+		// a 404 whatever the body, as for the algorithm.
+		if field, err := QuotaError(q); err != nil {
+			return invalid(field, err.Error())
+		}
 		quotas, err := PutQuota(rec.Settings.Quotas, q)
 		if err != nil {
 			return newError(http.StatusConflict, ReasonConflict, "team", err.Error())
@@ -53,8 +55,9 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(teamsView(rec), func(t Team) bool { return t.Team == q.Team })
-	writeJSON(w, http.StatusOK, teamsView(rec)[i])
+	teams := teamsView(rec)
+	i := slices.IndexFunc(teams, func(t Team) bool { return t.Team == q.Team })
+	writeJSON(w, http.StatusOK, teams[i])
 	return nil
 }
 

@@ -67,6 +67,7 @@ func TestTeamQuotas(t *testing.T) {
 		{"fractional guarantee", "PUT", teamsPath + "/team-d", `{"guarantee": 1.5}`, 400, "guarantee", ""},
 		{"empty body", "PUT", teamsPath + "/team-d", ``, 400, "body", ""},
 		{"unknown GPU type", "PUT", "/api/v1/schedulers/k80/teams/team-d", `{"guarantee": 1}`, 404, "gpuType", "no scheduler"},
+		{"unknown GPU type, bad quota", "PUT", "/api/v1/schedulers/k80/teams/team-d", `{"guarantee": -1}`, 404, "gpuType", "no scheduler"},
 		{"unknown GPU type, list", "GET", "/api/v1/schedulers/k80/teams", ``, 404, "gpuType", "no scheduler"},
 		{"delete", "DELETE", teamsPath + "/team-b", ``, 204, "", ""},
 		{"delete again", "DELETE", teamsPath + "/team-b", ``, 404, "team", `"team-b" has no quota on v100`},
