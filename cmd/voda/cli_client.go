@@ -110,6 +110,17 @@ func (o *clientOptions) client() (*client.Client, error) {
 	return c.WithWarningHandler(o.warn), nil
 }
 
+// clientForGPUType is client() and the GPU type a command acts on
+// (resolveGPUType): the commands that change one GPU type's settings.
+func (o *clientOptions) clientForGPUType(ctx context.Context, gpuType string) (*client.Client, string, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, "", err
+	}
+	gt, err := resolveGPUType(ctx, c, gpuType)
+	return c, gt, err
+}
+
 // resolveGPUType is gpuType when given; otherwise the server's only GPU
 // type, since then there is nothing to choose.
 func resolveGPUType(ctx context.Context, c *client.Client, gpuType string) (string, error) {

@@ -197,11 +197,7 @@ algorithm's defaults. The next cycle allocates with the new algorithm.
 			if err != nil {
 				return err
 			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			gt, err := resolveGPUType(cmd.Context(), c, gpuType)
+			c, gt, err := o.clientForGPUType(cmd.Context(), gpuType)
 			if err != nil {
 				return err
 			}
@@ -271,11 +267,7 @@ cycle. SECONDS is a number of seconds (10, 0.5) or a duration (1m30s).
 			if err != nil {
 				return err
 			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			gt, err := resolveGPUType(cmd.Context(), c, gpuType)
+			c, gt, err := o.clientForGPUType(cmd.Context(), gpuType)
 			if err != nil {
 				return err
 			}

@@ -149,7 +149,7 @@ func TestSetErrors(t *testing.T) {
 	wantError(t, []string{"set", "algorithm", "Tiresias", "--param", "a=1", "--param", "a=2", "--server", f.URL}, "--param a is given twice")
 	wantError(t, []string{"set", "ratelimit", "soon", "--server", f.URL}, `rate limit "soon" is neither a number of seconds nor a duration`)
 	wantError(t, []string{"set", "ratelimit", "NaN", "--server", f.URL}, `rate limit "NaN"`)
-	wantError(t, []string{"set", "quota", "--server", f.URL}, `unknown resource "quota" for voda set: use algorithm, priority or ratelimit`)
+	wantError(t, []string{"set", "quotas", "--server", f.URL}, `unknown resource "quotas" for voda set: use algorithm, priority, quota or ratelimit`)
 	if n := len(f.Requests()) - before; n != 0 {
 		t.Errorf("%d requests after invalid input, want none", n)
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 func newDeleteCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "delete [job] NAME...",
-		Short: "Delete training jobs",
+		Short: "Delete training jobs, or teams' quotas",
 		Long: `Delete training jobs, as kubectl deletes objects. The scheduler halts a live
 job (its workers stop and free their GPUs) and the job ends Canceled; it
 stays listed by 'voda get jobs' until it is deleted again or the server's
@@ -24,7 +24,8 @@ Deleting a finished job (Completed, Failed or Canceled) removes its record
 from the server: the message says what it was, "(was Completed; record
 removed)", and the job is then not found.
 
-'voda delete job NAME' is accepted as well, like kubectl.`,
+'voda delete job NAME' is accepted as well, like kubectl. 'voda delete
+quota TEAM' deletes a team's quota instead (see its --help).`,
 		Example: `  voda delete mnist-elastic-20250601-100000
   Training job deleted: mnist-elastic-20250601-100000
 
@@ -68,4 +69,6 @@ removed)", and the job is then not found.
 			return errors.Join(errs...)
 		},
 	}
+	cmd.AddCommand(newDeleteQuotaCommand(o))
+	return cmd
 }

@@ -18,17 +18,19 @@ import (
 func newGetCommand(o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "List jobs, schedulers or algorithms of a Voda server",
-		Long: `List the jobs, the per-GPU-type schedulers or the scheduling algorithms of a
-Voda server, as a table or, with -o, as JSON, YAML or bare names.`,
+		Short: "List jobs, schedulers, algorithms or teams of a Voda server",
+		Long: `List the jobs, the per-GPU-type schedulers, the scheduling algorithms or the
+teams' quotas of a Voda server, as a table or, with -o, as JSON, YAML or
+bare names.`,
 		Example: `  voda get jobs
   voda get jobs --live -o wide
   voda get schedulers
-  voda get algorithms`,
+  voda get algorithms
+  voda get teams`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
 	}
-	cmd.AddCommand(newGetJobsCommand(o), newGetSchedulersCommand(o), newGetAlgorithmsCommand(o))
+	cmd.AddCommand(newGetJobsCommand(o), newGetSchedulersCommand(o), newGetAlgorithmsCommand(o), newGetTeamsCommand(o))
 	return cmd
 }
 

@@ -12,17 +12,18 @@ import (
 func newSetCommand(o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set",
-		Short: "Change a scheduler's algorithm or rate limit, or a job's priority",
+		Short: "Change a scheduler's algorithm or rate limit, a team's quota, or a job's priority",
 		Long: `Change, while the server runs, the scheduling algorithm or the rate limit of a
-GPU type's scheduler, or the priority of a job. The scheduler applies the
-change at its next cycle.`,
+GPU type's scheduler, a team's quota on a GPU type, or the priority of a
+job. The scheduler applies the change at its next cycle.`,
 		Example: `  voda set algorithm ElasticTiresias --gpu-type nvidia-tesla-v100
   voda set ratelimit 10 --gpu-type nvidia-tesla-v100
+  voda set quota team-a --guarantee 8 --limit 16 --gpu-type nvidia-tesla-v100
   voda set priority mnist-elastic-20250601-100000 1`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return unknownResource(cmd, args) },
 	}
-	cmd.AddCommand(newSetAlgorithmCommand(o), newSetRateLimitCommand(o), newSetPriorityCommand(o))
+	cmd.AddCommand(newSetAlgorithmCommand(o), newSetRateLimitCommand(o), newSetQuotaCommand(o), newSetPriorityCommand(o))
 	return cmd
 }
 

@@ -236,8 +236,8 @@ func TestGetJobsErrors(t *testing.T) {
 	wantError(t, []string{"get", "jobs", "--server", f.URL, "--status", "Sleeping"},
 		`unknown job status "Sleeping" (--status): use Submitted, Waiting, Running, Completed, Failed or Canceled`)
 	wantError(t, []string{"get", "jobs", "x", "--live", "--server", f.URL}, "cannot be combined with job names")
-	wantError(t, []string{"get", "pods", "--server", f.URL}, `unknown resource "pods" for voda get: use algorithms, jobs or schedulers`)
-	wantError(t, []string{"get"}, "voda get needs a resource: algorithms, jobs or schedulers")
+	wantError(t, []string{"get", "pods", "--server", f.URL}, `unknown resource "pods" for voda get: use algorithms, jobs, schedulers or teams`)
+	wantError(t, []string{"get"}, "voda get needs a resource: algorithms, jobs, schedulers or teams")
 	if n := len(f.Requests()); n != 3 {
 		t.Errorf("%d requests, want 3: invalid flags must fail before any request", n)
 	}

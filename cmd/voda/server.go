@@ -125,7 +125,7 @@ func addAuthFlags(cmd *cobra.Command, a *server.AuthOptions) {
 	f.StringVar(&a.TokenFile, "token-auth-file", "",
 		`bearer tokens the API accepts: kube-apiserver's static token file, lines of token,user,uid,"group1,group2"; each token at least `+strconv.Itoa(auth.MinTokenLength)+` characters (make them random: openssl rand -hex 32)`)
 	f.StringVar(&a.UsersGroup, "users-group", auth.DefaultUsersGroup, "group of the user role: submit, see, delete and re-prioritise jobs (with --token-auth-file)")
-	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, and change a scheduler's algorithm and rate limit (with --token-auth-file)")
+	f.StringVar(&a.AdminsGroup, "admins-group", auth.DefaultAdminsGroup, "group of the admin role: the user role, change a scheduler's algorithm and rate limit, and set teams' quotas (with --token-auth-file)")
 	f.BoolVar(&a.AllowAnonymous, "insecure-allow-anonymous", false,
 		"serve the API without authentication on an address other than loopback: anyone who reaches it may delete any job and change the algorithm")
 	f.StringVar(&a.TLSCertFile, "tls-cert-file", "", "PEM certificate (chain) the API serves HTTPS with (with --tls-private-key-file)")
@@ -155,6 +155,8 @@ func addServerFlags(cmd *cobra.Command, o *serverOptions) {
 	f.StringVar(&c.Placer, "placer", placement.DefaultName, "placement policy (see voda placers)")
 	f.DurationVar(&c.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "least time between two cycles that change running jobs (shrink, halt, move, grow), unless set at run time; a job that fits in free GPUs starts at once")
 	f.DurationVar(&c.Tick, "tick", scheduler.DefaultTick, "period of cycles when no event asks for one")
+	f.StringVar(&c.QuotasFile, "quotas-file", "",
+		"YAML or JSON list of teams' quotas, each {gpuType, team, guarantee, limit, weight}, written at start for each GPU type whose stored settings hold no quotas yet: it seeds them, the API owns them afterwards (docs/server.md)")
 	f.StringVar(&o.profiles, "profiles", "",
 		"directory of measured application profiles (the Pollux artifact's traces/, as voda simulate --profiles reads them): jobs naming one of its applications in vodascheduler/sim-model run on its measured step times and declare its adaptive batch bounds (docs/simulator.md#replaying-against-a-server)")
 	f.DurationVar(&o.restartCost, "restart-cost", livecluster.DefaultRestartCost, "simulated time a job makes no progress after each new placement")

@@ -29,6 +29,11 @@ var routeAttributes = map[string]auth.Attributes{
 	"PUT " + RouteAlgorithm:    {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceAlgorithm},
 	"PUT " + RouteRateLimit:    {Verb: auth.VerbUpdate, Resource: auth.ResourceSchedulers, Subresource: auth.SubresourceRateLimit},
 	"GET " + RouteAlgorithms:   {Verb: auth.VerbList, Resource: auth.ResourceAlgorithms},
+	// A team's quota is named by the team alone: one quota resource per
+	// team, whatever the GPU type, as RBAC names a namespace.
+	"GET " + RouteTeams:   {Verb: auth.VerbList, Resource: auth.ResourceTeams},
+	"PUT " + RouteTeam:    {Verb: auth.VerbUpdate, Resource: auth.ResourceTeams},
+	"DELETE " + RouteTeam: {Verb: auth.VerbDelete, Resource: auth.ResourceTeams},
 	// The nodes are the schedulers' (which jobs hold GPUs is filtered
 	// as jobs are); the stream is a list of jobs (with the nodes and the
 	// schedulers when the caller may list schedulers).
@@ -96,7 +101,7 @@ func (s *Server) authorize(r *http.Request) (*http.Request, error) {
 		s.log.Error("route has no authorization attributes; refused", "pattern", pattern)
 		return r, forbid(r, pattern, u, auth.Attributes{Verb: r.Method, Path: r.URL.Path}, "the route has no authorization rule")
 	}
-	if a.Resource != "" {
+	if a.Resource != "" && a.Verb != auth.VerbList {
 		a.Name = pathName(pattern, r.URL)
 	}
 	if a.Name == "" && a.Resource == auth.ResourceSchedulers {
@@ -185,14 +190,15 @@ func forbid(r *http.Request, pattern string, u auth.User, a auth.Attributes, rea
 }
 
 // pathName is the object a path names: the segment of r's path where
-// pattern has its wildcard ({name} or {gpuType}), unescaped; empty when
-// the pattern has none. (The mux fills path values only as it serves.)
+// pattern has its last wildcard ({name}, {gpuType}, {team}), unescaped;
+// empty when the pattern has none. (The mux fills path values only as it
+// serves.)
 func pathName(pattern string, u *url.URL) string {
 	_, path, _ := strings.Cut(pattern, " ")
 	want := strings.Split(path, "/")
 	got := strings.Split(u.EscapedPath(), "/")
-	for i, seg := range want {
-		if strings.HasPrefix(seg, "{") && i < len(got) {
+	for i := len(want) - 1; i >= 0; i-- {
+		if seg := want[i]; strings.HasPrefix(seg, "{") && i < len(got) {
 			name, err := url.PathUnescape(got[i])
 			if err != nil {
 				return got[i]

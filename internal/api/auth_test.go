@@ -132,9 +132,9 @@ func TestEveryRouteHasAttributes(t *testing.T) {
 	seen := map[string]bool{}
 	for _, route := range []string{
 		RouteJobs, RouteJob, RouteJobPriority, RouteJobProgress, RouteSchedulers, RouteScheduler, RouteAlgorithm, RouteRateLimit,
-		RouteAlgorithms, RouteNodes, RouteEvents, RouteOpenAPI, RouteLegacyJobs, RouteLegacyAlgo, RouteLegacyLimit, RouteMetrics, RouteHealthz, RouteReadyz,
+		RouteTeams, RouteTeam, RouteAlgorithms, RouteNodes, RouteEvents, RouteOpenAPI, RouteLegacyJobs, RouteLegacyAlgo, RouteLegacyLimit, RouteMetrics, RouteHealthz, RouteReadyz,
 	} {
-		path := strings.NewReplacer("{name}", "j", "{gpuType}", "v100").Replace(route)
+		path := strings.NewReplacer("{name}", "j", "{gpuType}", "v100", "{team}", "team-a").Replace(route)
 		for _, m := range probeMethods {
 			r, _ := http.NewRequest(m, path, nil)
 			if _, pattern := f.srv.mux.Handler(r); pattern != "/" && pattern != "" {

@@ -158,6 +158,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cluster := s.mayList(ctx, v.user, auth.ResourceSchedulers)
+	// The schedulers' teams name namespaces: only for a caller who may
+	// list teams (see schedulerData).
+	teams := s.mayList(ctx, v.user, auth.ResourceTeams)
 	rc := http.NewResponseController(w)
 	// The server's read timeout would end the stream: nothing more is read.
 	_ = rc.SetReadDeadline(time.Time{})
@@ -171,7 +174,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		ok, _ := v.sees(sc.Namespace, sc.Kind) // an error hides the job; sees logged it
 		return ok
 	}
-	s.writeSnapshot(out, snap, cluster, sees)
+	s.writeSnapshot(out, snap, cluster, teams, sees)
 	snap = nil // the stream holds no more than its queue
 	heartbeat := time.NewTicker(s.hub.Limits().Heartbeat)
 	defer heartbeat.Stop()
@@ -185,7 +188,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			// The rights are asked again, and the stream ends when they
 			// changed: the client's reconnection gets a snapshot of what
 			// the caller may see now, or a 403.
-			if err := s.recheck(v, cluster); err != nil {
+			if err := s.recheck(v, cluster, teams); err != nil {
 				s.log.Info("event stream ended", "user", v.user.Name, "reason", err)
 				return nil
 			}
@@ -197,7 +200,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			case f.Event == eventhub.EventNodes && cluster:
 				out.event(f.Event, s.nodesData(f.Nodes, sees))
 			case f.Event == eventhub.EventScheduler && cluster:
-				out.event(f.Event, f.Data)
+				out.event(f.Event, s.schedulerData(f.Data, teams))
 			}
 		}
 	}
@@ -262,14 +265,16 @@ func (s *Server) allowStream(r *http.Request, v *viewer, snap *eventhub.Snapshot
 
 // recheck asks the Authorizer again every answer it gave for a stream:
 // whether the caller may list schedulers (cluster, as the stream
-// opened) and each namespace and kind of jobs v decided. It returns why
-// the stream must end: an answer changed, or could not be had.
-func (s *Server) recheck(v *viewer, cluster bool) error {
+// opened) and teams, and each namespace and kind of jobs v decided. It
+// returns why the stream must end: an answer changed, or could not be
+// had.
+func (s *Server) recheck(v *viewer, cluster, teams bool) error {
 	changed, err := v.recheck()
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", errRightsUnverified, err)
-	case changed || s.mayList(v.ctx, v.user, auth.ResourceSchedulers) != cluster:
+	case changed || s.mayList(v.ctx, v.user, auth.ResourceSchedulers) != cluster ||
+		s.mayList(v.ctx, v.user, auth.ResourceTeams) != teams:
 		return errRightsChanged
 	}
 	return nil
@@ -287,6 +292,30 @@ func (s *Server) mayList(ctx context.Context, u auth.User, resource string) bool
 		s.log.Error("authorize", "user", u.Name, "action", a.String(), "err", err)
 	}
 	return ok && err == nil
+}
+
+// schedulerData is a scheduler event's payload for a caller: the shared
+// encoding when it may see the teams or there are none, else the
+// scheduler without its teams.
+func (s *Server) schedulerData(data []byte, teams bool) []byte {
+	if teams {
+		return data
+	}
+	var view Scheduler
+	if err := json.Unmarshal(data, &view); err != nil {
+		s.log.Error("decode a scheduler for the event stream", "err", err)
+		return []byte(`{}`)
+	}
+	if view.Teams == nil {
+		return data
+	}
+	view.Teams = nil
+	out, err := json.Marshal(view)
+	if err != nil {
+		s.log.Error("encode a scheduler for the event stream", "gpuType", view.GPUType, "err", err)
+		return []byte(`{}`)
+	}
+	return out
 }
 
 // nodesData is a nodes event's payload for a caller: the shared encoding
@@ -314,7 +343,7 @@ func (s *Server) nodesData(ns *eventhub.Nodes, sees func(scope) bool) []byte {
 // encodings the hub keeps, part by part: no stream copies the views, so
 // a stream whose client does not read holds no more than the shared
 // snapshot.
-func (s *Server) writeSnapshot(out *eventWriter, snap *eventhub.Snapshot, cluster bool, sees func(scope) bool) {
+func (s *Server) writeSnapshot(out *eventWriter, snap *eventhub.Snapshot, cluster, teams bool, sees func(scope) bool) {
 	now, _ := json.Marshal(snap.Now)
 	out.write(eventhub.EventSnapshot, func(put func(...[]byte)) {
 		put([]byte("event: "+eventhub.EventSnapshot), dataField, []byte(`{"now":`), now, []byte(`,"clockRate":`+strconv.FormatFloat(s.cfg.ClockRate, 'g', -1, 64)+`,"jobs":[`))
@@ -344,7 +373,7 @@ func (s *Server) writeSnapshot(out *eventWriter, snap *eventhub.Snapshot, cluste
 				if i > 0 {
 					put(comma)
 				}
-				put(d)
+				put(s.schedulerData(d, teams))
 			}
 		}
 		put([]byte(`]}`), eventEnd)

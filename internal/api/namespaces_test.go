@@ -110,7 +110,8 @@ func TestNamespacedAuthorization(t *testing.T) {
 		{"a job that does not exist", "GET", "/api/v1/jobs/nosuch", "", "", 404, "no job", auth.Attributes{}},
 		{"get my job", "GET", "/api/v1/jobs/" + mine.Name, "", "", 200, "", auth.Attributes{}},
 		{"reprioritise my job", "PUT", "/api/v1/jobs/" + mine.Name + "/priority", "application/json", `{"priority": 1}`, 200, "", auth.Attributes{}},
-		{"read the schedulers", "GET", RouteSchedulers, "", "", 200, "", auth.Attributes{Verb: "list", Resource: "schedulers"}},
+		// Asked last whether their teams may be shown.
+		{"read the schedulers", "GET", RouteSchedulers, "", "", 200, "", auth.Attributes{Verb: "list", Resource: "teams"}},
 		{"change the algorithm", "PUT", "/api/v1/schedulers/v100/algorithm", "application/json", `{"algorithm": "FIFO"}`, 403, "reads only",
 			auth.Attributes{Verb: "update", Resource: "schedulers", Subresource: "algorithm", Name: "v100"}},
 	} {

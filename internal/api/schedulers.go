@@ -100,6 +100,11 @@ func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request) error {
 		rec.GPUType = t
 		out.Items = append(out.Items, s.schedulerView(rec))
 	}
+	if !s.showsTeams(r) {
+		for i := range out.Items {
+			out.Items[i].Teams = nil
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -109,59 +114,73 @@ func (s *Server) getScheduler(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	writeJSON(w, http.StatusOK, s.callerView(r, rec))
 	return nil
 }
 
 // changeAlgorithm validates and stores a GPU type's algorithm, then tells
 // its scheduler.
 func (s *Server) changeAlgorithm(r *http.Request, gpuType string, req AlgorithmRequest) (store.Scheduler, error) {
-	rec, err := s.scheduler(r, gpuType)
-	if err != nil {
-		return rec, err
-	}
-	name := strings.TrimSpace(req.Algorithm)
-	e, found := s.cfg.Algorithms.Lookup(name)
-	if !found {
-		return rec, invalid("algorithm",
-			fmt.Sprintf("algorithm: unknown algorithm %q (known: %s)", req.Algorithm, strings.Join(s.cfg.Algorithms.Names(), ", ")))
-	}
-	if _, err := s.cfg.Algorithms.NewFromMap(e.Name, req.Params); err != nil {
-		return rec, invalid("params", "params: "+err.Error())
-	}
-	rec.Settings.Algorithm, rec.Settings.Params = e.Name, req.Params
-	return rec, s.putSettings(r, rec)
+	return s.updateSettings(r, gpuType, func(rec *store.Scheduler) error {
+		name := strings.TrimSpace(req.Algorithm)
+		e, found := s.cfg.Algorithms.Lookup(name)
+		if !found {
+			return invalid("algorithm",
+				fmt.Sprintf("algorithm: unknown algorithm %q (known: %s)", req.Algorithm, strings.Join(s.cfg.Algorithms.Names(), ", ")))
+		}
+		if _, err := s.cfg.Algorithms.NewFromMap(e.Name, req.Params); err != nil {
+			return invalid("params", "params: "+err.Error())
+		}
+		rec.Settings.Algorithm, rec.Settings.Params = e.Name, req.Params
+		return nil
+	})
 }
 
 // changeRateLimit validates and stores a GPU type's rate limit; 0 turns
 // it off.
 func (s *Server) changeRateLimit(r *http.Request, gpuType string, seconds *float64) (store.Scheduler, error) {
+	return s.updateSettings(r, gpuType, func(rec *store.Scheduler) error {
+		switch {
+		case seconds == nil:
+			return invalid("seconds", "seconds: required")
+		case math.IsNaN(*seconds) || *seconds < 0 || *seconds > MaxRateLimitSeconds:
+			return invalid("seconds",
+				fmt.Sprintf("seconds: %v is outside [0, %d] (0 turns the rate limit off)", *seconds, MaxRateLimitSeconds))
+		}
+		rec.Settings.RateLimit = time.Duration(*seconds * float64(time.Second))
+		if rec.Settings.RateLimit == 0 {
+			rec.Settings.RateLimit = -1 // stored zero means "default"
+		}
+		return nil
+	})
+}
+
+// updateSettings reads a GPU type's settings, lets change modify them,
+// stores them and tells the scheduler. The store has no revision of the
+// settings to write against, so the read, change and write hold the
+// server's settings lock: two changes through this process (an algorithm
+// and a quota, two quotas) never lose each other. Replicas of the API do
+// not share the lock; their concurrent changes of one GPU type's settings
+// can still lose one (docs/api.md). An error of change is returned as
+// it is, and nothing is stored.
+func (s *Server) updateSettings(r *http.Request, gpuType string, change func(*store.Scheduler) error) (store.Scheduler, error) {
+	s.settingsMu.Lock()
+	defer s.settingsMu.Unlock()
 	rec, err := s.scheduler(r, gpuType)
 	if err != nil {
 		return rec, err
 	}
-	switch {
-	case seconds == nil:
-		return rec, invalid("seconds", "seconds: required")
-	case math.IsNaN(*seconds) || *seconds < 0 || *seconds > MaxRateLimitSeconds:
-		return rec, invalid("seconds",
-			fmt.Sprintf("seconds: %v is outside [0, %d] (0 turns the rate limit off)", *seconds, MaxRateLimitSeconds))
+	if err := change(&rec); err != nil {
+		return rec, err
 	}
-	rec.Settings.RateLimit = time.Duration(*seconds * float64(time.Second))
-	if rec.Settings.RateLimit == 0 {
-		rec.Settings.RateLimit = -1 // stored zero means "default"
-	}
-	return rec, s.putSettings(r, rec)
-}
-
-func (s *Server) putSettings(r *http.Request, rec store.Scheduler) error {
 	if err := s.cfg.Store.PutSettings(r.Context(), rec.GPUType, rec.Settings); err != nil {
-		return err
+		return rec, err
 	}
 	s.notify(context.WithoutCancel(r.Context()), rec.GPUType, queue.Message{Verb: queue.VerbSettings})
 	s.hub.Kick()
-	s.log.Info("scheduler settings changed", "gpuType", rec.GPUType, "algorithm", rec.Settings.Algorithm, "rateLimit", rec.Settings.RateLimit)
-	return nil
+	s.log.Info("scheduler settings changed", "gpuType", rec.GPUType, "algorithm", rec.Settings.Algorithm,
+		"rateLimit", rec.Settings.RateLimit, "quotas", len(rec.Settings.Quotas))
+	return rec, nil
 }
 
 func (s *Server) setAlgorithm(w http.ResponseWriter, r *http.Request) error {
@@ -173,7 +192,7 @@ func (s *Server) setAlgorithm(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	writeJSON(w, http.StatusOK, s.callerView(r, rec))
 	return nil
 }
 
@@ -186,7 +205,7 @@ func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.schedulerView(rec))
+	writeJSON(w, http.StatusOK, s.callerView(r, rec))
 	return nil
 }
 

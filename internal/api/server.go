@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,6 +126,9 @@ type Server struct {
 	hub *eventhub.Hub
 	// names hands out the names to try for new jobs.
 	names jobname.Namer
+	// settingsMu serialises the changes of the schedulers' settings
+	// (updateSettings).
+	settingsMu sync.Mutex
 }
 
 // New checks the configuration and builds the routes.
@@ -266,6 +270,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET "+RouteScheduler, s.handle(s.getScheduler))
 	m.HandleFunc("PUT "+RouteAlgorithm, s.handle(s.setAlgorithm))
 	m.HandleFunc("PUT "+RouteRateLimit, s.handle(s.setRateLimit))
+	m.HandleFunc("GET "+RouteTeams, s.handle(s.listTeams))
+	m.HandleFunc("PUT "+RouteTeam, s.handle(s.setQuota))
+	m.HandleFunc("DELETE "+RouteTeam, s.handle(s.deleteQuota))
 	m.HandleFunc("GET "+RouteAlgorithms, s.listAlgorithms)
 	m.HandleFunc("GET "+RouteNodes, s.handle(s.listNodes))
 	m.HandleFunc("GET "+RouteEvents, s.handle(s.streamEvents))

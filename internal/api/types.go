@@ -12,21 +12,23 @@ const Version = "v1"
 
 // Routes of the v1 API (Go 1.22 ServeMux patterns).
 const (
-	RouteJobs         = "/api/v1/jobs"                           // GET list, POST create
-	RouteJob          = "/api/v1/jobs/{name}"                    // GET, DELETE
-	RouteJobPriority  = "/api/v1/jobs/{name}/priority"           // PUT
-	RouteJobProgress  = "/api/v1/jobs/{name}/progress"           // POST, from the job's pods
-	RouteSchedulers   = "/api/v1/schedulers"                     // GET list
-	RouteScheduler    = "/api/v1/schedulers/{gpuType}"           // GET
-	RouteAlgorithm    = "/api/v1/schedulers/{gpuType}/algorithm" // PUT
-	RouteRateLimit    = "/api/v1/schedulers/{gpuType}/ratelimit" // PUT
-	RouteAlgorithms   = "/api/v1/algorithms"                     // GET
-	RouteNodes        = "/api/v1/nodes"                          // GET
-	RouteEvents       = "/api/v1/events"                         // GET, text/event-stream
-	RouteOpenAPI      = "/api/v1/openapi.yaml"                   // GET
-	RouteLegacyJobs   = "/training"                              // original: POST, DELETE, GET
-	RouteLegacyAlgo   = "/algorithm"                             // original: PUT
-	RouteLegacyLimit  = "/ratelimit"                             // original: PUT
+	RouteJobs         = "/api/v1/jobs"                              // GET list, POST create
+	RouteJob          = "/api/v1/jobs/{name}"                       // GET, DELETE
+	RouteJobPriority  = "/api/v1/jobs/{name}/priority"              // PUT
+	RouteJobProgress  = "/api/v1/jobs/{name}/progress"              // POST, from the job's pods
+	RouteSchedulers   = "/api/v1/schedulers"                        // GET list
+	RouteScheduler    = "/api/v1/schedulers/{gpuType}"              // GET
+	RouteAlgorithm    = "/api/v1/schedulers/{gpuType}/algorithm"    // PUT
+	RouteRateLimit    = "/api/v1/schedulers/{gpuType}/ratelimit"    // PUT
+	RouteTeams        = "/api/v1/schedulers/{gpuType}/teams"        // GET
+	RouteTeam         = "/api/v1/schedulers/{gpuType}/teams/{team}" // PUT, DELETE
+	RouteAlgorithms   = "/api/v1/algorithms"                        // GET
+	RouteNodes        = "/api/v1/nodes"                             // GET
+	RouteEvents       = "/api/v1/events"                            // GET, text/event-stream
+	RouteOpenAPI      = "/api/v1/openapi.yaml"                      // GET
+	RouteLegacyJobs   = "/training"                                 // original: POST, DELETE, GET
+	RouteLegacyAlgo   = "/algorithm"                                // original: PUT
+	RouteLegacyLimit  = "/ratelimit"                                // original: PUT
 	RouteMetrics      = "/metrics"
 	RouteHealthz      = "/healthz"
 	RouteReadyz       = "/readyz"
@@ -197,6 +199,32 @@ type RateLimitRequest struct {
 	Seconds *float64 `json:"seconds"`
 }
 
+// QuotaRequest is the body of PUT .../teams/{team}: the team's quota on
+// the GPU type. Guarantee omitted is 0, Limit omitted is 0 (no limit),
+// Weight omitted is 1.
+type QuotaRequest struct {
+	Guarantee int      `json:"guarantee,omitempty"`
+	Limit     int      `json:"limit,omitempty"`
+	Weight    *float64 `json:"weight,omitempty"`
+}
+
+// TeamQuota is a quota's values, as TeamList shows the default.
+type TeamQuota struct {
+	Guarantee int     `json:"guarantee"`
+	Limit     int     `json:"limit"`
+	Weight    float64 `json:"weight"`
+}
+
+// TeamList is the answer to GET .../teams: a GPU type's teams (those with
+// a quota or live jobs, sorted by name) and the quota of every other.
+type TeamList struct {
+	GPUType string `json:"gpuType"`
+	// GPUs are the GPU type's GPUs at the scheduler's last cycle.
+	GPUs    int       `json:"gpus"`
+	Default TeamQuota `json:"default"`
+	Items   []Team    `json:"items"`
+}
+
 // Scheduler is one GPU type's scheduler as the API shows it.
 type Scheduler struct {
 	GPUType          string            `json:"gpuType"`
@@ -216,6 +244,8 @@ type Scheduler struct {
 	Running   int        `json:"running"`
 	// Teams are the teams with a quota or live jobs on this GPU type,
 	// sorted by name: each team's quota and its share at the last cycle.
+	// They name namespaces, so they are shown only to a caller who may
+	// list teams.
 	Teams []Team `json:"teams,omitempty"`
 }
 

@@ -49,7 +49,7 @@ const (
 )
 
 // APIGroup is the Kubernetes API group of the resources only Voda has
-// (schedulers, algorithms), which a SubjectAccessReview names and
+// (schedulers, algorithms, teams), which a SubjectAccessReview names and
 // ClusterRoles grant. Jobs are not among them: a job is authorized as the
 // kind it is (MPIJob, PyTorchJob), in its namespace.
 const APIGroup = "vodascheduler.io"
@@ -59,6 +59,10 @@ const (
 	ResourceJobs       = "jobs"
 	ResourceSchedulers = "schedulers"
 	ResourceAlgorithms = "algorithms"
+	// ResourceTeams are the teams' quotas, cluster-scoped and named by
+	// team (a namespace): reading them names namespaces, so it is asked
+	// about, not granted to every authenticated caller.
+	ResourceTeams = "teams"
 
 	SubresourcePriority  = "priority"  // of jobs
 	SubresourceProgress  = "progress"  // of jobs: a report from the job's pods
@@ -73,12 +77,12 @@ type Attributes struct {
 	Verb        string
 	Resource    string
 	Subresource string
-	// Name is the object acted on (a job, a GPU type); empty for lists
+	// Name is the object acted on (a job, a GPU type, a team); empty for lists
 	// and creations.
 	Name string
 	// Namespace is the job's namespace, for actions on jobs; empty for a
-	// list across namespaces and for the schedulers and algorithms, which
-	// belong to the whole cluster.
+	// list across namespaces and for the schedulers, algorithms and teams,
+	// which belong to the whole cluster.
 	Namespace string
 	// Kind is the job's kind (MPIJob, PyTorchJob), for actions on jobs:
 	// Kubernetes RBAC grants the job kinds one by one.

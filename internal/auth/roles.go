@@ -20,10 +20,12 @@ const (
 //     can do nothing else.
 //   - The user role (UsersGroup) may also submit, list, read and delete
 //     jobs, change a job's priority, report a job's progress, and read
-//     the schedulers and the algorithms. In the standalone mode jobs are not owned: a user may
-//     act on every job, as a team sharing a cluster does.
+//     the schedulers, the algorithms and the teams' quotas. In the
+//     standalone mode jobs are not owned: a user may act on every job, as
+//     a team sharing a cluster does.
 //   - The admin role (AdminsGroup) may do everything the user role may,
-//     and change a scheduler's algorithm and rate limit.
+//     change a scheduler's algorithm and rate limit, and set and delete
+//     the teams' quotas.
 //
 // Anything else is refused. The health probes are not asked about: the
 // API serves them to anyone.
@@ -100,6 +102,13 @@ func roleFor(a Attributes) role {
 	case ResourceAlgorithms:
 		if a.Subresource == "" && (a.Verb == VerbGet || a.Verb == VerbList) {
 			return roleUser
+		}
+	case ResourceTeams:
+		switch {
+		case a.Subresource == "" && (a.Verb == VerbGet || a.Verb == VerbList):
+			return roleUser
+		case a.Subresource == "" && (a.Verb == VerbUpdate || a.Verb == VerbDelete):
+			return roleAdmin
 		}
 	}
 	return roleNone

@@ -38,6 +38,11 @@ func TestRoles(t *testing.T) {
 		{scheds(VerbUpdate, SubresourceRateLimit), false, false, true},
 		{scheds(VerbDelete, ""), false, false, false},
 		{Attributes{Verb: VerbList, Resource: ResourceAlgorithms}, false, true, true},
+		{Attributes{Verb: VerbList, Resource: ResourceTeams}, false, true, true},
+		{Attributes{Verb: VerbGet, Resource: ResourceTeams, Name: "team-a"}, false, true, true},
+		{Attributes{Verb: VerbUpdate, Resource: ResourceTeams, Name: "team-a"}, false, false, true},
+		{Attributes{Verb: VerbDelete, Resource: ResourceTeams, Name: "team-a"}, false, false, true},
+		{Attributes{Verb: VerbCreate, Resource: ResourceTeams, Name: "team-a"}, false, false, false},
 		{Attributes{Verb: VerbGet, Resource: "secrets"}, false, false, false},
 	}
 	roles := NewRoles("", "")

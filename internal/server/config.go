@@ -130,6 +130,12 @@ type Config struct {
 	// may scrape it then learns no job's name or namespace.
 	NoJobMetrics bool
 
+	// QuotasFile, if set, is a YAML or JSON list of teams' quotas
+	// (ParseQuotas) written at start into each GPU type's settings that
+	// hold no quotas yet (`voda server --quotas-file`): it seeds them,
+	// and the API owns them afterwards.
+	QuotasFile string
+
 	// PodSecurity and AllowServiceAccount are api.Config's: the Pod
 	// Security Standards level of jobs' pod templates, and whether they
 	// may use a service account.

@@ -66,12 +66,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("--placer: %w", err)
 	}
+	quotas, err := readQuotas(cfg.QuotasFile, cfg.gpuTypes())
+	if err != nil {
+		return err
+	}
 	log := cmp.Or(cfg.Logger, slog.Default())
 	st, err := store.Open(ctx, cfg.StoreURI, cfg.DataDir, store.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	defer closeStore(st, log)
+	if err := seedQuotas(ctx, st, quotas, log); err != nil {
+		return err
+	}
 	q, err := queue.Open(ctx, cfg.QueueURL, log)
 	if err != nil {
 		return err

@@ -135,6 +135,10 @@ func ValueSets() []ValueSet {
 					"retention": map[string]any{"finishedRetention": "168h", "maxFinishedJobs": 2000000}},
 				"store": map[string]any{"type": "mongodb", "mongodb": map[string]any{"existingSecret": "voda-mongodb"}},
 				"queue": map[string]any{"type": "rabbitmq", "rabbitmq": map[string]any{"existingSecret": "voda-rabbitmq"}},
+				"teams": []any{
+					map[string]any{"gpuType": "v100", "team": "team-a", "guarantee": 8, "limit": 16, "weight": 1},
+					map[string]any{"gpuType": "v100", "team": "team-b", "guarantee": 8},
+				},
 			},
 			Namespaces: []string{"default"},
 		},

@@ -14,6 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/internal/model"
+	"github.com/vodascheduler/voda/internal/server"
 )
 
 var update = flag.Bool("update", false, "rewrite deploy/rbac.yaml and deploy/roles.yaml from the chart")
@@ -269,7 +272,10 @@ func TestRender(t *testing.T) {
 				"--pod-security": "baseline", "--progress-url": "http://voda.voda-system.svc:55587",
 				"--probe-addr": ":55588", "--max-connections": "1024", "--first-request-grace": "1s",
 				"--finished-retention": "720h", "--max-finished-jobs": "100000", "--per-job-metrics": "true",
-			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue")
+			}, "--store-file", "--queue-file", "--gpu-types", "--tls-cert-file", "--insecure-allow-anonymous", "--store", "--queue", "--quotas-file")
+			if _, ok := r.volumes("voda")["quotas"]; ok {
+				t.Error("a quotas volume without teams")
+			}
 			c := r.container("voda")
 			wantField(t, c, ImageRepository+":"+ImageTag, "image")
 			wantField(t, c, "/healthz", "livenessProbe", "httpGet", "path")
@@ -346,8 +352,20 @@ func TestRender(t *testing.T) {
 				"--finished-retention": "168h", "--max-finished-jobs": "2000000", "--per-job-metrics": "true"},
 				"--addr", "--authentication", "--probe-addr")
 			// Retention runs beside the schedulers only, and only they
-			// export per-job series.
-			r.wantArgs("voda-api", nil, "--finished-retention", "--max-finished-jobs", "--per-job-metrics")
+			// export per-job series and seed the teams' quotas.
+			r.wantArgs("voda-api", nil, "--finished-retention", "--max-finished-jobs", "--per-job-metrics", "--quotas-file")
+			r.wantArgs("voda-scheduler", map[string]string{"--quotas-file": "/etc/voda/quotas/quotas.yaml"})
+			wantField(t, r.volumes("voda-scheduler")["quotas"], "voda-quotas", "configMap", "name")
+			if _, ok := r.volumes("voda-api")["quotas"]; ok {
+				t.Error("the quotas mounted on the API's pods, which do not seed them")
+			}
+			// The rendered file is what voda server --quotas-file reads.
+			file, _ := field(t, r.get("ConfigMap", "voda-quotas").Object, "data", "quotas.yaml").(string)
+			quotas, err := server.ParseQuotas([]byte(file))
+			want := map[string][]model.Quota{"v100": {{Team: "team-a", Guarantee: 8, Limit: 16, Weight: 1}, {Team: "team-b", Guarantee: 8, Weight: 1}}}
+			if err != nil || fmt.Sprint(quotas) != fmt.Sprint(want) {
+				t.Errorf("the quotas file %q reads as %+v, %v; want %+v", file, quotas, err, want)
+			}
 			if _, ok := r.container("voda-scheduler")["readinessProbe"]; ok {
 				t.Error("probes on scheduler-only pods, which serve no HTTP")
 			}

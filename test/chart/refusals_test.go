@@ -58,6 +58,10 @@ func TestRefusals(t *testing.T) {
 		// The schema.
 		{"unknown components", map[string]any{"components": "both"}, "components"},
 		{"unknown store", map[string]any{"store": map[string]any{"type": "postgres"}}, "/store/type"},
+		{"a team's unknown field", map[string]any{"teams": []any{map[string]any{"gpuType": "v100", "team": "a", "max": 3}}}, "/teams/0"},
+		{"a team that is no namespace", map[string]any{"teams": []any{map[string]any{"gpuType": "v100", "team": "Team_A"}}}, "/teams/0/team"},
+		{"a negative guarantee", map[string]any{"teams": []any{map[string]any{"gpuType": "v100", "team": "a", "guarantee": -1}}}, "/teams/0/guarantee"},
+		{"a team without a GPU type", map[string]any{"teams": []any{map[string]any{"team": "a"}}}, "/teams/0"},
 		{"unknown authentication", map[string]any{"authentication": map[string]any{"mode": "oidc"}}, "/authentication/mode"},
 		{"unknown pod security level", map[string]any{"podSecurity": "strict"}, "podSecurity"},
 		{"grace not a duration", map[string]any{"api": map[string]any{"firstRequestGrace": "1"}}, "/api/firstRequestGrace"},

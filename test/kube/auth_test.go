@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vodascheduler/voda/internal/api"
 	"github.com/vodascheduler/voda/internal/api/client"
 	"github.com/vodascheduler/voda/test/vodatest"
 )
@@ -163,6 +164,32 @@ func TestKubernetesAuth(t *testing.T) {
 	wantStatus(t, "alice changes the algorithm", err, 403)
 	_, err = alice.SetRateLimit(ctx, gpuType, 3)
 	wantStatus(t, "alice changes the rate limit", err, 403)
+	// Quotas: RBAC on teams.vodascheduler.io, which voda-user does not
+	// grant (teams are cluster-scoped) and voda-admin does.
+	_, err = as("").ListTeams(ctx, gpuType)
+	wantStatus(t, "an anonymous caller lists the teams", err, 401)
+	_, err = as("").SetQuota(ctx, gpuType, teamA, api.QuotaRequest{Guarantee: 8})
+	wantStatus(t, "an anonymous caller sets a quota", err, 401)
+	_, err = alice.SetQuota(ctx, gpuType, teamA, api.QuotaRequest{Guarantee: 8})
+	wantStatus(t, "alice sets her team's quota", err, 403)
+	_, err = alice.ListTeams(ctx, gpuType)
+	wantStatus(t, "alice lists the teams", err, 403)
+	_, err = carol.SetQuota(ctx, gpuType, teamA, api.QuotaRequest{Guarantee: 2, Limit: 4})
+	wantStatus(t, "carol (admin) sets team A's quota", err, 0)
+	err = alice.DeleteQuota(ctx, gpuType, teamA)
+	wantStatus(t, "alice deletes her team's quota", err, 403)
+	if l, err := carol.ListTeams(ctx, gpuType); err != nil || len(l.Items) == 0 || l.Items[0].Team != teamA || l.Items[0].Guarantee != 2 {
+		t.Errorf("carol lists the teams: %+v, %v; want team A's quota", l, err)
+	}
+	// The schedulers' teams name namespaces: not shown to alice.
+	if s, err := alice.GetScheduler(ctx, gpuType); err != nil || len(s.Teams) != 0 {
+		t.Errorf("alice reads the scheduler: teams %+v, %v; want none shown", s.Teams, err)
+	}
+	if s, err := carol.GetScheduler(ctx, gpuType); err != nil || len(s.Teams) == 0 {
+		t.Errorf("carol reads the scheduler: teams %+v, %v; want team A's", s.Teams, err)
+	}
+	err = carol.DeleteQuota(ctx, gpuType, teamA)
+	wantStatus(t, "carol (admin) deletes team A's quota", err, 0)
 	_, err = alice.SetPriority(ctx, bySA, 2)
 	wantStatus(t, "alice re-prioritises her team's job", err, 0)
 	_, err = carol.SetAlgorithm(ctx, gpuType, "FIFO", nil)

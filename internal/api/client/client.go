@@ -262,6 +262,47 @@ func (c *Client) SetRateLimit(ctx context.Context, gpuType string, seconds float
 	return named[api.Scheduler](ctx, c, http.MethodPut, api.RouteRateLimit, "gpuType", gpuType, "GPU type", api.RateLimitRequest{Seconds: &seconds})
 }
 
+// ListTeams returns a GPU type's teams (those with a quota or live jobs)
+// and the default quota of the others.
+func (c *Client) ListTeams(ctx context.Context, gpuType string) (api.TeamList, error) {
+	return named[api.TeamList](ctx, c, http.MethodGet, api.RouteTeams, "gpuType", gpuType, "GPU type", nil)
+}
+
+// SetQuota creates or replaces a team's quota on a GPU type.
+func (c *Client) SetQuota(ctx context.Context, gpuType, team string, q api.QuotaRequest) (api.Team, error) {
+	pattern, err := teamPattern(gpuType, team)
+	if err != nil {
+		return api.Team{}, err
+	}
+	if q.Weight != nil && (math.IsNaN(*q.Weight) || math.IsInf(*q.Weight, 0)) {
+		return api.Team{}, fmt.Errorf("set quota: weight %v is not a number", *q.Weight)
+	}
+	return named[api.Team](ctx, c, http.MethodPut, pattern, "gpuType", gpuType, "GPU type", q)
+}
+
+// DeleteQuota deletes a team's quota on a GPU type: the team has the
+// default quota again.
+func (c *Client) DeleteQuota(ctx context.Context, gpuType, team string) error {
+	pattern, err := teamPattern(gpuType, team)
+	if err != nil {
+		return err
+	}
+	_, err = named[struct{}](ctx, c, http.MethodDelete, pattern, "gpuType", gpuType, "GPU type", nil)
+	return err
+}
+
+// teamPattern is RouteTeam with the team filled in, for named to fill the
+// GPU type; an empty team is an error (it would name the list).
+func teamPattern(gpuType, team string) (string, error) {
+	if gpuType == "" {
+		return "", errors.New("the GPU type is empty")
+	}
+	if team == "" {
+		return "", errors.New("the team is empty")
+	}
+	return strings.Replace(api.RouteTeam, "{team}", url.PathEscape(team), 1), nil
+}
+
 // ListAlgorithms returns the scheduling algorithms the server offers.
 func (c *Client) ListAlgorithms(ctx context.Context) ([]api.Algorithm, error) {
 	var list api.AlgorithmList
@@ -332,6 +373,9 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return resp.StatusCode, newAPIError(resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil // a deletion answered with no body
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {

@@ -98,6 +98,12 @@ const jobJSON = `{"name":"mnist-20250601-100000","kind":"MPIJob","gpuType":"v100
 const schedulerJSON = `{"gpuType":"v100","algorithm":"SRJF","params":{"k":"v"},"rateLimitSeconds":10,
 "cycles":3,"nodes":2,"gpus":8,"gpusInUse":2,"waiting":0,"running":1}`
 
+const teamJSON = `{"team":"team-a","quota":true,"guarantee":8,"limit":16,"weight":1,"gpusInUse":4,
+"entitled":8,"demand":12,"running":1,"waiting":1}`
+
+var wantTeam = api.Team{Team: "team-a", Quota: true, Guarantee: 8, Limit: 16, Weight: 1, GPUsInUse: 4,
+	Entitled: 8, Demand: 12, Running: 1, Waiting: 1}
+
 var wantJob = api.Job{
 	Name: "mnist-20250601-100000", Kind: "MPIJob", GPUType: "v100", Status: "Running",
 	Workers: 2, MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Epochs: 10,
@@ -215,6 +221,34 @@ func TestClientCalls(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) { return c.SetRateLimit(ctx, "v100", 2.5) },
 			want: wantScheduler,
 			req:  request{Method: "PUT", Path: "/api/v1/schedulers/v100/ratelimit", ContentType: "application/json", Body: `{"seconds":2.5}`},
+		},
+		{
+			name: "teams", status: http.StatusOK, answer: `{"gpuType":"v100","gpus":16,"default":{"guarantee":0,"limit":0,"weight":1},"items":[` + teamJSON + `]}`,
+			call: func(ctx context.Context, c *Client) (any, error) { return c.ListTeams(ctx, "v100") },
+			want: api.TeamList{GPUType: "v100", GPUs: 16, Default: api.TeamQuota{Weight: 1}, Items: []api.Team{wantTeam}},
+			req:  request{Method: "GET", Path: "/api/v1/schedulers/v100/teams"},
+		},
+		{
+			name: "set quota", status: http.StatusOK, answer: teamJSON,
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.SetQuota(ctx, "v100", "team-a", api.QuotaRequest{Guarantee: 8, Limit: 16})
+			},
+			want: wantTeam,
+			req:  request{Method: "PUT", Path: "/api/v1/schedulers/v100/teams/team-a", ContentType: "application/json", Body: `{"guarantee":8,"limit":16}`},
+		},
+		{
+			name: "set quota with a weight, escaped", status: http.StatusOK, answer: teamJSON,
+			call: func(ctx context.Context, c *Client) (any, error) {
+				w := 0.0
+				return c.SetQuota(ctx, "a100 80g", "a/b", api.QuotaRequest{Weight: &w})
+			},
+			want: wantTeam,
+			req:  request{Method: "PUT", Path: "/api/v1/schedulers/a100%2080g/teams/a%2Fb", ContentType: "application/json", Body: `{"weight":0}`},
+		},
+		{
+			name: "delete quota", status: http.StatusNoContent,
+			call: func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteQuota(ctx, "v100", "team-a") },
+			req:  request{Method: "DELETE", Path: "/api/v1/schedulers/v100/teams/team-a", ContentType: "application/json"},
 		},
 		{
 			name: "algorithms", status: http.StatusOK, answer: `{"items":[{"name":"Tiresias","summary":"2D-LAS","params":["threshold"]}]}`,
@@ -402,6 +436,13 @@ func TestClientRejectsBadInput(t *testing.T) {
 		"GetScheduler": func() error { _, err := c.GetScheduler(ctx, ""); return err },
 		"SetAlgorithm": func() error { _, err := c.SetAlgorithm(ctx, "", "FIFO", nil); return err },
 		"SetRateLimit": func() error { _, err := c.SetRateLimit(ctx, "", 1); return err },
+		"ListTeams":    func() error { _, err := c.ListTeams(ctx, ""); return err },
+		"SetQuota":     func() error { _, err := c.SetQuota(ctx, "v100", "", api.QuotaRequest{}); return err },
+		"SetQuota, no GPU type": func() error {
+			_, err := c.SetQuota(ctx, "", "team-a", api.QuotaRequest{})
+			return err
+		},
+		"DeleteQuota": func() error { return c.DeleteQuota(ctx, "v100", "") },
 	} {
 		if err := call(); err == nil || !strings.Contains(err.Error(), "is empty") {
 			t.Errorf("%s with an empty name: error %v, want one saying it is empty", name, err)
@@ -410,6 +451,9 @@ func TestClientRejectsBadInput(t *testing.T) {
 	for _, s := range []float64{math.NaN(), math.Inf(1)} {
 		if _, err := c.SetRateLimit(t.Context(), "v100", s); err == nil {
 			t.Errorf("SetRateLimit(%v) succeeded", s)
+		}
+		if _, err := c.SetQuota(t.Context(), "v100", "team-a", api.QuotaRequest{Weight: &s}); err == nil {
+			t.Errorf("SetQuota(weight %v) succeeded", s)
 		}
 	}
 	if seen.Method != "" {

@@ -67,6 +67,10 @@ type AccessReviewOptions struct {
 //   - Schedulers and algorithms are cluster-scoped resources of the API
 //     group vodascheduler.io (auth.APIGroup), named by GPU type: changing
 //     a scheduler's algorithm needs "update schedulers/algorithm".
+//   - Teams (their quotas) are a cluster-scoped resource of the same
+//     group, named by team (a namespace): setting team-a's quota needs
+//     "update teams" (name team-a), reading the quotas "list teams".
+//     Reading them is asked about: it names namespaces.
 //   - Other paths are non-resource URLs: GET /metrics needs "get
 //     /metrics", as kube-apiserver's own does.
 //
@@ -196,7 +200,7 @@ func reviewSpec(a auth.Attributes) (spec authorizationv1.SubjectAccessReviewSpec
 			Subresource: sub,
 			Name:        a.Name,
 		}
-	case auth.ResourceSchedulers, auth.ResourceAlgorithms:
+	case auth.ResourceSchedulers, auth.ResourceAlgorithms, auth.ResourceTeams:
 		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
 			Verb:        a.Verb,
 			Group:       auth.APIGroup,

@@ -121,6 +121,21 @@ func TestAccessReviewerMapping(t *testing.T) {
 			want: aliceSpec(&authorizationv1.ResourceAttributes{Verb: "update", Group: auth.APIGroup, Resource: "schedulers", Subresource: "ratelimit", Name: "a100"}, nil),
 		},
 		{
+			name: "list the teams: asked, since it names namespaces",
+			a:    auth.Attributes{Verb: auth.VerbList, Resource: auth.ResourceTeams},
+			want: aliceSpec(&authorizationv1.ResourceAttributes{Verb: "list", Group: auth.APIGroup, Resource: "teams"}, nil),
+		},
+		{
+			name: "update a team's quota",
+			a:    auth.Attributes{Verb: auth.VerbUpdate, Resource: auth.ResourceTeams, Name: "team-a"},
+			want: aliceSpec(&authorizationv1.ResourceAttributes{Verb: "update", Group: auth.APIGroup, Resource: "teams", Name: "team-a"}, nil),
+		},
+		{
+			name: "delete a team's quota",
+			a:    auth.Attributes{Verb: auth.VerbDelete, Resource: auth.ResourceTeams, Name: "team-b"},
+			want: aliceSpec(&authorizationv1.ResourceAttributes{Verb: "delete", Group: auth.APIGroup, Resource: "teams", Name: "team-b"}, nil),
+		},
+		{
 			name: "the metrics are a non-resource URL",
 			a:    auth.Attributes{Verb: auth.VerbGet, Path: "/metrics"},
 			want: aliceSpec(nil, &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}),
