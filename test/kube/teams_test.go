@@ -1,11 +1,8 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -38,8 +35,8 @@ func TestTeamsReclaimWithinOneCycle(t *testing.T) {
 	b.ns = teamB
 	srv := a.start("--job-namespaces", teamA+","+teamB, "--rate-limit", "10m")
 	vc := srv.Client()
-	putQuota(t, vc, gpuType, teamA, `{"guarantee": 8}`)
-	putQuota(t, vc, gpuType, teamB, `{"guarantee": 8, "limit": 8}`)
+	putQuota(t, vc, gpuType, teamA, api.QuotaRequest{Guarantee: 8})
+	putQuota(t, vc, gpuType, teamB, api.QuotaRequest{Guarantee: 8, Limit: 8})
 
 	// Team B's pods never exceed its limit: watched from the start.
 	watch, stop := context.WithCancel(ctx)
@@ -90,18 +87,34 @@ func TestTeamsReclaimWithinOneCycle(t *testing.T) {
 	if _, err := vc.DeleteJob(ctx, borrower); err != nil {
 		t.Fatal(err)
 	}
-	vodatest.WaitFor(t, "team B's job decided again after team A's ended, at its limit", 90*time.Second, func() (bool, error) {
+	// Two cycles after team A's job has gone: the second ran after the
+	// rate limit of the first, so it could have grown team B's job.
+	var after int64
+	vodatest.WaitFor(t, "team A's job gone", 90*time.Second, func() (bool, error) {
 		s, err := vc.GetScheduler(ctx, gpuType)
 		if err != nil {
 			return false, err
 		}
 		for _, tm := range s.Teams {
-			if tm.Team == teamA {
-				return false, fmt.Errorf("team A still has live jobs")
+			if tm.Team == teamA && tm.Running+tm.Waiting > 0 {
+				return false, fmt.Errorf("team A still has %d live jobs", tm.Running+tm.Waiting)
 			}
 		}
-		return s.GPUsInUse == 8, fmt.Errorf("%d GPUs in use", s.GPUsInUse)
+		after = s.Cycles
+		return true, nil
 	})
+	inUse := 0
+	vodatest.WaitFor(t, "two more cycles", 90*time.Second, func() (bool, error) {
+		s, err := vc.GetScheduler(ctx, gpuType)
+		if err != nil {
+			return false, err
+		}
+		inUse = max(inUse, s.GPUsInUse)
+		return s.Cycles >= after+2, fmt.Errorf("%d cycles, want %d", s.Cycles, after+2)
+	})
+	if inUse != 8 {
+		t.Errorf("up to %d GPUs in use after team A's job ended; team B's limit is 8", inUse)
+	}
 	b.waitPlaced(t, vc, mpiJob, owed, 8)
 	stop()
 	wg.Wait()
@@ -111,25 +124,14 @@ func TestTeamsReclaimWithinOneCycle(t *testing.T) {
 }
 
 // putQuota sets a team's quota through the API.
-func putQuota(t *testing.T, vc *client.Client, gpuType, team, body string) {
+func putQuota(t *testing.T, vc *client.Client, gpuType, team string, q api.QuotaRequest) {
 	t.Helper()
-	url := fmt.Sprintf("%s/api/v1/schedulers/%s/teams/%s", vc.BaseURL(), gpuType, team)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, bytes.NewReader([]byte(body)))
+	got, err := vc.SetQuota(t.Context(), gpuType, team, q)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("set team %s's quota %+v: %v", team, q, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got api.Team
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT %s %s: %s, %v", url, body, resp.Status, err)
-	}
-	if got.Team != team || !got.Quota {
-		t.Fatalf("PUT %s %s: answered %+v", url, body, got)
+	if got.Team != team || !got.Quota || got.Guarantee != q.Guarantee || got.Limit != q.Limit {
+		t.Fatalf("set team %s's quota %+v: answered %+v", team, q, got)
 	}
 }
 
