@@ -64,6 +64,20 @@ type Summary struct {
 	Estimator []EstimatorError `json:"estimator_errors,omitempty"`
 	// Apps breaks the average JCT down by application, by name.
 	Apps []AppShare `json:"apps,omitempty"`
+	// Teams, in a run with teams, are each team's share of the GPUs and
+	// finish-time fairness (TeamShare), by name.
+	Teams []TeamShare `json:"teams,omitempty"`
+	// FTFMean and FTFWorst are the finish-time fairness of every team's
+	// completed jobs (TeamShare.FTFMean), with teams.
+	FTFMean  float64 `json:"ftf_mean,omitempty"`
+	FTFWorst float64 `json:"ftf_worst,omitempty"`
+	// Reclaims counts the run's reclaims (Run.Reclaims), Unreclaimed
+	// those the run ended in, and ReclaimMax and ReclaimMean are their
+	// longest and mean lengths in seconds, the restart after excluded.
+	Reclaims    int     `json:"reclaims,omitempty"`
+	Unreclaimed int     `json:"unreclaimed,omitempty"`
+	ReclaimMax  float64 `json:"reclaim_max_s,omitempty"`
+	ReclaimMean float64 `json:"reclaim_mean_s,omitempty"`
 }
 
 // AppShare is one application's part of a run's average JCT.
@@ -136,6 +150,8 @@ func Summarize(run *Run) Summary {
 		s.GPUUtilization = min(1, max(0, gpuSeconds/(float64(s.GPUs)*s.Makespan)))
 	}
 	s.Apps = appShares(run, s.Completed)
+	s.Teams = teamShares(run)
+	s.fairness(run)
 	return s
 }
 
@@ -273,6 +289,8 @@ func MeanOverWorkloads(rows [][]Summary) []Summary {
 		m.Workload = fmt.Sprintf("mean of %d", len(rows))
 		m.Apps = meanApps(rows, i)
 		m.Estimator = meanEstimator(rows, i)
+		m.Teams = meanTeams(rows, i)
+		meanFairness(&m, rows, i)
 		out[i] = m
 	}
 	return out
