@@ -312,7 +312,7 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 	teamed := Teamed(jobs, opts)
 	if err := checkQuotas(opts.Quotas); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	if opts.Allocator == nil && opts.NewAllocator != nil {
 		if teamed && !opts.IgnoreQuotas {

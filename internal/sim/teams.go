@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
@@ -23,14 +26,70 @@ func checkQuotas(quotas []model.Quota) error {
 	seen := map[string]bool{}
 	for _, q := range quotas {
 		if err := q.Validate(); err != nil {
-			return fmt.Errorf("simulate: quota: %w", err)
+			return fmt.Errorf("quota: %w", err)
 		}
 		if seen[q.Team] {
-			return fmt.Errorf("simulate: quota of team %q given twice", q.Team)
+			return fmt.Errorf("quota of team %q given twice", q.Team)
 		}
 		seen[q.Team] = true
 	}
 	return nil
+}
+
+// ParseQuotas reads quotas as 'voda simulate --quotas' takes them:
+// TEAM=GUARANTEE[:LIMIT[:WEIGHT]], comma-separated
+// ("team-a=8,team-b=8:16:2"); LIMIT 0 or absent is no limit, WEIGHT
+// absent is 1. Every quota must be valid (model.Quota.Validate) and name
+// a team once.
+func ParseQuotas(s string) ([]model.Quota, error) {
+	var out []model.Quota
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		team, spec, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("quota %q: want TEAM=GUARANTEE[:LIMIT[:WEIGHT]]", part)
+		}
+		q := model.Quota{Team: strings.TrimSpace(team), Weight: 1}
+		fields := strings.Split(spec, ":")
+		if len(fields) > 3 {
+			return nil, fmt.Errorf("quota %q: want TEAM=GUARANTEE[:LIMIT[:WEIGHT]]", part)
+		}
+		for i, f := range fields {
+			f = strings.TrimSpace(f)
+			var err error
+			switch i {
+			case 0:
+				q.Guarantee, err = strconv.Atoi(f)
+			case 1:
+				q.Limit, err = strconv.Atoi(f)
+			case 2:
+				q.Weight, err = strconv.ParseFloat(f, 64)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("quota %q: %s %q is not a number", part, [...]string{"guarantee", "limit", "weight"}[i], f)
+			}
+		}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("quotas %q: none given", s)
+	}
+	if err := checkQuotas(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TotalGPUs returns the GPUs of the cluster opts describe.
+func TotalGPUs(opts Options) (int, error) {
+	cl, err := newCluster(opts)
+	if err != nil {
+		return 0, err
+	}
+	return cl.total, nil
 }
 
 // EqualQuotas returns a quota for each of teams guaranteeing it an equal
@@ -58,8 +117,9 @@ type teamTracker struct {
 	short     []bool
 	// waiting says a job of the team holds no GPUs.
 	waiting []bool
-	// since is the start of the team's open reclaim, NaN when none.
-	since []float64
+	// cur is the team's open reclaim; Team "" when none, Running NaN
+	// until every job of the team runs.
+	cur []report.Reclaim
 	// arrived is the earliest submission of the team's jobs delivered
 	// since the latest observe, +Inf when none.
 	arrived  []float64
@@ -81,7 +141,7 @@ func newTeamTracker(jobs []workload.Job, quotas []model.Quota, total int) *teamT
 	names = slices.Compact(names)
 	n := len(names)
 	t := &teamTracker{total: total, index: map[string]int{}, records: make([]report.TeamRecord, n),
-		held: make([]int, n), ent: make([]int, n), short: make([]bool, n), waiting: make([]bool, n), since: make([]float64, n), arrived: make([]float64, n)}
+		held: make([]int, n), ent: make([]int, n), short: make([]bool, n), waiting: make([]bool, n), cur: make([]report.Reclaim, n), arrived: make([]float64, n)}
 	for i, name := range names {
 		q, ok := byName[name]
 		if !ok {
@@ -91,7 +151,6 @@ func newTeamTracker(jobs []workload.Job, quotas []model.Quota, total int) *teamT
 		t.teams = append(t.teams, algorithm.TeamDemand{Quota: q})
 		t.index[name] = i
 		t.records[i] = report.TeamRecord{Team: name, Guarantee: q.Guarantee, Limit: q.Limit, Weight: q.Weight}
-		t.since[i] = math.NaN()
 		t.arrived[i] = math.Inf(1)
 	}
 	return t
@@ -152,17 +211,20 @@ func (t *teamTracker) observe(now float64, live []*simJob) error {
 		borrowing = borrowing || t.held[i] > td.Guarantee
 	}
 	for i, td := range t.teams {
-		open := !math.IsNaN(t.since[i])
+		c := &t.cur[i]
+		open := c.Team != ""
+		if open && math.IsNaN(c.Running) && (!t.waiting[i] || !t.short[i]) {
+			c.Running = now - c.Start
+		}
 		switch {
 		case open && !t.short[i]:
-			t.reclaims = append(t.reclaims, report.Reclaim{Team: td.Team, Start: t.since[i], Seconds: now - t.since[i], Resolved: true})
-			t.since[i] = math.NaN()
+			c.Seconds, c.Resolved = now-c.Start, true
+			t.reclaims = append(t.reclaims, *c)
+			*c = report.Reclaim{}
 		case !open && t.short[i] && t.waiting[i] && borrowing:
 			// Short with a job waiting while another team borrows: from
-			// the submission that made it short, if one just did. A
-			// team short with none waiting has GPUs its own algorithm
-			// chose not to use (algorithm.Teams hands them on).
-			t.since[i] = min(now, t.arrived[i])
+			// the submission that made it short, if one just did.
+			*c = report.Reclaim{Team: td.Team, Start: min(now, t.arrived[i]), Running: math.NaN()}
 		}
 		t.arrived[i] = math.Inf(1)
 	}
@@ -170,23 +232,20 @@ func (t *teamTracker) observe(now float64, live []*simJob) error {
 }
 
 // record returns the teams' records and reclaims at the run's end, now:
-// reclaims still open end there, unresolved.
+// reclaims still open end there, unresolved (Running -1 if a job still
+// waits).
 func (t *teamTracker) record(now float64) ([]report.TeamRecord, []report.Reclaim) {
 	out := slices.Clone(t.reclaims)
-	for i, td := range t.teams {
-		if !math.IsNaN(t.since[i]) {
-			out = append(out, report.Reclaim{Team: td.Team, Start: t.since[i], Seconds: now - t.since[i]})
+	for _, c := range t.cur {
+		if c.Team != "" {
+			c.Seconds = now - c.Start
+			if math.IsNaN(c.Running) {
+				c.Running = -1
+			}
+			out = append(out, c)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b report.Reclaim) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b report.Reclaim) int { return cmp.Compare(a.Start, b.Start) })
 	return slices.Clone(t.records), out
 }
 

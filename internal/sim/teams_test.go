@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/vodascheduler/voda/internal/algorithm"
 	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/registry"
@@ -52,7 +54,9 @@ func TestTeamReclaimsItsGuarantee(t *testing.T) {
 		alg    string
 		mode   time.Duration
 		ignore bool
-		bound  time.Duration // worst reclaim, 0: want one longer than a cycle
+		// bound is the longest reclaim wanted, 0 for one longer than a
+		// cycle; every job of team-b must run within running.
+		bound, running time.Duration
 	}
 	runWith := func(t *testing.T, tc testCase) *report.Run {
 		r, err := Run(context.Background(), jobs, Options{
@@ -68,20 +72,20 @@ func TestTeamReclaimsItsGuarantee(t *testing.T) {
 		return r
 	}
 	cases := []testCase{
-		{name: "ElasticFIFO/interval", alg: "ElasticFIFO", mode: interval, bound: interval},
+		{name: "ElasticFIFO/interval", alg: "ElasticFIFO", mode: interval, bound: interval, running: interval},
 		// Event-driven, the cycle that reclaims may wait for the rate
 		// limit (30 s) at 5c937ad.
-		{name: "ElasticFIFO/event-driven", alg: "ElasticFIFO", bound: 30 * time.Second},
+		{name: "ElasticFIFO/event-driven", alg: "ElasticFIFO", bound: 30 * time.Second, running: 30 * time.Second},
 		// Goodput's estimates ramp a new job up: its goodput curve
 		// reaches twice the most GPUs it has run on (estimate.Online.Ramp),
 		// so team-b's job gets 1, 2, 4 then 8 GPUs, a cycle each, and the
 		// GPUs it cannot use yet stay with team-a (algorithm.Teams hands
 		// them on). The reclaim takes three cycles more than the
 		// composition's one: measured, not the target.
-		{name: "Goodput/interval", alg: "Goodput", mode: interval, bound: 4 * interval},
-		{name: "Goodput/event-driven", alg: "Goodput", bound: 30*time.Second + 3*time.Minute},
-		{name: "ElasticFIFO/interval/quotas ignored", alg: "ElasticFIFO", mode: interval, ignore: true},
-		{name: "Goodput/interval/quotas ignored", alg: "Goodput", mode: interval, ignore: true},
+		{name: "Goodput/interval", alg: "Goodput", mode: interval, bound: 4 * interval, running: interval},
+		{name: "Goodput/event-driven", alg: "Goodput", bound: 30*time.Second + 3*time.Minute, running: 30 * time.Second},
+		{name: "ElasticFIFO/interval/quotas ignored", alg: "ElasticFIFO", mode: interval, ignore: true, running: interval},
+		{name: "Goodput/interval/quotas ignored", alg: "Goodput", mode: interval, ignore: true, running: interval},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +94,9 @@ func TestTeamReclaimsItsGuarantee(t *testing.T) {
 				t.Fatal("no reclaim: team-b never found team-a borrowing")
 			}
 			s := report.Summarize(r)
+			if s.ReclaimRunningMax > tc.running.Seconds() {
+				t.Errorf("a job of team-b waited %.1f s, want within %v", s.ReclaimRunningMax, tc.running)
+			}
 			if tc.bound == 0 {
 				if s.ReclaimMax <= interval.Seconds() && s.Unreclaimed == 0 {
 					t.Errorf("quotas ignored: worst reclaim %.1f s, want one longer than a cycle (%v)", s.ReclaimMax, interval)
@@ -106,4 +113,62 @@ func TestTeamReclaimsItsGuarantee(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseQuotas(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    []model.Quota
+		wantErr string
+	}{
+		{in: "team-a=8,team-b=8:16:2", want: []model.Quota{{Team: "team-a", Guarantee: 8, Weight: 1}, {Team: "team-b", Guarantee: 8, Limit: 16, Weight: 2}}},
+		{in: " a = 0:0 , ", want: []model.Quota{{Team: "a", Weight: 1}}},
+		{in: "a=1:2:0.5", want: []model.Quota{{Team: "a", Guarantee: 1, Limit: 2, Weight: 0.5}}},
+		{in: "", wantErr: "none given"},
+		{in: "a", wantErr: "want TEAM=GUARANTEE"},
+		{in: "a=1:2:3:4", wantErr: "want TEAM=GUARANTEE"},
+		{in: "a=x", wantErr: `guarantee "x" is not a number`},
+		{in: "a=1:y", wantErr: `limit "y" is not a number`},
+		{in: "a=1:2:z", wantErr: `weight "z" is not a number`},
+		{in: "A=1", wantErr: `team "A"`},
+		{in: "a=-1", wantErr: "guarantee -1"},
+		{in: "a=4:2", wantErr: "limit 2 below guarantee 4"},
+		{in: "a=1:0:NaN", wantErr: "weight NaN"},
+		{in: "a=1,a=2", wantErr: `team "a" given twice`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseQuotas(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %+v, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzParseQuotas(f *testing.F) {
+	for _, s := range []string{"team-a=8,team-b=8:16:2", "a=1:2:0.5", "a=1,a=2", "a=1:0:Inf", "=", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		qs, err := ParseQuotas(in)
+		if err != nil {
+			return
+		}
+		if err := checkQuotas(qs); err != nil {
+			t.Fatalf("accepted %q: %v", in, err)
+		}
+		if _, err := algorithm.NewTeams(func() (algorithm.Allocator, error) { return algorithm.Builtin().New("FIFO", nil) }, qs); err != nil {
+			t.Fatalf("accepted %q, which NewTeams refuses: %v", in, err)
+		}
+	})
 }

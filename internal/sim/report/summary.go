@@ -72,12 +72,16 @@ type Summary struct {
 	FTFMean  float64 `json:"ftf_mean,omitempty"`
 	FTFWorst float64 `json:"ftf_worst,omitempty"`
 	// Reclaims counts the run's reclaims (Run.Reclaims), Unreclaimed
-	// those the run ended in, and ReclaimMax and ReclaimMean are their
-	// longest and mean lengths in seconds, the restart after excluded.
-	Reclaims    int     `json:"reclaims,omitempty"`
-	Unreclaimed int     `json:"unreclaimed,omitempty"`
-	ReclaimMax  float64 `json:"reclaim_max_s,omitempty"`
-	ReclaimMean float64 `json:"reclaim_mean_s,omitempty"`
+	// those the run ended in; ReclaimMax and ReclaimMean are their
+	// longest and mean lengths in seconds (Reclaim.Seconds), and
+	// ReclaimRunningMax and ReclaimRunningMean those until every job of
+	// the team ran (Reclaim.Running), the restart after excluded.
+	Reclaims           int     `json:"reclaims,omitempty"`
+	Unreclaimed        int     `json:"unreclaimed,omitempty"`
+	ReclaimMax         float64 `json:"reclaim_max_s,omitempty"`
+	ReclaimMean        float64 `json:"reclaim_mean_s,omitempty"`
+	ReclaimRunningMax  float64 `json:"reclaim_running_max_s,omitempty"`
+	ReclaimRunningMean float64 `json:"reclaim_running_mean_s,omitempty"`
 }
 
 // AppShare is one application's part of a run's average JCT.

@@ -34,13 +34,18 @@ type TeamRecord struct {
 // with a job of it waiting, while another team held more than its
 // guarantee: from when that began (the submission that made the team
 // short, when one did) until the team held min(demand, guarantee) GPUs,
-// or the run's end.
+// or the run's end. Its demand is its unfinished jobs' most GPUs, which
+// its own algorithm may not want to use (a job's goodput gains nothing
+// past some GPUs, or its estimates reach only so far yet): Running says
+// when the composition had done its part, every job of the team running.
 type Reclaim struct {
 	Team string
-	// Start is when the stretch began and Seconds how long it lasted,
-	// simulated seconds; the job placed at its end then restarts for the
-	// run's restart cost before it trains.
-	Start, Seconds float64
+	// Start is when the stretch began, Running how long until no job of
+	// the team waited (-1: one still waited at the end) and Seconds how
+	// long until the team held min(demand, guarantee) GPUs, simulated
+	// seconds; a job placed then restarts for the run's restart cost
+	// before it trains.
+	Start, Running, Seconds float64
 	// Resolved is false when the run ended with the team still short.
 	Resolved bool
 }
@@ -155,17 +160,24 @@ func (s *Summary) fairness(run *Run) {
 	if n > 0 {
 		s.FTFMean = sum / float64(n)
 	}
-	total := 0.0
+	total, running := 0.0, 0.0
 	for _, r := range run.Reclaims {
 		s.Reclaims++
 		if !r.Resolved {
 			s.Unreclaimed++
 		}
+		run := r.Running
+		if run < 0 {
+			run = r.Seconds // still waiting at the end
+		}
 		total += r.Seconds
+		running += run
 		s.ReclaimMax = max(s.ReclaimMax, r.Seconds)
+		s.ReclaimRunningMax = max(s.ReclaimRunningMax, run)
 	}
 	if s.Reclaims > 0 {
 		s.ReclaimMean = total / float64(s.Reclaims)
+		s.ReclaimRunningMean = running / float64(s.Reclaims)
 	}
 }
 
@@ -206,7 +218,7 @@ func meanTeams(rows [][]Summary, i int) []TeamShare {
 // meanFairness pools the finish-time fairness and reclaims of the i-th
 // summaries over workloads into m.
 func meanFairness(m *Summary, rows [][]Summary, i int) {
-	n, sum, reclaimed := 0, 0.0, 0.0
+	n, sum, reclaimed, running := 0, 0.0, 0.0, 0.0
 	for _, row := range rows {
 		s := row[i]
 		for _, t := range s.Teams {
@@ -217,13 +229,16 @@ func meanFairness(m *Summary, rows [][]Summary, i int) {
 		m.Reclaims += s.Reclaims
 		m.Unreclaimed += s.Unreclaimed
 		reclaimed += s.ReclaimMean * float64(s.Reclaims)
+		running += s.ReclaimRunningMean * float64(s.Reclaims)
 		m.ReclaimMax = max(m.ReclaimMax, s.ReclaimMax)
+		m.ReclaimRunningMax = max(m.ReclaimRunningMax, s.ReclaimRunningMax)
 	}
 	if n > 0 {
 		m.FTFMean = sum / float64(n)
 	}
 	if m.Reclaims > 0 {
 		m.ReclaimMean = reclaimed / float64(m.Reclaims)
+		m.ReclaimRunningMean = running / float64(m.Reclaims)
 	}
 }
 
@@ -276,6 +291,7 @@ func reclaimLine(s Summary) string {
 	if s.Unreclaimed > 0 {
 		open = fmt.Sprintf(", %d still short at the end", s.Unreclaimed)
 	}
-	return fmt.Sprintf("%s/%s: %d reclaims: worst %.1f s, mean %.1f s to min(demand, guarantee), before the restart%s",
-		s.Algorithm, s.Placer, s.Reclaims, s.ReclaimMax, s.ReclaimMean, open)
+	return fmt.Sprintf("%s/%s: %d reclaims: every job of the team running within %.1f s (mean %.1f s), "+
+		"the team at min(demand, guarantee) within %.1f s (mean %.1f s), before the restart%s",
+		s.Algorithm, s.Placer, s.Reclaims, s.ReclaimRunningMax, s.ReclaimRunningMean, s.ReclaimMax, s.ReclaimMean, open)
 }

@@ -25,7 +25,7 @@ func teamRun() *Run {
 			{Team: "team-a", Guarantee: 8, Weight: 1, HeldGPUSeconds: 800, EntitledGPUSeconds: 600, ActiveSeconds: 100},
 			{Team: "team-b", Guarantee: 8, Weight: 1, HeldGPUSeconds: 100, EntitledGPUSeconds: 200, ActiveSeconds: 50, ShortSeconds: 50},
 		},
-		Reclaims: []Reclaim{{Team: "team-b", Start: 50, Seconds: 30, Resolved: true}, {Team: "team-b", Start: 90, Seconds: 10}},
+		Reclaims: []Reclaim{{Team: "team-b", Start: 50, Running: 5, Seconds: 30, Resolved: true}, {Team: "team-b", Start: 90, Running: -1, Seconds: 10}},
 	}
 }
 
@@ -40,9 +40,10 @@ func TestSummarizeTeams(t *testing.T) {
 	if diff := cmp.Diff(want, s.Teams, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("teams (-want,+got):\n%s", diff)
 	}
-	got := []float64{s.FTFMean, s.FTFWorst, float64(s.Reclaims), float64(s.Unreclaimed), s.ReclaimMax, s.ReclaimMean}
-	if diff := cmp.Diff([]float64{8.0 / 3, 5, 2, 1, 30, 20}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
-		t.Errorf("FTF mean, worst, reclaims, unreclaimed, max, mean (-want,+got):\n%s", diff)
+	got := []float64{s.FTFMean, s.FTFWorst, float64(s.Reclaims), float64(s.Unreclaimed), s.ReclaimMax, s.ReclaimMean, s.ReclaimRunningMax, s.ReclaimRunningMean}
+	// The open reclaim's job still waited: its running time is its length.
+	if diff := cmp.Diff([]float64{8.0 / 3, 5, 2, 1, 30, 20, 10, 7.5}, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("FTF mean, worst, reclaims, unreclaimed, max, mean, running max, mean (-want,+got):\n%s", diff)
 	}
 	if Summarize(&Run{Jobs: []JobResult{{Name: "x", Done: true, End: 1}}}).Teams != nil {
 		t.Error("a run without teams has team shares")
@@ -62,8 +63,9 @@ func TestMeanTeams(t *testing.T) {
 	if b.Share != 800.0/1000 || b.AvgGPUs != 800.0/400 || b.Completed != 2 || b.FTFMean != 5 {
 		t.Errorf("team-b over two workloads: share %v avg GPUs %v completed %d FTF %v; want 0.8, 2, 2, 5", b.Share, b.AvgGPUs, b.Completed, b.FTFMean)
 	}
-	if m.Reclaims != 3 || m.Unreclaimed != 1 || m.ReclaimMean != 70.0/3 || m.ReclaimMax != 30 {
-		t.Errorf("reclaims %d (%d open), mean %v, max %v; want 3 (1), 23.3, 30", m.Reclaims, m.Unreclaimed, m.ReclaimMean, m.ReclaimMax)
+	if m.Reclaims != 3 || m.Unreclaimed != 1 || m.ReclaimMean != 70.0/3 || m.ReclaimMax != 30 || m.ReclaimRunningMean != 20.0/3 {
+		t.Errorf("reclaims %d (%d open), mean %v, max %v, running mean %v; want 3 (1), 23.3, 30, 6.7",
+			m.Reclaims, m.Unreclaimed, m.ReclaimMean, m.ReclaimMax, m.ReclaimRunningMean)
 	}
 }
 
@@ -74,7 +76,8 @@ func TestWriteTeams(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{"team-a", "133.3", "team-b", "100.0", "all", "2.67", "5.00",
-		"Goodput/topology: 2 reclaims: worst 30.0 s, mean 20.0 s", "1 still short at the end"} {
+		"Goodput/topology: 2 reclaims: every job of the team running within 10.0 s (mean 7.5 s), the team at min(demand, guarantee) within 30.0 s (mean 20.0 s)",
+		"1 still short at the end"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
