@@ -172,3 +172,62 @@ func FuzzParseQuotas(f *testing.F) {
 		}
 	})
 }
+
+// TestTeamTracker steps the tracker through hand-made states of two
+// teams guaranteed 8 of 16 GPUs each.
+func TestTeamTracker(t *testing.T) {
+	job := func(team string, gpus, maxW int) *simJob {
+		j := &simJob{w: workload.Job{Name: team, Team: team, MinWorkers: 1, MaxWorkers: maxW, Requested: 1}}
+		if gpus > 0 {
+			j.place = []int{gpus}
+		}
+		return j
+	}
+	quotas := []model.Quota{{Team: "a", Guarantee: 8, Weight: 1}, {Team: "b", Guarantee: 8, Weight: 1}}
+	tr := newTeamTracker([]workload.Job{{Team: "b"}, {Team: "a"}}, quotas, 16)
+	steps := []struct {
+		now  float64
+		live []*simJob
+		// arrived is a job of b delivered now, submitted then; 0: none.
+		arrived float64
+	}{
+		{now: 0, live: []*simJob{job("a", 16, 16)}},                                // a borrows 8
+		{now: 100, live: []*simJob{job("a", 16, 16), job("b", 0, 4)}, arrived: 90}, // b waits: a reclaim from 90
+		{now: 120, live: []*simJob{job("a", 14, 16), job("b", 2, 4)}},              // b runs, short of 4
+		{now: 180, live: []*simJob{job("a", 12, 16), job("b", 4, 4)}},              // b at min(4, 8)
+		{now: 200, live: []*simJob{job("a", 12, 16), job("b", 4, 16)}},             // short, none waiting: no reclaim
+		{now: 300, live: []*simJob{job("a", 8, 8), job("b", 0, 16)}},               // b waits, nobody borrows: none
+		{now: 400, live: []*simJob{job("a", 12, 16), job("b", 0, 16)}},             // a borrows: a reclaim from 400
+	}
+	last := 0.0
+	for _, s := range steps {
+		tr.elapse(s.now - last)
+		last = s.now
+		if s.arrived > 0 {
+			tr.arrive("b", s.arrived)
+		}
+		if err := tr.observe(s.now, s.live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.elapse(100)
+	records, reclaims := tr.record(500)
+	want := []report.Reclaim{
+		{Team: "b", Start: 90, Running: 30, Seconds: 90, Resolved: true},
+		{Team: "b", Start: 400, Running: -1, Seconds: 100},
+	}
+	if diff := cmp.Diff(want, reclaims); diff != "" {
+		t.Errorf("reclaims (-want,+got):\n%s", diff)
+	}
+	// b: held 0 (0-120), 2 (120-180), 4 (180-300), 0 (300-500); entitled
+	// 0, then 4 (100-200: demand 4), 8 (200-500); short 100-180 and
+	// 200-500, active 100-500.
+	wantB := report.TeamRecord{Team: "b", Guarantee: 8, Weight: 1, HeldGPUSeconds: 2*60 + 4*120,
+		EntitledGPUSeconds: 4*100 + 8*300, ActiveSeconds: 400, ShortSeconds: 80 + 300}
+	if diff := cmp.Diff(wantB, records[1]); diff != "" {
+		t.Errorf("team b (-want,+got):\n%s", diff)
+	}
+	if records[0].Team != "a" || records[0].HeldGPUSeconds != 16*120+14*60+12*120+8*100+12*100 {
+		t.Errorf("team a: %+v", records[0])
+	}
+}
