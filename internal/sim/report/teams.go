@@ -183,19 +183,11 @@ func (s *Summary) fairness(run *Run) {
 
 // meanTeams pools the i-th summaries' teams over workloads, by name:
 // integrals and counts add up, so shares, fractions and means are over
-// all the workloads' time and jobs; the run length is the mean one.
+// all the workloads' time and jobs.
 func meanTeams(rows [][]Summary, i int) []TeamShare {
-	idx := map[string]int{}
-	var out []TeamShare
-	for _, row := range rows {
-		for _, t := range row[i].Teams {
-			k, ok := idx[t.Team]
-			if !ok {
-				k = len(out)
-				idx[t.Team] = k
-				out = append(out, TeamShare{Team: t.Team, Guarantee: t.Guarantee})
-			}
-			o := &out[k]
+	out := pooled(rows, i, func(s Summary) []TeamShare { return s.Teams }, func(t TeamShare) string { return t.Team },
+		func(t TeamShare) TeamShare { return TeamShare{Team: t.Team, Guarantee: t.Guarantee} },
+		func(o *TeamShare, t TeamShare) {
 			o.Jobs += t.Jobs
 			o.Completed += t.Completed
 			o.HeldGPUSeconds += t.HeldGPUSeconds
@@ -206,8 +198,7 @@ func meanTeams(rows [][]Summary, i int) []TeamShare {
 			o.FTFSum += t.FTFSum
 			o.JCTSum += t.JCTSum
 			o.FTFWorst = max(o.FTFWorst, t.FTFWorst)
-		}
-	}
+		})
 	for k := range out {
 		out[k].finish()
 	}
