@@ -9,7 +9,7 @@ LINTBIN   := $(or $(VODA_TOOLS),$(CURDIR)/.cache/tools)/bin
 # The Kubernetes tests that make compat runs against another mpi-operator.
 COMPAT_TESTS := TestMPIJobLifecycle|TestProgressFromLogs/MPIJob|TestLeaderFailover|TestMultiGPUMPIJob
 
-.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table placement-table fragmentation-table replay-table dashboard-cost scale clean
+.PHONY: all build image run simulate test test-deps sdk-test kube-test compat chart test-short bench load soak fuzz vet fmt fidelity accuracy compare-table goodput-table teams-table placement-table fragmentation-table replay-table dashboard-cost scale clean
 
 all: vet test build
 
@@ -167,6 +167,19 @@ goodput-grid: build
 	  $(BIN) simulate --workload $(POLLUX)/workloads --profiles $(POLLUX)/traces --interval $$iv --restart-cost $$rc \
 	    --algorithm Goodput --adaptive-batch -q | awk '/^Goodput +topology +[0-9]+\/[0-9]+ /{print $$3,$$4,$$5,$$6,$$7,$$8,$$9,$$10,$$11}'; \
 	done; done
+
+## teams-table: the cost of fairness. Goodput with adaptive batches on the 1.0x and 2.0x Pollux workloads, the jobs
+## split among 4 teams guaranteed 16 GPUs each, equally (round-robin) and skewed (team-1 half the jobs), with the
+## quotas held and ignored (--ignore-quotas: the schedule without teams, reported by team), at a 60 s interval as
+## goodput-table runs it and event-driven as the server runs; mean over the eight workloads, then the teams table
+## (share of the GPUs against entitlement, finish-time fairness, reclaims); about 8 minutes on 2 cores
+teams-table: build
+	@for iv in 60s 0; do for load in "" -2.0; do for split in equal:4 skewed:4; do for mode in --ignore-quotas ""; do \
+	  echo "== workloads$$load --interval $$iv --teams $$split $${mode:-(quotas held)}"; \
+	  $(BIN) simulate --workload $(POLLUX)/workloads$$load --profiles $(POLLUX)/traces --interval $$iv --algorithm Goodput \
+	    --adaptive-batch --teams $$split $$mode -q | sed -n '/== mean over/,$$p'; \
+	  echo; \
+	done; done; done; done
 
 ## placement-table: greedy against topology placement for three elastic algorithms on the 1.0x and 2.0x Pollux workloads
 placement-table: build

@@ -48,6 +48,10 @@ type simulateFlags struct {
 	plot        string
 	html        string
 	quiet       bool
+	// quotas is --quotas and teams --teams, read into split.
+	quotas string
+	teams  string
+	split  *workload.TeamSplit
 	// cluster is --cluster; nodesSet says --nodes or --gpus-per-node was
 	// given on the command line, which --cluster excludes.
 	cluster    string
@@ -100,6 +104,21 @@ a node, %d GPUs in all.
 Modes: --interval 60s advances the clock in fixed steps with one scheduling
 cycle per step (the Pollux artifact's mode); the default (0) is event-driven,
 with cycles on events under --rate-limit and every --tick, as in production.
+
+Teams: a workload's jobs may name their teams (the optional team column);
+--teams equal:N deals the jobs of a workload without teams round-robin to
+team-1..team-N, --teams skewed:N gives team-1 half of them and the other
+teams the rest. --quotas TEAM=GUARANTEE[:LIMIT[:WEIGHT]],... gives the
+teams' quotas (LIMIT 0: none; WEIGHT 1 by default); with --teams and no
+--quotas every team is guaranteed an equal part of the GPUs. With teams the
+algorithm runs once per team within the GPUs the quotas entitle it to, as
+the server composes it, and the report adds each team's GPUs held against
+its entitlement, the time it was short of min(demand, guarantee), its
+jobs' finish-time fairness (JCT over JCT alone on 1/N of the cluster) and
+the reclaims (how long a team short of its guarantee, with a job waiting,
+took to get it while another team borrowed). --ignore-quotas runs the
+algorithm on the whole cluster as without teams, reporting the same, as a
+baseline.
 
 Estimates: algorithms see online estimates by default, Amdahl's law fitted
 to each job's observed speed by worker count. --estimator goodput fits a
@@ -188,6 +207,9 @@ func (f *simulateFlags) register(cmd *cobra.Command) {
 		" file, the format following the extension (one per workload, suffixed with its name, when --workload is a directory)")
 	fl.StringVar(&f.html, "html", "", "write one self-contained HTML page (summary tables, JCT CDFs, GPUs per job over time; colour-blind-safe, no network or scripts needed) to this file; with a directory of workloads it covers every workload and their mean")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
+	fl.StringVar(&f.teams, "teams", "", "deal the jobs to teams team-1..team-N, replacing the workload's: equal:N (round-robin) or skewed:N (team-1 half the jobs, the rest round-robin to the others)")
+	fl.StringVar(&f.quotas, "quotas", "", "teams' quotas, TEAM=GUARANTEE[:LIMIT[:WEIGHT]] comma-separated (team-a=8,team-b=8:16:2; LIMIT 0 is none, WEIGHT 1 by default); a team not named gets none guaranteed, no limit, weight 1; with --teams and no --quotas, equal guarantees")
+	fl.BoolVar(&f.sim.Options.IgnoreQuotas, "ignore-quotas", false, "with teams, run the algorithm on the whole cluster as if it had one owner, still reporting by team (the baseline of the quotas' cost)")
 	fl.BoolVar(&f.byApp, "by-app", false, "also break the average JCT down by application and, with goodput estimates, show the step-time prediction errors by application")
 }
 
@@ -208,6 +230,9 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, f *simulateFlags
 	}
 	if c.Workloads, err = f.workloads(); err != nil {
 		return withDataHint(err)
+	}
+	if err := f.applyTeams(c); err != nil {
+		return err
 	}
 	if err := f.checkModels(c); err != nil {
 		return err
@@ -276,7 +301,39 @@ func (f *simulateFlags) comparison() (*sim.Comparison, error) {
 			return nil, fmt.Errorf("--plot %w", err)
 		}
 	}
+	if f.teams != "" {
+		sp, err := workload.ParseTeamSplit(f.teams)
+		if err != nil {
+			return nil, fmt.Errorf("--teams: %w", err)
+		}
+		f.split = &sp
+	}
+	if f.quotas != "" {
+		if c.Options.Quotas, err = sim.ParseQuotas(f.quotas); err != nil {
+			return nil, fmt.Errorf("--quotas: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// applyTeams deals the jobs of c's workloads to teams as --teams says,
+// and without --quotas guarantees each team an equal part of the GPUs.
+func (f *simulateFlags) applyTeams(c *sim.Comparison) error {
+	if f.split == nil {
+		return nil
+	}
+	for _, w := range c.Workloads {
+		f.split.Apply(w.Jobs)
+	}
+	if f.quotas != "" {
+		return nil
+	}
+	total, err := sim.TotalGPUs(c.Options)
+	if err != nil {
+		return err
+	}
+	c.Options.Quotas = sim.EqualQuotas(f.split.Teams(), total)
+	return nil
 }
 
 // nodes sets the cluster of opts from --cluster, or checks --nodes and
@@ -618,6 +675,16 @@ func writeText(w io.Writer, rows [][]report.Summary, byApp bool) error {
 	if len(rows) > 1 {
 		fmt.Fprintf(bw, "== mean over %d workloads\n", len(rows))
 		if err := report.WriteComparison(bw, report.MeanOverWorkloads(rows)); err != nil {
+			return err
+		}
+	}
+	teams := rows[0]
+	if len(rows) > 1 {
+		teams = report.MeanOverWorkloads(rows)
+	}
+	if slices.ContainsFunc(teams, func(s report.Summary) bool { return len(s.Teams) > 0 }) {
+		fmt.Fprintf(bw, "\n== teams: GPUs held against entitlement, finish-time fairness (JCT / JCT alone on 1/N of the cluster)\n")
+		if err := report.WriteTeams(bw, teams); err != nil {
 			return err
 		}
 	}

@@ -638,6 +638,11 @@ func TestSimulateErrors(t *testing.T) {
 		{name: "empty workload directory", args: []string{"--workload", empty}, want: []string{"workload", "no *.csv files", empty}},
 		{name: "missing profiles", args: []string{"--profiles", filepath.Join(dir, "nothing-here")}, want: []string{"--profiles"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{"extra"}},
+		{name: "unknown team split", args: []string{"--teams", "fair:4"}, want: []string{"--teams", `unknown kind "fair"`}},
+		{name: "team split without count", args: []string{"--teams", "equal"}, want: []string{"--teams", "KIND:N"}},
+		{name: "bad quota", args: []string{"--quotas", "team-a=8:4"}, want: []string{"--quotas", "limit 4 below guarantee 8"}},
+		{name: "quota of a bad team", args: []string{"--quotas", "Team_A=8"}, want: []string{"--quotas", `team "Team_A"`}},
+		{name: "quota given twice", args: []string{"--quotas", "a=1,a=2"}, want: []string{"--quotas", "twice"}},
 		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"--bogus"}},
 		// A bad --cluster, or one given with --nodes or --gpus-per-node.
 		{name: "cluster: empty", args: []string{"--cluster", ""}, want: []string{"--cluster", "no node groups"}},
@@ -979,5 +984,45 @@ func TestPlacersCommand(t *testing.T) {
 	}
 	if _, _, err := run(t, "placers", "extra"); err == nil {
 		t.Error("placers with an argument: no error")
+	}
+}
+
+// TestSimulateTeams runs a generated workload split among teams: the
+// text report gains the teams table and its reclaims line, the JSON its
+// team shares, and the split's teams get equal guarantees of the GPUs.
+func TestSimulateTeams(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want []string // regular expressions of the text output
+	}{
+		{name: "equal split, equal guarantees", args: []string{"--teams", "equal:4"},
+			want: []string{`(?m)^== teams:`, `(?m)^ElasticFIFO\s+topology\s+team-1\s+16\s+10/10\s`, `(?m)^ElasticFIFO\s+topology\s+team-4\s+16\s+10/10\s`,
+				`(?m)^ElasticFIFO\s+topology\s+all\s+40/40\s`, `(?m)^ElasticFIFO/topology: (no reclaims|\d+ reclaims)`}},
+		{name: "skewed split, given quotas", args: []string{"--teams", "skewed:2", "--quotas", "team-1=48:0:2,team-2=16"},
+			want: []string{`(?m)^ElasticFIFO\s+topology\s+team-1\s+48\s+20/20\s`, `(?m)^ElasticFIFO\s+topology\s+team-2\s+16\s+20/20\s`}},
+		{name: "quotas ignored", args: []string{"--teams", "equal:2", "--ignore-quotas"},
+			want: []string{`(?m)^ElasticFIFO\s+topology\s+team-1\s+32\s+20/20\s`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := mustRun(t, append([]string{"simulate", "-q", "--jobs", "40"}, tc.args...)...)
+			for _, re := range tc.want {
+				if !regexp.MustCompile(re).MatchString(out) {
+					t.Errorf("output does not match %s:\n%s", re, out)
+				}
+			}
+		})
+	}
+	plain := mustRun(t, "simulate", "-q", "--jobs", "40")
+	if strings.Contains(plain, "== teams") {
+		t.Errorf("a run without teams reports teams:\n%s", plain)
+	}
+	ignored := mustRun(t, "simulate", "-q", "--jobs", "40", "--teams", "equal:2", "--ignore-quotas")
+	avg := regexp.MustCompile(`(?m)^avg JCT\s+(.*)$`)
+	if a, b := avg.FindString(plain), avg.FindString(ignored); a == "" || a != b {
+		t.Errorf("--ignore-quotas changed the schedule: %q, want %q", b, a)
 	}
 }

@@ -173,10 +173,10 @@ func (c *Comparison) Run(ctx context.Context) ([][]*report.Run, error) {
 		opts := c.Options
 		opts.Workload = wl.Name
 		opts.Progress = func(frac float64) { progress(i, frac) }
+		// Run builds the allocator, one per team and priority class in a
+		// run with teams.
+		opts.NewAllocator = func() (algorithm.Allocator, error) { return build(algs, algo, algParams[algo]) }
 		var err error
-		if opts.Allocator, err = build(algs, algo, algParams[algo]); err != nil {
-			return err
-		}
 		if opts.Placer, err = build(placers, placer, placerParams[placer]); err != nil {
 			return err
 		}

@@ -98,9 +98,27 @@ type Options struct {
 	// between its application's bounds, as the Pollux artifact runs
 	// Pollux's jobs. It implies EstimatorGoodput.
 	AdaptiveBatch bool
-	Allocator     algorithm.Allocator
-	Placer        placement.Placer
-	Models        *perfmodel.Set
+	// Allocator decides the GPUs; if nil, NewAllocator builds it.
+	Allocator algorithm.Allocator
+	// NewAllocator builds an instance of the algorithm: the run's
+	// allocator when Allocator is nil, and, in a run with teams (Teamed)
+	// that does not ignore its quotas, each team's and priority class's
+	// own (algorithm.NewTeams).
+	NewAllocator func() (algorithm.Allocator, error)
+	// Quotas are the teams' quotas; a team of the workload that none
+	// names has model.DefaultQuota. With quotas, or jobs of a team, the
+	// run has teams: its allocator is NewAllocator's composed across
+	// them (algorithm.NewTeams), and the record has each team's share of
+	// the GPUs over time, its reclaims and each job's finish-time
+	// fairness (report.TeamShare).
+	Quotas []model.Quota
+	// IgnoreQuotas runs a workload with teams on NewAllocator's (or
+	// Allocator's) algorithm alone, as if the cluster had one owner, and
+	// still records the teams as if their quotas held: the baseline that
+	// shows what the quotas cost and what they change.
+	IgnoreQuotas bool
+	Placer       placement.Placer
+	Models       *perfmodel.Set
 	// MaxTime stops the run at this simulated time (default 365 days).
 	MaxTime time.Duration
 	// Progress, if set, is called with the fraction of jobs finished.
@@ -292,6 +310,22 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if err != nil {
 		return nil, err
 	}
+	teamed := Teamed(jobs, opts)
+	if err := checkQuotas(opts.Quotas); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if opts.Allocator == nil && opts.NewAllocator != nil {
+		if teamed && !opts.IgnoreQuotas {
+			opts.Allocator, err = algorithm.NewTeams(opts.NewAllocator, opts.Quotas)
+		} else {
+			opts.Allocator, err = opts.NewAllocator()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+	} else if teamed && !opts.IgnoreQuotas {
+		return nil, errors.New("simulate: a run with teams builds an allocator per team: give NewAllocator, not Allocator")
+	}
 	if opts.Allocator == nil || opts.Placer == nil || opts.Models == nil {
 		return nil, errors.New("simulate: allocator, placer and models are required")
 	}
@@ -358,6 +392,10 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	}
 
 	e := &engine{opts: opts, cl: cl, core: core, port: port, jobs: sjobs, round: opts.Interval > 0}
+	if teamed {
+		e.teams = newTeamTracker(jobs, opts.Quotas, cl.total)
+		e.teamSpecs = !opts.IgnoreQuotas
+	}
 	if opts.Estimator == EstimatorOracle {
 		e.est = &oracle{cl: cl, jobs: port.jobs, cache: map[oracleKey]oracleCurve{}}
 	} else {
@@ -379,7 +417,7 @@ func Run(ctx context.Context, jobs []workload.Job, opts Options) (*report.Run, e
 	if err != nil {
 		return nil, err
 	}
-	return e.record(time.Since(wallStart).Seconds()), nil
+	return e.record(time.Since(wallStart).Seconds())
 }
 
 // JobSettings are what the simulator runs a workload's job with, for
@@ -533,6 +571,10 @@ type engine struct {
 	strandedSeconds float64
 	placeTotal      time.Duration
 	placeMax        time.Duration
+	// teams follows the teams of a run with teams (nil without), and
+	// teamSpecs says the core is told each job's team.
+	teams     *teamTracker
+	teamSpecs bool
 }
 
 func (e *engine) spec(j *simJob) model.JobSpec {
@@ -546,7 +588,17 @@ func (e *engine) spec(j *simJob) model.JobSpec {
 		Priority:         j.w.Priority,
 		Epochs:           j.epochs,
 		SubmitTime:       at(j.w.Submit),
+		Team:             e.team(j),
 	}
+}
+
+// team is the team the core is told a job belongs to: its own when the
+// run's quotas hold, else none.
+func (e *engine) team(j *simJob) string {
+	if !e.teamSpecs {
+		return ""
+	}
+	return j.w.Team
 }
 
 // advance moves every running job from e.now to t.
@@ -556,6 +608,9 @@ func (e *engine) advance(t instant) error {
 	}
 	dt := t.sec - e.now
 	e.strandedSeconds += float64(e.stranded) * dt
+	if e.teams != nil {
+		e.teams.elapse(dt)
+	}
 	for _, j := range e.live {
 		if !j.done {
 			if err := j.step(e.now, dt, e.round, e.rechoose); err != nil {
@@ -596,6 +651,12 @@ func (e *engine) deliver() (bool, error) {
 		if err := e.core.Submit(now, e.spec(j)); err != nil {
 			return false, fmt.Errorf("simulate: %w", err)
 		}
+		if e.teams != nil {
+			e.teams.arrive(j.w.Team, j.w.Submit)
+		}
+	}
+	if err := e.observeTeams(); err != nil {
+		return false, err
 	}
 	if e.opts.Progress != nil {
 		e.opts.Progress(float64(e.finished) / float64(len(e.jobs)))
@@ -716,12 +777,23 @@ func (e *engine) cycle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("simulate at %.0f s: %w", e.now, err)
 	}
+	if err := e.observeTeams(); err != nil {
+		return err
+	}
 	e.cycles++
 	e.spreadJobCycles += rep.Spread
 	e.stranded = rep.Stranded
 	e.placeTotal += rep.PlaceDuration
 	e.placeMax = max(e.placeMax, rep.PlaceDuration)
 	return nil
+}
+
+// observeTeams has the team tracker, if any, take the teams' state now.
+func (e *engine) observeTeams() error {
+	if e.teams == nil {
+		return nil
+	}
+	return e.teams.observe(e.now, e.live)
 }
 
 func (e *engine) allDone() bool { return e.finished == len(e.jobs) }
@@ -878,7 +950,7 @@ func (e *engine) noneCanRun() bool {
 	return true
 }
 
-func (e *engine) record(wall float64) *report.Run {
+func (e *engine) record(wall float64) (*report.Run, error) {
 	run := &report.Run{
 		Algorithm:          e.opts.Allocator.Name(),
 		Placer:             e.opts.Placer.Name(),
@@ -912,7 +984,19 @@ func (e *engine) record(wall float64) *report.Run {
 		}
 		run.Jobs = append(run.Jobs, r)
 	}
-	return run
+	if e.teams == nil {
+		return run, nil
+	}
+	run.Teams, run.Reclaims = e.teams.record(e.now)
+	best := map[aloneKey]float64{}
+	for i, j := range e.jobs {
+		alone, err := e.aloneJCT(j, len(run.Teams), best)
+		if err != nil {
+			return nil, err
+		}
+		run.Jobs[i].Team, run.Jobs[i].AloneJCT = j.w.Team, alone
+	}
+	return run, nil
 }
 
 func sumInts(p []int) int {

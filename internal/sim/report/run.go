@@ -39,6 +39,13 @@ type Run struct {
 	// Estimator holds, with goodput estimates, how well each application's
 	// step times were predicted before a job first ran a configuration.
 	Estimator []EstimatorError
+	// Teams holds, in a run with teams, each team's share of the GPUs
+	// over time, by team name; nil without teams.
+	Teams []TeamRecord
+	// Reclaims are the run's reclaims, in the order they began: each
+	// time a team held fewer GPUs than min(demand, guarantee), with a job
+	// waiting, while another team held more than its guarantee.
+	Reclaims []Reclaim
 }
 
 // EstimatorError is the relative error |predicted − measured| / measured
@@ -75,6 +82,12 @@ type JobResult struct {
 	Migrations int
 	// GPUSeconds is the attained service.
 	GPUSeconds float64
+	// Team is the job's team ("" without teams).
+	Team string
+	// AloneJCT, in a run with teams, is the job's completion time alone
+	// on its 1/N of the cluster, for its finish-time fairness (see
+	// TeamShare); 0 without teams.
+	AloneJCT float64
 }
 
 // Change is a job's GPU count changing at a simulated time.

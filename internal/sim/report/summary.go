@@ -64,6 +64,24 @@ type Summary struct {
 	Estimator []EstimatorError `json:"estimator_errors,omitempty"`
 	// Apps breaks the average JCT down by application, by name.
 	Apps []AppShare `json:"apps,omitempty"`
+	// Teams, in a run with teams, are each team's share of the GPUs and
+	// finish-time fairness (TeamShare), by name.
+	Teams []TeamShare `json:"teams,omitempty"`
+	// FTFMean and FTFWorst are the finish-time fairness of every team's
+	// completed jobs (TeamShare.FTFMean), with teams.
+	FTFMean  float64 `json:"ftf_mean,omitempty"`
+	FTFWorst float64 `json:"ftf_worst,omitempty"`
+	// Reclaims counts the run's reclaims (Run.Reclaims), Unreclaimed
+	// those the run ended in; ReclaimMax and ReclaimMean are their
+	// longest and mean lengths in seconds (Reclaim.Seconds), and
+	// ReclaimRunningMax and ReclaimRunningMean those until every job of
+	// the team ran (Reclaim.Running), the restart after excluded.
+	Reclaims           int     `json:"reclaims,omitempty"`
+	Unreclaimed        int     `json:"unreclaimed,omitempty"`
+	ReclaimMax         float64 `json:"reclaim_max_s,omitempty"`
+	ReclaimMean        float64 `json:"reclaim_mean_s,omitempty"`
+	ReclaimRunningMax  float64 `json:"reclaim_running_max_s,omitempty"`
+	ReclaimRunningMean float64 `json:"reclaim_running_mean_s,omitempty"`
 }
 
 // AppShare is one application's part of a run's average JCT.
@@ -136,6 +154,8 @@ func Summarize(run *Run) Summary {
 		s.GPUUtilization = min(1, max(0, gpuSeconds/(float64(s.GPUs)*s.Makespan)))
 	}
 	s.Apps = appShares(run, s.Completed)
+	s.Teams = teamShares(run)
+	s.fairness(run)
 	return s
 }
 
@@ -166,31 +186,42 @@ func appShares(run *Run, completed int) []AppShare {
 	return out
 }
 
+// pooled gathers the entries items picks from every workload's i-th
+// summary, one entry per key in the order first seen: first makes it
+// from the first entry of its key, and add folds every entry of the key
+// (the first too) into it.
+func pooled[T any](rows [][]Summary, i int, items func(Summary) []T, key func(T) string, first func(T) T, add func(*T, T)) []T {
+	idx := map[string]int{}
+	var out []T
+	for _, row := range rows {
+		for _, e := range items(row[i]) {
+			k, ok := idx[key(e)]
+			if !ok {
+				k = len(out)
+				idx[key(e)] = k
+				out = append(out, first(e))
+			}
+			add(&out[k], e)
+		}
+	}
+	return out
+}
+
 // meanApps averages application shares over workloads: completed jobs
 // add up, the rest are means over the workloads (an application missing
 // from a workload contributes nothing to it).
 func meanApps(rows [][]Summary, i int) []AppShare {
-	idx := map[string]int{}
-	var out []AppShare
-	var jctSum []float64
 	n := float64(len(rows))
-	for _, row := range rows {
-		for _, a := range row[i].Apps {
-			k, ok := idx[a.App]
-			if !ok {
-				k = len(out)
-				idx[a.App] = k
-				out = append(out, AppShare{App: a.App})
-				jctSum = append(jctSum, 0)
-			}
-			out[k].Completed += a.Completed
-			jctSum[k] += a.AvgJCT * float64(a.Completed)
-			out[k].Contribution += a.Contribution / n
-		}
-	}
+	out := pooled(rows, i, func(s Summary) []AppShare { return s.Apps }, func(a AppShare) string { return a.App },
+		func(a AppShare) AppShare { return AppShare{App: a.App} },
+		func(o *AppShare, a AppShare) {
+			o.Completed += a.Completed
+			o.AvgJCT += a.AvgJCT * float64(a.Completed) // a sum until the end
+			o.Contribution += a.Contribution / n
+		})
 	for k := range out {
 		if out[k].Completed > 0 {
-			out[k].AvgJCT = jctSum[k] / float64(out[k].Completed)
+			out[k].AvgJCT /= float64(out[k].Completed)
 		}
 	}
 	slices.SortFunc(out, func(a, b AppShare) int { return strings.Compare(a.App, b.App) })
@@ -200,25 +231,16 @@ func meanApps(rows [][]Summary, i int) []AppShare {
 // meanEstimator pools estimator errors over workloads, weighting each
 // workload's means by its counts.
 func meanEstimator(rows [][]Summary, i int) []EstimatorError {
-	idx := map[string]int{}
-	var out []EstimatorError
-	for _, row := range rows {
-		for _, e := range row[i].Estimator {
-			k, ok := idx[e.App]
-			if !ok {
-				k = len(out)
-				idx[e.App] = k
-				out = append(out, EstimatorError{App: e.App})
-			}
-			o := &out[k]
+	out := pooled(rows, i, func(s Summary) []EstimatorError { return s.Estimator }, func(e EstimatorError) string { return e.App },
+		func(e EstimatorError) EstimatorError { return EstimatorError{App: e.App} },
+		func(o *EstimatorError, e EstimatorError) {
 			o.NewPlacementMeanErr += e.NewPlacementMeanErr * float64(e.NewPlacements)
 			o.NewBatchMeanErr += e.NewBatchMeanErr * float64(e.NewBatches)
 			o.NewPlacements += e.NewPlacements
 			o.NewBatches += e.NewBatches
 			o.NewPlacementMaxErr = max(o.NewPlacementMaxErr, e.NewPlacementMaxErr)
 			o.NewBatchMaxErr = max(o.NewBatchMaxErr, e.NewBatchMaxErr)
-		}
-	}
+		})
 	for k := range out {
 		if out[k].NewPlacements > 0 {
 			out[k].NewPlacementMeanErr /= float64(out[k].NewPlacements)
@@ -273,6 +295,8 @@ func MeanOverWorkloads(rows [][]Summary) []Summary {
 		m.Workload = fmt.Sprintf("mean of %d", len(rows))
 		m.Apps = meanApps(rows, i)
 		m.Estimator = meanEstimator(rows, i)
+		m.Teams = meanTeams(rows, i)
+		meanFairness(&m, rows, i)
 		out[i] = m
 	}
 	return out

@@ -20,6 +20,8 @@ func FuzzReadPollux(f *testing.F) {
 		"name,time,application,num_replicas,batch_size\n",
 		"time,name,application,batch_size,num_replicas,x\n1e3,a,b,0,2.0,\"q\"\"\"\n",
 		"name,time,application,num_replicas,batch_size\na,1,b,-1,2\n",
+		"name,time,application,num_replicas,batch_size,team\na,1,b,1,2,team-1\nc,1,b,1,2,\n",
+		"name,time,application,num_replicas,batch_size,team\na,1,b,1,2,-x\n",
 		"",
 	)
 	f.Fuzz(func(t *testing.T, in string) {
@@ -37,6 +39,8 @@ func FuzzReadVoda(f *testing.F) {
 		"name,submit,app,min_workers,max_workers\na,1,ncf,4,2\n",
 		"name,submit,app,epochs,duration\na,1,ncf,3,60\n",
 		"name,submit,app\n",
+		"name,submit,app,team\na,1,ncf,team-a\nb,1,ncf,\n",
+		"name,submit,app,team\na,1,ncf,A\n",
 	)
 	f.Fuzz(func(t *testing.T, in string) {
 		jobs, err := ReadVoda(strings.NewReader(in))

@@ -5,7 +5,8 @@ import "io"
 // ReadPollux reads a workload of the Pollux OSDI'21 artifact
 // (workloads*/workload-N.csv): a CSV with the header
 // name,time,application,num_replicas,batch_size, and Voda's optional
-// gpus_per_worker (G, default 1). Columns are found by header name; other
+// gpus_per_worker (G, default 1) and team (the job's team, a namespace
+// name; empty: the one default team). Columns are found by header name; other
 // extra columns are ignored.
 //
 // num_replicas and batch_size are the tuned fixed configuration the
@@ -18,7 +19,7 @@ import "io"
 func ReadPollux(r io.Reader) ([]Job, error) {
 	t, err := newTable(r, tableSpec{
 		required: []string{"name", "time", "application", "num_replicas", "batch_size"},
-		optional: []string{"gpus_per_worker"},
+		optional: []string{"gpus_per_worker", "team"},
 	})
 	if err != nil {
 		return nil, err
@@ -69,6 +70,9 @@ func polluxJob(t *table, seen names) (Job, error) {
 	}
 	if g > 1 {
 		j.GPUsPerWorker = g
+	}
+	if j.Team, err = team(t); err != nil {
+		return Job{}, err
 	}
 	return j, nil
 }

@@ -9,7 +9,7 @@ import (
 var vodaColumns = []string{
 	"name", "submit", "app",
 	"min_workers", "max_workers", "requested_workers",
-	"priority", "epochs", "duration", "batch_size", "gpus_per_worker",
+	"priority", "epochs", "duration", "batch_size", "gpus_per_worker", "team",
 }
 
 // MaxNameLength is the longest job name the Voda format accepts, the limit
@@ -43,6 +43,8 @@ func ValidName(name string) bool {
 //	batch_size         >= 0, 0 means the application's default
 //	gpus_per_worker    GPUs each worker holds, 1 to 64, default 1: the job
 //	                   holds workers x gpus_per_worker GPUs
+//	team               the job's team, a namespace name (model.ValidTeam);
+//	                   empty: the one default team
 //
 // At most one of epochs and duration may be set; with neither the job
 // trains for the application's default number of epochs. An empty cell is
@@ -138,6 +140,9 @@ func vodaJob(t *table, seen names) (Job, error) {
 	}
 	if g > 1 {
 		j.GPUsPerWorker = g // G = 1 stays 0
+	}
+	if j.Team, err = team(t); err != nil {
+		return Job{}, err
 	}
 	return j, nil
 }

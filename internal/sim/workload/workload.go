@@ -1,5 +1,7 @@
 package workload
 
+import "github.com/vodascheduler/voda/internal/model"
+
 // Job is one workload entry, whatever format it came from.
 type Job struct {
 	// Name is unique within the workload.
@@ -24,6 +26,9 @@ type Job struct {
 	// BatchSize is the global batch size; 0 means the application's
 	// default.
 	BatchSize int
+	// Team is the team (a namespace name, model.ValidTeam) the job
+	// belongs to; "" is the one default team of a workload without teams.
+	Team string
 	// WidenMax lets the simulator raise MaxWorkers to what the
 	// performance model supports for the batch size, for formats that give
 	// no worker range (the Pollux artifact's).
@@ -47,4 +52,17 @@ func gpusPerWorker(t *table) (int, error) {
 		return 0, t.err("gpus_per_worker", "%d is above the maximum %d", g, MaxGPUsPerWorker)
 	}
 	return g, nil
+}
+
+// team reads the optional team column: "" when empty, else a namespace
+// name (model.ValidTeam).
+func team(t *table) (string, error) {
+	name := t.str("team")
+	if name == "" {
+		return "", nil
+	}
+	if err := model.ValidTeam(name); err != nil {
+		return "", t.err("team", "%v", err)
+	}
+	return name, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vodascheduler/voda/internal/model"
 	"github.com/vodascheduler/voda/internal/sim/polluxdata"
 )
 
@@ -88,6 +89,15 @@ func TestReadPollux(t *testing.T) {
 		{name: "empty app", in: hdr + "a,1,,1,2\n", wantErr: "line 2: field application: empty"},
 		{name: "wrong field count", in: hdr + "a,1,ncf,1\n", wantErr: "line 2: has 4 fields, the header has 5"},
 		{name: "bad quoting", in: hdr + "a,1,\"ncf,1,2\n", wantErr: "line 2:"},
+		{
+			name: "team column, empty is the default team",
+			in:   "name,time,application,num_replicas,batch_size,team\nb,2,ncf,1,2,\na,1,ncf,1,2,team-1\n",
+			want: []Job{
+				{Name: "a", Submit: 1, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, BatchSize: 2, WidenMax: true, Team: "team-1"},
+				{Name: "b", Submit: 2, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, BatchSize: 2, WidenMax: true},
+			},
+		},
+		{name: "bad team", in: "name,time,application,num_replicas,batch_size,team\na,1,ncf,1,2,Team_A\n", wantErr: `line 2: field team: team "Team_A": want a namespace name`},
 	}
 	runReaderCases(t, cases, func(s string) ([]Job, error) { return ReadPollux(strings.NewReader(s)) })
 }
@@ -140,6 +150,18 @@ func TestReadVoda(t *testing.T) {
 		{name: "name ends with dash", in: "name,submit,app\njob-,1,ncf\n", wantErr: "line 2: field name:"},
 		{name: "name too long", in: "name,submit,app\n" + strings.Repeat("a", 64) + ",1,ncf\n", wantErr: "line 2: field name:"},
 		{name: "empty app", in: "name,submit,app\na,1, \n", wantErr: "line 2: field app: empty"},
+		{
+			name: "teams",
+			in:   "name,submit,app,team\na,1,ncf,team-a\nb,2,ncf,\nc,3,ncf, b \n",
+			want: []Job{
+				{Name: "a", Submit: 1, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, Team: "team-a"},
+				{Name: "b", Submit: 2, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1},
+				{Name: "c", Submit: 3, App: "ncf", MinWorkers: 1, MaxWorkers: 1, Requested: 1, Team: "b"},
+			},
+		},
+		{name: "upper-case team", in: "name,submit,app,team\na,1,ncf,Team-A\n", wantErr: `line 2: field team: team "Team-A": want a namespace name`},
+		{name: "team ends with dash", in: "name,submit,app,team\na,1,ncf,ok\nb,1,ncf,a-\n", wantErr: "line 3: field team:"},
+		{name: "team too long", in: "name,submit,app,team\na,1,ncf," + strings.Repeat("t", 64) + "\n", wantErr: "line 2: field team:"},
 	}
 	runReaderCases(t, cases, func(s string) ([]Job, error) { return ReadVoda(strings.NewReader(s)) })
 }
@@ -360,6 +382,8 @@ func validateJob(j Job) error {
 		return errors.New("both epochs and duration are set")
 	case j.BatchSize < 0:
 		return fmt.Errorf("batch size %d is negative", j.BatchSize)
+	case j.Team != "" && model.ValidTeam(j.Team) != nil:
+		return model.ValidTeam(j.Team)
 	}
 	return nil
 }
