@@ -37,9 +37,17 @@ type Observation struct {
 type jobState struct {
 	app string
 	m   Measurements
-	// fitted caches the job's fit with the prior fittedFor until m changes.
+	// fitted caches the job's fit with the prior and reference fittedFor
+	// until m changes.
 	fitted    *fit
-	fittedFor prior
+	fittedFor fitKey
+}
+
+// fitKey is what a job's fit depends on besides its measurements: the
+// prior, and its application's fit, which tells its outliers.
+type fitKey struct {
+	prior
+	ref fit
 }
 
 // appState is what is known of one application: base, what its finished
@@ -47,9 +55,10 @@ type jobState struct {
 type appState struct {
 	base Measurements
 	jobs map[string]bool
-	// total is base plus the live jobs' measurements, unless dirty. Observe
-	// adds to it as it adds to the job; the other changes mark it dirty,
-	// and it is summed again, in the order of job names, when next needed.
+	// total is base plus the live jobs' measurements, each bounded by the
+	// others (robustSum), unless dirty. Every change but a restart marks
+	// it dirty, and it is summed again, in the order of job names, when
+	// next needed.
 	total  Measurements
 	dirty  bool
 	fitted *fit // caches the fit of total until it changes
@@ -90,11 +99,9 @@ func (c *Collector) observe(o Observation) {
 		return
 	}
 	js.fitted = nil
-	as := c.apps[o.App]
-	as.fitted = nil
-	if !as.dirty && !as.total.add(o) {
-		as.dirty = true
-	}
+	// The application's total bounds each job by the others (robustSum):
+	// it is summed again.
+	c.touch(c.apps[o.App])
 }
 
 // ObserveRestart records that job (of application app) took seconds to
@@ -115,10 +122,12 @@ func (c *Collector) Forget(job string) {
 		return
 	}
 	as := c.apps[js.app]
-	as.base.Merge(js.m)
+	// What the job leaves is bounded by the others, as it was in the
+	// application's total while it ran.
+	as.base.Merge(js.m.boundedBy(ratesByPlacement(c.sources(as))))
 	delete(as.jobs, job)
 	delete(c.jobs, job)
-	// The application's total already holds the job: it does not change.
+	c.touch(as)
 }
 
 // SetJob replaces everything known of job with m, as a live job of app.
@@ -221,13 +230,22 @@ func (c *Collector) touch(as *appState) {
 	as.fitted = nil
 }
 
-// appTotal returns the application's base plus its live jobs.
+// sources are the application's base and its live jobs, in the order
+// of their names.
+func (c *Collector) sources(as *appState) []source {
+	srcs := make([]source, 0, 1+len(as.jobs))
+	srcs = append(srcs, source{m: &as.base})
+	for _, job := range slices.Sorted(maps.Keys(as.jobs)) {
+		srcs = append(srcs, source{m: &c.jobs[job].m, live: true})
+	}
+	return srcs
+}
+
+// appTotal returns the application's base plus its live jobs, each
+// bounded by the others (robustSum).
 func (c *Collector) appTotal(as *appState) *Measurements {
 	if as.dirty {
-		as.total = as.base.clone()
-		for _, job := range slices.Sorted(maps.Keys(as.jobs)) {
-			as.total.Merge(c.jobs[job].m)
-		}
+		as.total = robustSum(c.sources(as))
 		as.dirty = false
 	}
 	return &as.total
@@ -276,9 +294,12 @@ func (c *Collector) fitFor(job, app string) (fit, string) {
 		pr.penalty = af.penalty
 	}
 	if js := c.jobs[job]; js != nil {
-		if js.fitted == nil || js.fittedFor != pr {
-			f := fitMeasurements(&js.m, pr)
-			js.fitted, js.fittedFor = &f, pr
+		if key := (fitKey{pr, af}); js.fitted == nil || js.fittedFor != key {
+			// Placements far faster than the application's fit says are
+			// left out until confirmed (outliers).
+			m, _ := outliers(&js.m, af)
+			f := fitMeasurements(m, pr)
+			js.fitted, js.fittedFor = &f, key
 		}
 		if js.fitted.ok {
 			return *js.fitted, SourceJob
