@@ -41,13 +41,18 @@ type jobState struct {
 	// until m changes.
 	fitted    *fit
 	fittedFor fitKey
+	// perGPU caches othersPerGPU, computed when the application's
+	// total was summed the perGPUFor-th time (0: not computed).
+	perGPU    float64
+	perGPUFor uint64
 }
 
 // fitKey is what a job's fit depends on besides its measurements: the
-// prior, and its application's fit, which tells its outliers.
+// prior, and the best rate per GPU of its application's other sources,
+// which tells its outliers.
 type fitKey struct {
 	prior
-	ref fit
+	perGPU float64
 }
 
 // appState is what is known of one application: base, what its finished
@@ -62,6 +67,11 @@ type appState struct {
 	total  Measurements
 	dirty  bool
 	fitted *fit // caches the fit of total until it changes
+	// rates are every source's rate on each placement, sorted, as
+	// robustSum bounded total with; summed with it.
+	rates map[placementKey][]float64
+	// sums counts the times total was summed, from 1.
+	sums uint64
 }
 
 // Collector keeps measurements per job and per application and fits the
@@ -98,7 +108,7 @@ func (c *Collector) observe(o Observation) {
 	if !js.m.add(o) {
 		return
 	}
-	js.fitted = nil
+	js.fitted, js.perGPUFor = nil, 0
 	// The application's total bounds each job by the others (robustSum):
 	// it is summed again.
 	c.touch(c.apps[o.App])
@@ -135,7 +145,7 @@ func (c *Collector) Forget(job string) {
 func (c *Collector) SetJob(job, app string, m Measurements) {
 	js := c.attach(job, app)
 	js.m = normalize(m)
-	js.fitted = nil
+	js.fitted, js.perGPUFor = nil, 0
 	c.touch(c.apps[app])
 }
 
@@ -207,7 +217,7 @@ func (c *Collector) attach(job, app string) *jobState {
 		old := c.apps[js.app]
 		delete(old.jobs, job)
 		c.touch(old)
-		js.app = app
+		js.app, js.perGPUFor = app, 0
 		as := c.app(app)
 		as.jobs[job] = true
 		c.touch(as)
@@ -245,10 +255,23 @@ func (c *Collector) sources(as *appState) []source {
 // bounded by the others (robustSum).
 func (c *Collector) appTotal(as *appState) *Measurements {
 	if as.dirty {
-		as.total = robustSum(c.sources(as))
+		srcs := c.sources(as)
+		as.rates = ratesByPlacement(srcs)
+		as.total = robustSum(srcs, as.rates)
 		as.dirty = false
+		as.sums++
 	}
 	return &as.total
+}
+
+// othersPerGPU is the best rate per GPU the application's sources but
+// job measured (bestPerGPU), kept until the application changes.
+func (c *Collector) othersPerGPU(as *appState, js *jobState) float64 {
+	c.appTotal(as)
+	if js.perGPUFor != as.sums {
+		js.perGPU, js.perGPUFor = bestPerGPU(c.sources(as), &js.m, as.rates), as.sums
+	}
+	return js.perGPU
 }
 
 // normalize is m sorted, with duplicate placements summed and invalid ones
@@ -294,10 +317,14 @@ func (c *Collector) fitFor(job, app string) (fit, string) {
 		pr.penalty = af.penalty
 	}
 	if js := c.jobs[job]; js != nil {
-		if key := (fitKey{pr, af}); js.fitted == nil || js.fittedFor != key {
-			// Placements far faster than the application's fit says are
-			// left out until confirmed (outliers).
-			m, _ := outliers(&js.m, af)
+		var perGPU float64
+		if as := c.apps[js.app]; as != nil && len(js.m.Placements) > 0 {
+			perGPU = c.othersPerGPU(as, js)
+		}
+		if key := (fitKey{pr, perGPU}); js.fitted == nil || js.fittedFor != key {
+			// Placements far faster than the application's other jobs
+			// are left out until confirmed (outliers).
+			m, _ := outliers(&js.m, perGPU)
 			f := fitMeasurements(m, pr)
 			js.fitted, js.fittedFor = &f, key
 		}

@@ -35,8 +35,8 @@
 //
 // Measured rates are claims, from the jobs' own pods (plausible.go): no
 // fit believes a superlinear speedup (SuperlinearTolerance); a job's
-// placement far faster than its application's fit (OutlierRatio) stays
-// out of the job's fit until confirmed (ConfirmIntervals reports over
+// placement far faster than linear scaling of its application's best rate
+// per GPU (OutlierRatio) stays out of the job's fit until confirmed (ConfirmIntervals reports over
 // ConfirmSeconds); and each live job counts in its application's history,
 // and in the base it leaves, within OutlierRatio of the other sources'
 // median, so that one job cannot move it further.

@@ -13,9 +13,13 @@ import (
 //     SuperlinearTolerance × k/j times the rate on j < k workers is taken
 //     as that bound (superlinear).
 //   - Outliers wait for confirmation: a job's placement whose rate is
-//     above OutlierRatio times what its application's fit predicts there
-//     does not enter the job's fit until it has been measured over
-//     ConfirmIntervals reports spanning ConfirmSeconds (outliers).
+//     above OutlierRatio times linear scaling of its application's best
+//     rate per GPU (what the application's other jobs and its base
+//     measured, each job bounded as below) does not enter the job's fit
+//     until it has been measured over ConfirmIntervals reports spanning
+//     ConfirmSeconds (outliers). Linear scaling of the best per GPU is a
+//     bound no honest job of the application should pass, whatever its
+//     placement, so a fit that extrapolates badly flags nothing.
 //   - Robust histories: within an application, each live job's rate on a
 //     placement counts at most OutlierRatio times above (or below) the
 //     median of the other sources' rates there (its finished jobs' base
@@ -60,11 +64,6 @@ func superlinear(pts []point) {
 	}
 }
 
-// rateAt is what a fit predicts on k workers over n nodes.
-func (f fit) rateAt(k, n int) float64 {
-	return f.rate1 * float64(k) / f.cost(k, n)
-}
-
 // confirmed reports whether a placement was measured long enough for an
 // outlier to be believed.
 func confirmed(p PlacementRate) bool {
@@ -72,16 +71,16 @@ func confirmed(p PlacementRate) bool {
 }
 
 // outliers returns m without the placements whose rate is above
-// OutlierRatio times what ref predicts there and that are not confirmed,
-// and whether it dropped any. m is returned as it is when ref is not a
-// fit.
-func outliers(m *Measurements, ref fit) (*Measurements, bool) {
-	if !ref.ok {
+// OutlierRatio times perGPU times their workers and that are not
+// confirmed, and whether it dropped any. m is returned as it is when
+// perGPU is 0 (nothing to compare with).
+func outliers(m *Measurements, perGPU float64) (*Measurements, bool) {
+	if !(perGPU > 0) {
 		return m, false
 	}
 	out := Measurements{Restarts: m.Restarts, RestartSeconds: m.RestartSeconds}
 	for _, p := range m.Placements {
-		if p.Work/p.Seconds > OutlierRatio*ref.rateAt(p.Workers, max(p.Nodes, 1)) && !confirmed(p) {
+		if p.Work/p.Seconds > OutlierRatio*perGPU*float64(p.Workers) && !confirmed(p) {
 			continue
 		}
 		out.Placements = append(out.Placements, p)
@@ -105,12 +104,11 @@ type source struct {
 // the median of the other sources' rates there (when another source
 // measured it): one job cannot move its application's rate on a
 // placement by more than that factor, however fast or slow it claims to
-// be. Restarts are summed as they are.
-func robustSum(srcs []source) Measurements {
+// be. rates are ratesByPlacement(srcs). Restarts are summed as they are.
+func robustSum(srcs []source, rates map[placementKey][]float64) Measurements {
 	if len(srcs) == 1 {
 		return srcs[0].m.clone()
 	}
-	rates := ratesByPlacement(srcs)
 	var total Measurements
 	for _, s := range srcs {
 		for _, p := range s.m.Placements {
@@ -125,6 +123,27 @@ func robustSum(srcs []source) Measurements {
 		}
 	}
 	return total
+}
+
+// bestPerGPU is the highest rate per worker the sources but skip
+// measured on a placement, each live source's rate bounded (bounded) by
+// rates; 0 when they measured nothing.
+func bestPerGPU(srcs []source, skip *Measurements, rates map[placementKey][]float64) float64 {
+	best := 0.0
+	for _, s := range srcs {
+		if s.m == skip {
+			continue
+		}
+		for _, p := range s.m.Placements {
+			if s.live {
+				p = bounded(p, rates[p.key()])
+			}
+			if r := p.Work / p.Seconds / float64(p.Workers); r > best && finite(r) {
+				best = r
+			}
+		}
+	}
+	return best
 }
 
 // ratesByPlacement is every source's rate on each placement, sorted.

@@ -69,7 +69,7 @@ func TestOutlierWaitsForConfirmation(t *testing.T) {
 		claim     Measurements
 		wantRate  float64 // the rate its remaining time is estimated at
 		wantOwn   bool    // from its own measurements
-		wantRange bool    // wantRate is an upper bound, not a value
+		wantRange bool    // wantRate is an upper bound, not a value (+Inf: any)
 	}{
 		{"within OutlierRatio: believed", true, measured(1, 3, 90, 0.03), 0.03, true, false},
 		{"far above: the application's rate", true, measured(1, 5, 150, 10), 4 * 0.01, false, true},
@@ -77,12 +77,18 @@ func TestOutlierWaitsForConfirmation(t *testing.T) {
 		{"an hour, few reports: still the application's", true, measured(1, 5, 4000, 10), 4 * 0.01, false, true},
 		{"confirmed: believed", true, measured(1, ConfirmIntervals, ConfirmSeconds, 10), 10, true, false},
 		{"alone: nothing to compare with", false, measured(1, 5, 150, 10), 10, true, false},
+		// The others' fit predicts little speedup (serial fraction near
+		// 1); linear scaling of their best per GPU is the bound.
+		{"scales better than the others' fit, within linear: believed", true,
+			measured(16, 5, 150, 0.01*16*0.9), math.Inf(1), true, true},
+		{"over 4x linear scaling of the others' best per GPU", true,
+			measured(16, 5, 150, 0.01*16*5), 4 * 0.01, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New()
 			if tc.others {
 				for _, name := range []string{"a", "b", "c"} {
-					c.SetJob(name, "train", measured(1, 5, 150, 0.01))
+					c.SetJob(name, "train", measured(1, 5, 150, 0.01, placementOf(2, 5, 150, 0.0105)))
 				}
 			}
 			c.SetJob("liar", "train", tc.claim)
