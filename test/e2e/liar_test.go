@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +15,9 @@ import (
 	"github.com/vodascheduler/voda/internal/api/client"
 )
 
-// liarManifest is an elastic job of namespace ns, application app, of 1
-// to 32 workers of one GPU, 10,000 epochs.
-func liarManifest(name, ns, app string) []byte {
+// appManifest is an elastic job of namespace ns, application app, of 1
+// to maxWorkers workers of one GPU, epochs to train.
+func appManifest(name, ns, app string, epochs, maxWorkers int) []byte {
 	return []byte(`apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
 metadata:
@@ -24,7 +25,7 @@ metadata:
   namespace: ` + ns + `
   annotations:
     vodascheduler/application: ` + app + `
-    vodascheduler/epochs: "10000"
+    vodascheduler/epochs: "` + strconv.Itoa(epochs) + `"
 spec:
   slotsPerWorker: 1
   mpiReplicaSpecs:
@@ -37,7 +38,7 @@ spec:
             image: horovod/horovod:0.28.1
             env:
             - {name: MIN_NUM_PROC, value: "1"}
-            - {name: MAX_NUM_PROC, value: "32"}
+            - {name: MAX_NUM_PROC, value: "` + strconv.Itoa(maxWorkers) + `"}
     Worker:
       replicas: 1
       template:
@@ -89,7 +90,7 @@ func runLiars(t *testing.T, jobs []*liarJob, settle time.Duration) liarRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	for i, j := range jobs {
-		code, body, _, _ := post(t, srv, liarManifest(fmt.Sprintf("job%d", i), j.ns, j.app))
+		code, body, _, _ := post(t, srv, appManifest(fmt.Sprintf("job%d", i), j.ns, j.app, 10000, 32))
 		if code != http.StatusCreated {
 			t.Fatalf("job %d: %d %s", i, code, body)
 		}
