@@ -154,3 +154,38 @@ func TestHistoryMergedRobustly(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRobustSum: whatever rate a job claims, beside its application's
+// base and an honest job, the application's total is valid measurements
+// and its rate stays within OutlierRatio of the base's. (Two jobs that
+// claim the same false rate outvote a base: each is the median of the
+// other's side; see medianWithout.)
+func FuzzRobustSum(f *testing.F) {
+	f.Add(1.0, 1e6, 60.0, 3600.0, uint8(3))
+	f.Add(0.01, 10.0, 1.0, 1e9, uint8(1))
+	f.Add(0.01, 1e-12, 1e9, 1.0, uint8(31))
+	f.Fuzz(func(t *testing.T, base, claim, secClaim, secHonest float64, workers uint8) {
+		k := int(workers%32) + 1
+		for _, x := range []float64{base, claim, secClaim, secHonest} {
+			if !(x >= 1e-12 && x <= 1e12) {
+				t.Skip()
+			}
+		}
+		baseM := measured(k, 10, 600, base)
+		honest := measured(k, 5, secHonest, base)
+		liar := measured(k, 5, secClaim, claim)
+		srcs := []source{{m: &baseM}, {m: &honest, live: true}, {m: &liar, live: true}}
+		total := robustSum(srcs, ratesByPlacement(srcs))
+		if err := total.Validate(); err != nil {
+			t.Fatalf("robustSum gave invalid measurements: %v", err)
+		}
+		if len(total.Placements) != 1 {
+			t.Fatalf("%d placements, want 1", len(total.Placements))
+		}
+		p := total.Placements[0]
+		r := p.Work / p.Seconds
+		if lim := OutlierRatio * (1 + 1e-9); r > base*lim || r < base/lim {
+			t.Errorf("rate %v with the base at %v (claim %v over %v s)", r, base, claim, secClaim)
+		}
+	})
+}
