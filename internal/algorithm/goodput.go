@@ -229,9 +229,9 @@ type goodputJob struct {
 	// keep: the job settles after a growth (or its start) and keeps its
 	// current GPUs ahead of every other job's step.
 	keep bool
-	// waited is how long a waiting job has waited, in seconds, when it is
-	// starve or more (it is then served its minimum first); 0 otherwise.
-	waited float64
+	// starving: the job has waited starve seconds or more, and is served
+	// its minimum first.
+	starving bool
 	// unknownR: r is still the job's own estimate, unknown; it takes the
 	// snapshot's fallback once every job has been read.
 	unknownR bool
@@ -251,7 +251,7 @@ func (e *goodputEst) SpeedupAt(k int) float64 { return speedupAt(e.speedup, true
 // sameStepInputs reports whether step reads the same of a and b.
 func sameStepInputs(a, b *goodputJob) bool {
 	return sameCurve(a.est.speedup, b.est.speedup) && a.r == b.r && a.rs == b.rs &&
-		a.minW == b.minW && a.per == b.per && a.current == b.current && a.limit == b.limit && a.keep == b.keep && a.waited == b.waited
+		a.minW == b.minW && a.per == b.per && a.current == b.current && a.limit == b.limit && a.keep == b.keep && a.starving == b.starving
 }
 
 // Allocate implements Allocator.
@@ -402,9 +402,7 @@ func (g *Goodput) read(jb *goodputJob, snap *model.Snapshot, j *model.Job, curve
 		current:  max(j.State.GPUs, 0),
 		limit:    int(inGPUs(j.Spec.MaxWorkers, j.Spec.PerWorker())),
 	}
-	if w := snap.Now.Sub(j.State.WaitingSince).Seconds(); jb.current == 0 && !j.State.WaitingSince.IsZero() && w >= g.starve {
-		jb.waited = w
-	}
+	jb.starving = jb.current == 0 && !j.State.WaitingSince.IsZero() && snap.Now.Sub(j.State.WaitingSince).Seconds() >= g.starve
 	if c := jb.current; g.settling(snap, j) {
 		// It may go on in the direction it last changed, or stop.
 		if c >= j.State.PrevGPUs {
@@ -464,7 +462,7 @@ func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool)
 		if to > j.limit || to > spare {
 			return 0, 0, false
 		}
-		if j.waited > 0 {
+		if j.starving {
 			return goodputStarving, to, true
 		}
 		v = g.held(j, to) / float64(to) / j.rs
