@@ -165,16 +165,13 @@ func runLiars(t *testing.T, jobs []*liarJob, settle time.Duration) liarRun {
 	}
 	var measuredAt time.Time
 	var run liarRun
-	waitFor(t, "every job measured, then the allocation watched", 3*time.Minute, func() (bool, error) {
+	waitFor(t, "every job measured, then settle seconds more", 3*time.Minute, func() (bool, error) {
 		now, gpus, _, measured := tick()
 		if measuredAt.IsZero() {
 			if measured {
 				measuredAt = now
 			}
 			return false, fmt.Errorf("GPUs %v, not every job measured yet", gpus)
-		}
-		if now.Sub(measuredAt) < settle/2 {
-			t.Logf("%s: GPUs %v", now.Sub(start).Round(time.Second), gpus)
 		}
 		return now.Sub(measuredAt) >= settle, fmt.Errorf("GPUs %v", gpus)
 	})
