@@ -807,7 +807,7 @@ func TestAlgorithmsCommand(t *testing.T) {
 	if diff := cmp.Diff([]string{"threshold", "starvation"}, params["Tiresias"]); diff != "" {
 		t.Errorf("Tiresias params (-want,+got):\n%s\n%s", diff, stdout)
 	}
-	if diff := cmp.Diff([]string{"payback", "hold"}, params["Goodput"]); diff != "" {
+	if diff := cmp.Diff([]string{"payback", "hold", "starve"}, params["Goodput"]); diff != "" {
 		t.Errorf("Goodput params (-want,+got):\n%s\n%s", diff, stdout)
 	}
 	if p := params["FIFO"]; len(p) != 0 {

@@ -84,6 +84,8 @@ func builtinEntries() []Entry {
 					Help: "restarts the time a running job saves by growing must pay back"},
 				{Name: "hold", Default: fmt.Sprint(DefaultGoodputHold),
 					Help: "factor on the value of a running job's current GPUs, so it is not shrunk for a small gain"},
+				{Name: "starve", Default: fmt.Sprint(DefaultGoodputStarve),
+					Help: "seconds a job may wait before it is served its minimum ahead of every other job's step (+Inf: never)"},
 			},
 			New: NewGoodput,
 		},

@@ -52,6 +52,23 @@
 // restart cost is about the interval could flip between two sizes every
 // cycle, each flip a restart, and never progress.
 //
+// Fairness: a job that has waited (State.WaitingSince) starve seconds or
+// more is served its minimum before any other job's step but a settling
+// job's keep, in the order of model.Before among themselves, whatever
+// their estimates say. Its value per GPU is the greedy's judgement of its
+// claims and of its prior: a job with a tiny claimed speedup, a long
+// remaining time or a pessimistic application history would otherwise
+// wait for as long as better-looking jobs keep arriving, and a job that
+// over-reports its speed would hold every GPU. With the bound, every job
+// whose minimum fits in the GPUs the settling jobs leave runs within
+// starve seconds plus (1 + settle) restarts, and measures itself out of a
+// bad prior (its own measurements replace its application's once it
+// ran). Pollux weighs the same concern with its fairness exponent p, Sia
+// with a penalty on leaving a job without GPUs; a bound on the wait is
+// simpler to state and to check. Once served, a job is valued again like
+// any other: it keeps its GPUs while it settles, and may lose them after,
+// to wait again at most starve seconds.
+//
 // Order (the placer's priority) is by the value of each job's first
 // step (hold included), highest first, ties by model.Before. Batch
 // holds Est.BatchAt(k) for every job given k > 0 GPUs whose estimates name
@@ -101,7 +118,16 @@ const (
 	// DefaultGoodputRestartSeconds is a job's restart cost when its
 	// estimates do not give one.
 	DefaultGoodputRestartSeconds = 30.0
+	// DefaultGoodputStarve is how long, in seconds, a job may wait before
+	// it is served its minimum ahead of every other job's step: half an
+	// hour, about the mean JCT of the Pollux workloads at 0.5x load, so
+	// that the bound seldom overrides the greedy where it does well.
+	DefaultGoodputStarve = 1800.0
 )
+
+// goodputStarving is the value of a starving job's first step: above every
+// value the greedy computes, below a settling job's keep (+Inf).
+const goodputStarving = math.MaxFloat64
 
 // goodputMinRemaining and goodputMaxRemaining bound the remaining times
 // Goodput divides by: a second (so a finishing job's value stays finite) and
@@ -119,6 +145,7 @@ type Goodput struct {
 	hold    float64
 	size    float64
 	settle  float64
+	starve  float64
 	// prev is what the last decision read of its jobs (indexed like the
 	// tracker's old columns once check has run), next the one being read:
 	// a job whose inputs did not change keeps its clamped R^size and the
@@ -143,7 +170,9 @@ var _ Allocator = (*Goodput)(nil)
 // the factor on the value of a running job's current GPUs, >= 1; size
 // (default 0.4), the exponent on the remaining time, in [0, 1]; settle
 // (default 3), the restarts' worth of progress a job makes after a change
-// before it may turn back, >= 0 (0: never settles).
+// before it may turn back, >= 0 (0: never settles); starve (default
+// 1800), the seconds a job may wait before it is served its minimum
+// first, > 0 (+Inf: never).
 func NewGoodput(p *registry.Params) (Allocator, error) {
 	payback, err := p.Float("payback", DefaultGoodputPayback)
 	if err != nil {
@@ -173,7 +202,14 @@ func NewGoodput(p *registry.Params) (Allocator, error) {
 	if !(settle >= 0) || math.IsInf(settle, 1) {
 		return nil, fmt.Errorf("param settle: %v must be a finite number >= 0", settle)
 	}
-	return &Goodput{payback: payback, hold: hold, size: size, settle: settle}, nil
+	starve, err := p.Float("starve", DefaultGoodputStarve)
+	if err != nil {
+		return nil, err
+	}
+	if !(starve > 0) {
+		return nil, fmt.Errorf("param starve: %v must be a number of seconds > 0 (+Inf: never)", starve)
+	}
+	return &Goodput{payback: payback, hold: hold, size: size, settle: settle, starve: starve}, nil
 }
 
 // Name returns NameGoodput.
@@ -193,6 +229,9 @@ type goodputJob struct {
 	// keep: the job settles after a growth (or its start) and keeps its
 	// current GPUs ahead of every other job's step.
 	keep bool
+	// starving: the job has waited starve seconds or more, and is served
+	// its minimum first.
+	starving bool
 	// unknownR: r is still the job's own estimate, unknown; it takes the
 	// snapshot's fallback once every job has been read.
 	unknownR bool
@@ -212,7 +251,7 @@ func (e *goodputEst) SpeedupAt(k int) float64 { return speedupAt(e.speedup, true
 // sameStepInputs reports whether step reads the same of a and b.
 func sameStepInputs(a, b *goodputJob) bool {
 	return sameCurve(a.est.speedup, b.est.speedup) && a.r == b.r && a.rs == b.rs &&
-		a.minW == b.minW && a.per == b.per && a.current == b.current && a.limit == b.limit && a.keep == b.keep
+		a.minW == b.minW && a.per == b.per && a.current == b.current && a.limit == b.limit && a.keep == b.keep && a.starving == b.starving
 }
 
 // Allocate implements Allocator.
@@ -363,6 +402,7 @@ func (g *Goodput) read(jb *goodputJob, snap *model.Snapshot, j *model.Job, curve
 		current:  max(j.State.GPUs, 0),
 		limit:    int(inGPUs(j.Spec.MaxWorkers, j.Spec.PerWorker())),
 	}
+	jb.starving = jb.current == 0 && !j.State.WaitingSince.IsZero() && snap.Now.Sub(j.State.WaitingSince).Seconds() >= g.starve
 	if c := jb.current; g.settling(snap, j) {
 		// It may go on in the direction it last changed, or stop.
 		if c >= j.State.PrevGPUs {
@@ -421,6 +461,9 @@ func (g *Goodput) step(j *goodputJob, k, spare int) (v float64, to int, ok bool)
 		}
 		if to > j.limit || to > spare {
 			return 0, 0, false
+		}
+		if j.starving {
+			return goodputStarving, to, true
 		}
 		v = g.held(j, to) / float64(to) / j.rs
 		return v, to, v > 0

@@ -1,6 +1,7 @@
 package algorithm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -242,5 +243,140 @@ func TestGoodputSettles(t *testing.T) {
 		if got.GPUs["a"] != tc.want {
 			t.Errorf("shrank %v s ago: %d GPUs, want %d", tc.since, got.GPUs["a"], tc.want)
 		}
+	}
+}
+
+// waiting sets a waiting job's WaitingSince to secs before the snapshot's
+// time (at(100000)).
+func waiting(secs float64) jobOpt {
+	return func(j *model.Job) {
+		j.State.WaitingSince = at(100000).Add(-time.Duration(secs * float64(time.Second)))
+	}
+}
+
+// TestGoodputServesStarvingJobs: a job whose claimed speedup is tiny is
+// worth nothing per GPU next to a liar's linear curve, and waits; once it
+// has waited starve seconds it is served its minimum ahead of every other
+// job's step, but a settling job's keep.
+func TestGoodputServesStarvingJobs(t *testing.T) {
+	linear := curve(0, 1, 2, 3, 4, 5, 6, 7, 8)
+	flat := curve(0, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6)
+	liar := job("liar", 1, 1, 8, rem(10), linear)
+	for _, tc := range []struct {
+		name   string
+		params []string
+		jobs   []model.Job
+		want   map[string]int
+	}{
+		{"waited less than starve", nil,
+			[]model.Job{liar, job("honest", 2, 2, 8, rem(1e9), flat, waiting(1799))},
+			map[string]int{"liar": 8, "honest": 0}},
+		{"waited starve: its minimum first", nil,
+			[]model.Job{liar, job("honest", 2, 2, 8, rem(1e9), flat, waiting(1800))},
+			map[string]int{"liar": 6, "honest": 2}},
+		{"starve=60", []string{"starve=60"},
+			[]model.Job{liar, job("honest", 2, 2, 8, rem(1e9), flat, waiting(61))},
+			map[string]int{"liar": 6, "honest": 2}},
+		{"starve=+Inf: never", []string{"starve=+Inf"},
+			[]model.Job{liar, job("honest", 2, 2, 8, rem(1e9), flat, waiting(1e9))},
+			map[string]int{"liar": 8, "honest": 0}},
+		{"unknown wait: not starving", nil,
+			[]model.Job{liar, job("honest", 2, 2, 8, rem(1e9), flat)},
+			map[string]int{"liar": 8, "honest": 0}},
+		{"two starving: both served, in submission order", nil,
+			[]model.Job{liar, job("a", 4, 4, 8, rem(1e9), flat, waiting(1e4)), job("b", 4, 4, 8, rem(1e9), flat, waiting(2e3), submitted(1))},
+			map[string]int{"liar": 0, "a": 4, "b": 4}},
+		{"more starving than GPUs: the earlier submitted", nil,
+			[]model.Job{job("a", 6, 6, 8, rem(1e9), flat, waiting(2e3)), job("b", 6, 6, 8, rem(1e9), flat, waiting(1e4), submitted(1))},
+			map[string]int{"a": 6, "b": 0}},
+		{"a settling job keeps its GPUs first", nil,
+			[]model.Job{job("liar", 1, 1, 8, rem(10), linear, running(8), restart(30), changed(0, 30)),
+				job("honest", 2, 2, 8, rem(1e9), flat, waiting(1e4))},
+			map[string]int{"liar": 8, "honest": 0}},
+		{"a settled job is shrunk for it", nil,
+			[]model.Job{job("liar", 1, 1, 8, rem(10), linear, running(8), restart(30), changed(0, 1000)),
+				job("honest", 2, 2, 8, rem(1e9), flat, waiting(1e4))},
+			map[string]int{"liar": 6, "honest": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocate(t, mustNew(t, NameGoodput, tc.params...), snapshot([]int{4, 4}, tc.jobs...))
+			if d := diffGPUs(tc.want, got.GPUs); d != "" {
+				t.Errorf("GPUs (-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestGoodputStarvationBound replays cycles of a minute: jobs that claim
+// a linear curve keep arriving, each worth far more per GPU than a job
+// whose claimed speedup is tiny. The latter runs within starve plus a
+// cycle of its submission, and again within starve plus a cycle of every
+// time it loses its GPUs; without the bound it never runs.
+func TestGoodputStarvationBound(t *testing.T) {
+	const cycle = 60
+	for _, tc := range []struct {
+		name   string
+		starve float64
+		want   bool // the tiny job runs
+	}{{"default", DefaultGoodputStarve, true}, {"starve=600", 600, true}, {"never", math.Inf(1), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var params []string
+			if tc.starve != DefaultGoodputStarve {
+				params = append(params, fmt.Sprintf("starve=%v", tc.starve))
+			}
+			a := mustNew(t, NameGoodput, params...)
+			linear := curve(0, 1, 2, 3, 4, 5, 6, 7, 8)
+			tiny := job("tiny", 1, 1, 8, rem(1e9), curve(0, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6))
+			tiny.State.WaitingSince = t0
+			jobs := []model.Job{tiny}
+			var ran int
+			waitingSince := t0
+			for c := 1; c <= 200; c++ {
+				now := t0.Add(time.Duration(c*cycle) * time.Second)
+				// A new fast job every ten minutes, each long enough to
+				// want the whole cluster.
+				if c%10 == 1 {
+					jobs = append(jobs, job(fmt.Sprintf("fast%03d", c), 1, 1, 8, rem(1e4), linear, submitted(c*cycle)))
+				}
+				snap := &model.Snapshot{Now: now, GPUType: "test", Nodes: []model.Node{{Name: "n0", GPUs: 4}, {Name: "n1", GPUs: 4, Index: 1}}, Jobs: jobs}
+				snap.Sort()
+				got := allocate(t, a, snap)
+				next := snap.Jobs[:0:0]
+				for _, j := range snap.Jobs {
+					k := got.GPUs[j.Spec.Name]
+					if k != j.State.GPUs {
+						j.State.PrevGPUs, j.State.LastChange = j.State.GPUs, now
+					}
+					switch {
+					case k == 0 && j.State.GPUs > 0, k == 0 && j.State.WaitingSince.IsZero():
+						j.State.WaitingSince = now
+					case k > 0:
+						j.State.WaitingSince = time.Time{}
+					}
+					j.State.GPUs = k
+					if k > 0 {
+						j.State.Status = model.StatusRunning
+					} else {
+						j.State.Status = model.StatusWaiting
+					}
+					if j.Spec.Name == "tiny" {
+						if k > 0 {
+							ran++
+							waitingSince = time.Time{}
+						} else if waitingSince.IsZero() {
+							waitingSince = now
+						}
+						if !waitingSince.IsZero() && now.Sub(waitingSince).Seconds() > tc.starve+cycle {
+							t.Fatalf("cycle %d: tiny has waited %v, over starve %v plus a cycle", c, now.Sub(waitingSince), tc.starve)
+						}
+					}
+					next = append(next, j)
+				}
+				jobs = next
+			}
+			if (ran > 0) != tc.want {
+				t.Errorf("tiny ran %d cycles of 200, want running: %v", ran, tc.want)
+			}
+		})
 	}
 }

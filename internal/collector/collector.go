@@ -37,9 +37,22 @@ type Observation struct {
 type jobState struct {
 	app string
 	m   Measurements
-	// fitted caches the job's fit with the prior fittedFor until m changes.
+	// fitted caches the job's fit with the prior and reference fittedFor
+	// until m changes.
 	fitted    *fit
-	fittedFor prior
+	fittedFor fitKey
+	// perGPU caches othersPerGPU, computed when the application's
+	// total was summed the perGPUFor-th time (0: not computed).
+	perGPU    float64
+	perGPUFor uint64
+}
+
+// fitKey is what a job's fit depends on besides its measurements: the
+// prior, and the best rate per GPU of its application's other sources,
+// which tells its outliers.
+type fitKey struct {
+	prior
+	perGPU float64
 }
 
 // appState is what is known of one application: base, what its finished
@@ -47,12 +60,18 @@ type jobState struct {
 type appState struct {
 	base Measurements
 	jobs map[string]bool
-	// total is base plus the live jobs' measurements, unless dirty. Observe
-	// adds to it as it adds to the job; the other changes mark it dirty,
-	// and it is summed again, in the order of job names, when next needed.
+	// total is base plus the live jobs' measurements, each bounded by the
+	// others (robustSum), unless dirty. Every change but a restart marks
+	// it dirty, and it is summed again, in the order of job names, when
+	// next needed.
 	total  Measurements
 	dirty  bool
 	fitted *fit // caches the fit of total until it changes
+	// rates are every source's rate on each placement, sorted, as
+	// robustSum bounded total with; summed with it.
+	rates map[placementKey][]float64
+	// sums counts the times total was summed, from 1.
+	sums uint64
 }
 
 // Collector keeps measurements per job and per application and fits the
@@ -89,12 +108,10 @@ func (c *Collector) observe(o Observation) {
 	if !js.m.add(o) {
 		return
 	}
-	js.fitted = nil
-	as := c.apps[o.App]
-	as.fitted = nil
-	if !as.dirty && !as.total.add(o) {
-		as.dirty = true
-	}
+	js.fitted, js.perGPUFor = nil, 0
+	// The application's total bounds each job by the others (robustSum):
+	// it is summed again.
+	c.touch(c.apps[o.App])
 }
 
 // ObserveRestart records that job (of application app) took seconds to
@@ -115,10 +132,12 @@ func (c *Collector) Forget(job string) {
 		return
 	}
 	as := c.apps[js.app]
-	as.base.Merge(js.m)
+	// What the job leaves is bounded by the others, as it was in the
+	// application's total while it ran.
+	as.base.Merge(js.m.boundedBy(ratesByPlacement(c.sources(as))))
 	delete(as.jobs, job)
 	delete(c.jobs, job)
-	// The application's total already holds the job: it does not change.
+	c.touch(as)
 }
 
 // SetJob replaces everything known of job with m, as a live job of app.
@@ -126,7 +145,7 @@ func (c *Collector) Forget(job string) {
 func (c *Collector) SetJob(job, app string, m Measurements) {
 	js := c.attach(job, app)
 	js.m = normalize(m)
-	js.fitted = nil
+	js.fitted, js.perGPUFor = nil, 0
 	c.touch(c.apps[app])
 }
 
@@ -198,7 +217,7 @@ func (c *Collector) attach(job, app string) *jobState {
 		old := c.apps[js.app]
 		delete(old.jobs, job)
 		c.touch(old)
-		js.app = app
+		js.app, js.perGPUFor = app, 0
 		as := c.app(app)
 		as.jobs[job] = true
 		c.touch(as)
@@ -221,16 +240,38 @@ func (c *Collector) touch(as *appState) {
 	as.fitted = nil
 }
 
-// appTotal returns the application's base plus its live jobs.
+// sources are the application's base and its live jobs, in the order
+// of their names.
+func (c *Collector) sources(as *appState) []source {
+	srcs := make([]source, 0, 1+len(as.jobs))
+	srcs = append(srcs, source{m: &as.base})
+	for _, job := range slices.Sorted(maps.Keys(as.jobs)) {
+		srcs = append(srcs, source{m: &c.jobs[job].m, live: true})
+	}
+	return srcs
+}
+
+// appTotal returns the application's base plus its live jobs, each
+// bounded by the others (robustSum).
 func (c *Collector) appTotal(as *appState) *Measurements {
 	if as.dirty {
-		as.total = as.base.clone()
-		for _, job := range slices.Sorted(maps.Keys(as.jobs)) {
-			as.total.Merge(c.jobs[job].m)
-		}
+		srcs := c.sources(as)
+		as.rates = ratesByPlacement(srcs)
+		as.total = robustSum(srcs, as.rates)
 		as.dirty = false
+		as.sums++
 	}
 	return &as.total
+}
+
+// othersPerGPU is the best rate per GPU the application's sources but
+// job measured (bestPerGPU), kept until the application changes.
+func (c *Collector) othersPerGPU(as *appState, js *jobState) float64 {
+	c.appTotal(as)
+	if js.perGPUFor != as.sums {
+		js.perGPU, js.perGPUFor = bestPerGPU(c.sources(as), &js.m, as.rates), as.sums
+	}
+	return js.perGPU
 }
 
 // normalize is m sorted, with duplicate placements summed and invalid ones
@@ -276,9 +317,16 @@ func (c *Collector) fitFor(job, app string) (fit, string) {
 		pr.penalty = af.penalty
 	}
 	if js := c.jobs[job]; js != nil {
-		if js.fitted == nil || js.fittedFor != pr {
-			f := fitMeasurements(&js.m, pr)
-			js.fitted, js.fittedFor = &f, pr
+		var perGPU float64
+		if as := c.apps[js.app]; as != nil && len(js.m.Placements) > 0 {
+			perGPU = c.othersPerGPU(as, js)
+		}
+		if key := (fitKey{pr, perGPU}); js.fitted == nil || js.fittedFor != key {
+			// Placements far faster than the application's other jobs
+			// are left out until confirmed (outliers).
+			m, _ := outliers(&js.m, perGPU)
+			f := fitMeasurements(m, pr)
+			js.fitted, js.fittedFor = &f, key
 		}
 		if js.fitted.ok {
 			return *js.fitted, SourceJob

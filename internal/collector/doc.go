@@ -33,6 +33,14 @@
 // restart of Voda sets the bases and the live jobs again and has the same
 // estimates. A job belongs to the application it was last named with.
 //
+// Measured rates are claims, from the jobs' own pods (plausible.go): no
+// fit believes a superlinear speedup (SuperlinearTolerance); a job's
+// placement far faster than linear scaling of its application's best rate
+// per GPU (OutlierRatio) stays out of the job's fit until confirmed (ConfirmIntervals reports over
+// ConfirmSeconds); and each live job counts in its application's history,
+// and in the base it leaves, within OutlierRatio of the other sources'
+// median, so that one job cannot move it further.
+//
 // The collector holds no clock and does no I/O. Its results depend on no
 // map order: the same measurements set in any order give the same
 // estimates; observations of one placement summed in another order may

@@ -38,8 +38,9 @@ type point struct {
 }
 
 // points returns the placements that say something about speed, in the
-// order of m (by workers, then nodes). A placement with no work done, such
-// as a restart, is no evidence.
+// order of m (by workers, then nodes), no rate above what linear scaling
+// from fewer workers allows (superlinear). A placement with no work done,
+// such as a restart, is no evidence.
 func points(m *Measurements) []point {
 	pts := make([]point, 0, len(m.Placements))
 	for _, p := range m.Placements {
@@ -51,6 +52,7 @@ func points(m *Measurements) []point {
 			pts = append(pts, point{k: p.Workers, n: max(p.Nodes, 1), rate: r})
 		}
 	}
+	superlinear(pts)
 	return pts
 }
 

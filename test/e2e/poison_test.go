@@ -11,39 +11,7 @@ import (
 
 // poisonManifest is a job of one worker of namespace ns whose
 // application is victim-app, 100 epochs.
-func poisonManifest(name, ns string) []byte {
-	return []byte(`apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: ` + name + `
-  namespace: ` + ns + `
-  annotations:
-    vodascheduler/application: victim-app
-    vodascheduler/epochs: "100"
-spec:
-  slotsPerWorker: 1
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            env:
-            - {name: MIN_NUM_PROC, value: "1"}
-            - {name: MAX_NUM_PROC, value: "1"}
-    Worker:
-      replicas: 1
-      template:
-        spec:
-          nodeSelector:
-            vodascheduler/accelerator: v100
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-`)
-}
+func poisonManifest(name, ns string) []byte { return appManifest(name, ns, "victim-app", 100, 1) }
 
 // TestPoisonedApplicationStaysInItsNamespace: a job of team-a that names
 // the application victim-app reports 1e-7 epochs a second, then is
