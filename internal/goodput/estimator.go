@@ -86,11 +86,72 @@ type fitted struct {
 type jobModel struct {
 	app string
 	fitted
+	// held counts, per configuration not yet taken, the observations
+	// held back as outliers (see OutlierRatio).
+	held map[key]int
 }
 
 type appModel struct {
 	fitted
 	placement, batch ErrorStats
+	// best is each source's best samples per second per replica: a live
+	// job's by name, the stored history's and the finished jobs' under "".
+	best map[string]float64
+}
+
+// Step times are claims, as throughputs are: a job that reports steps far
+// faster than its application's other sources ran could take GPUs from
+// honest jobs. A job's configuration whose samples per second per replica
+// exceed OutlierRatio times the best any other source of its application
+// measured (its history, its other jobs) is held back, out of the job's
+// fit and its application's, until ConfirmObservations observations (or
+// reports, each of which hands the configuration over again) have
+// claimed it. Until then the job is estimated by its application. The
+// first job of an application has nothing to be compared with.
+const (
+	OutlierRatio        = 4.0
+	ConfirmObservations = 10
+)
+
+// outlier reports whether o is held back: beyond OutlierRatio times the
+// best of a's other sources, and not yet claimed ConfirmObservations times.
+func (j *jobModel) outlier(a *appModel, job string, o Obs) bool {
+	other := a.othersBest(job)
+	if other == 0 || o.perReplica() <= OutlierRatio*other {
+		return false
+	}
+	k := o.key()
+	if j.held == nil {
+		j.held = map[key]int{}
+	}
+	if j.held[k]++; j.held[k] < ConfirmObservations {
+		return true
+	}
+	return false
+}
+
+// perReplica is o's samples per second per replica.
+func (o Obs) perReplica() float64 {
+	return float64(o.Atomic*(o.Accum+1)) / o.Iteration
+}
+
+// othersBest is the best samples per second per replica of app's sources
+// other than job (0: none).
+func (a *appModel) othersBest(job string) float64 {
+	best := 0.0
+	for src, v := range a.best {
+		if src != job {
+			best = max(best, v)
+		}
+	}
+	return best
+}
+
+func (a *appModel) record(src string, o Obs) {
+	if a.best == nil {
+		a.best = map[string]float64{}
+	}
+	a.best[src] = max(a.best[src], o.perReplica())
 }
 
 // ErrorStats summarise relative prediction errors |predicted−measured| /
@@ -162,6 +223,9 @@ func (e *Estimator) Observe(job, app string, o Obs) {
 	}
 	a := e.app(j.app)
 	k := o.key()
+	if j.outlier(a, job, o) {
+		return
+	}
 	if !j.t.has(k) {
 		if p, ok := e.Params(job); ok {
 			err := math.Abs(p.Predict(o)-o.Iteration) / o.Iteration
@@ -187,11 +251,22 @@ func (e *Estimator) Observe(job, app string, o Obs) {
 		}
 	}
 	a.t.add(o)
+	a.record(job, o)
 }
 
 // Forget drops a finished job; what it measured stays with its
 // application.
-func (e *Estimator) Forget(job string) { delete(e.jobs, job) }
+func (e *Estimator) Forget(job string) {
+	if j := e.jobs[job]; j != nil {
+		if a := e.apps[j.app]; a != nil {
+			if v, ok := a.best[job]; ok {
+				a.best[""] = max(a.best[""], v)
+				delete(a.best, job)
+			}
+		}
+	}
+	delete(e.jobs, job)
+}
 
 // AppParams returns the application's pooled fit, fitting it again if new
 // measurements disagree with it; false when the application has none.
@@ -283,7 +358,11 @@ func (e *Estimator) SetJob(job, app string, configs []Config) {
 		if dn <= 0 {
 			continue // nothing new
 		}
+		if had && j.outlier(a, job, o) {
+			continue // steps claimed far faster than before: held back
+		}
 		m.n, m.sum = c.N, c.Seconds
+		a.record(job, o)
 		if am := a.t.sums[k]; am != nil {
 			am.n += dn
 			am.sum += ds
@@ -296,6 +375,7 @@ func (e *Estimator) SetJob(job, app string, configs []Config) {
 func (e *Estimator) SetApp(app string, configs []Config) {
 	a := e.app(app)
 	a.t = table{}
+	delete(a.best, "")
 	for _, c := range configs {
 		if !c.Valid() {
 			continue
@@ -303,6 +383,7 @@ func (e *Estimator) SetApp(app string, configs []Config) {
 		if a.t.add(c.Obs()) {
 			m := a.t.sums[c.Obs().key()]
 			m.sum, m.n = c.Seconds, c.N
+			a.record("", c.Obs())
 		}
 	}
 	a.ok, a.dirty = false, len(a.t.keys) > 0
